@@ -1,0 +1,110 @@
+/**
+ * The one error type of fenecdb and its catalogue.
+ *
+ * Every refusal the product makes is a FenecError with a stable `code` from CATALOGUE, the HTTP status
+ * that fits, and a message that says what to change. docs/errors.md lists the same codes; a test
+ * diffs the two in both directions, so a code cannot be added or dropped silently.
+ */
+
+/** Where in a statement an error was found (1-based line and column, 0-based offset). */
+export interface Position {
+  readonly line: number;
+  readonly column: number;
+  readonly offset: number;
+}
+
+interface CodeEntry {
+  readonly status: number;
+  /** What the code means, for docs/errors.md and for a message-less throw. */
+  readonly summary: string;
+}
+
+export const CATALOGUE = {
+  // Requests
+  bad_json: { status: 400, summary: 'The request body is not valid JSON.' },
+  bad_request: { status: 400, summary: 'The request is JSON but not of the expected shape.' },
+  payload_too_large: { status: 413, summary: 'The request body is larger than the server accepts.' },
+  not_found: { status: 404, summary: 'No such route.' },
+  method_not_allowed: { status: 405, summary: 'The route exists but not for this HTTP method.' },
+
+  // Who is asking
+  unauthorized: { status: 401, summary: 'A token is required and none was given.' },
+  invalid_token: { status: 401, summary: 'The token given is not valid.' },
+  forbidden_host: { status: 403, summary: 'The Host header does not name this machine and no token is configured.' },
+  forbidden_origin: { status: 403, summary: 'The Origin header names a site this server does not serve.' },
+  read_only: { status: 403, summary: 'The server or file is read-only and the statement writes.' },
+
+  // Parsing
+  syntax_error: { status: 400, summary: 'The statement does not follow the grammar: what was expected and what was found.' },
+  invalid_character: { status: 400, summary: 'A character that starts no token.' },
+  unterminated_string: { status: 400, summary: 'A string literal has no closing quote.' },
+  invalid_escape: { status: 400, summary: 'A string literal holds an escape JSON does not define.' },
+  invalid_number: { status: 400, summary: 'A number is malformed or outside the integer range (±2^53).' },
+  invalid_duration: { status: 400, summary: 'A duration has an unknown unit or is not a whole number.' },
+  invalid_name: { status: 400, summary: 'A name is too long or reserved (names starting with _ are the system\'s).' },
+  invalid_parameter: { status: 400, summary: 'A parameter reference outside $1…$99, or a malformed $jwt claim.' },
+  invalid_type: { status: 400, summary: 'A field type that does not exist or is out of range (vector<N>, 1 ≤ N ≤ 4096).' },
+  invalid_annotation: { status: 400, summary: 'An unknown annotation, or one with wrong arguments or on a field type it does not fit.' },
+  multiple_statements: { status: 400, summary: 'A request holds more than one statement.' },
+
+  // Meaning
+  unknown_collection: { status: 404, summary: 'The statement names a collection that does not exist.' },
+  collection_exists: { status: 409, summary: 'create collection names a collection that exists (use if not exists).' },
+  unknown_field: { status: 400, summary: 'A field that the collection does not have.' },
+  field_exists: { status: 409, summary: 'alter collection … add names a field the collection has.' },
+  duplicate_field: { status: 400, summary: 'A field named twice in one definition, object or select.' },
+  type_mismatch: { status: 400, summary: 'A value or expression of a type that the field or operator does not take.' },
+  missing_required: { status: 400, summary: 'A write leaves out a required field, or sets it to null.' },
+  vector_length: { status: 400, summary: 'A vector with another number of components than its field takes.' },
+  invalid_value: { status: 400, summary: 'A value of the right type that is still not acceptable (a malformed timestamp, a negative limit).' },
+  missing_parameter: { status: 400, summary: 'The statement uses $N and params has fewer than N values.' },
+  invalid_statement: { status: 400, summary: 'A statement that parses but cannot run as written (put without id, set on id, …).' },
+  unique_violation: { status: 409, summary: 'A write would give two rows the same value of a unique field.' },
+  not_supported_yet: { status: 501, summary: 'A statement this build parses but does not run yet.' },
+
+  // The file
+  lock_held: { status: 409, summary: 'Another process holds the file\'s lock.' },
+  cannot_open: { status: 500, summary: 'The file cannot be opened or is not a fenecdb file.' },
+  internal: { status: 500, summary: 'A fault inside the server; the request changed nothing.' },
+} as const satisfies Record<string, CodeEntry>;
+
+export type ErrorCode = keyof typeof CATALOGUE;
+
+export interface FenecErrorOptions {
+  readonly hint?: string;
+  readonly position?: Position;
+  readonly cause?: unknown;
+}
+
+export class FenecError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly hint: string | undefined;
+  readonly position: Position | undefined;
+
+  constructor(code: ErrorCode, message: string, options: FenecErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'FenecError';
+    this.code = code;
+    this.status = CATALOGUE[code].status;
+    this.hint = options.hint;
+    this.position = options.position;
+  }
+
+  /** The wire shape every door answers with: `{"error": {"code", "message", "hint"?, "line"?, "column"?}}`. */
+  toJSON(): { error: Record<string, string | number> } {
+    const error: Record<string, string | number> = { code: this.code, message: this.message };
+    if (this.hint !== undefined) error.hint = this.hint;
+    if (this.position !== undefined) {
+      error.line = this.position.line;
+      error.column = this.position.column;
+    }
+    return { error };
+  }
+}
+
+/** Any thrown value as a FenecError: ours pass through, anything else is an internal fault. */
+export function asFenecError(err: unknown): FenecError {
+  if (err instanceof FenecError) return err;
+  return new FenecError('internal', 'internal error; the request changed nothing', { cause: err });
+}

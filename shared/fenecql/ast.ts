@@ -1,0 +1,309 @@
+/**
+ * The FenecQL syntax tree: plain, readonly, JSON-serialisable data.
+ *
+ * The parser builds it, the planner reads it, nothing mutates it. Field defaults are stored in the
+ * catalogue as these same trees, and the MCP tools build statements as trees rather than as text.
+ */
+import type { Position } from '../errors.js';
+
+export type { Position };
+
+// Types
+
+export type ScalarType = 'text' | 'int' | 'float' | 'bool' | 'timestamp' | 'json';
+export type ElementType = Exclude<ScalarType, 'json'>;
+
+export type FieldType =
+  | { readonly kind: 'scalar'; readonly scalar: ScalarType }
+  | { readonly kind: 'vector'; readonly dims: number }
+  | { readonly kind: 'array'; readonly element: ElementType };
+
+export type Metric = 'cosine' | 'l2' | 'ip';
+
+export type Annotation =
+  | { readonly kind: 'hash' }
+  | { readonly kind: 'sorted' }
+  | { readonly kind: 'text' }
+  | { readonly kind: 'ttl'; readonly ms: number }
+  | { readonly kind: 'hnsw'; readonly metric: Metric; readonly m?: number; readonly ef?: number };
+
+export interface FieldDef {
+  readonly name: string;
+  readonly type: FieldType;
+  readonly required: boolean;
+  readonly unique: boolean;
+  readonly default?: Expr;
+  readonly annotations: readonly Annotation[];
+  readonly pos?: Position;
+}
+
+// Expressions
+
+export type LiteralType = 'null' | 'bool' | 'int' | 'float' | 'text';
+
+export interface LiteralExpr {
+  readonly kind: 'Literal';
+  readonly type: LiteralType;
+  readonly value: null | boolean | number | string;
+  readonly pos?: Position;
+}
+export interface ArrayExpr {
+  readonly kind: 'Array';
+  readonly items: readonly Expr[];
+  readonly pos?: Position;
+}
+export interface ObjectEntry {
+  readonly key: string;
+  readonly value: Expr;
+  readonly pos?: Position;
+}
+export interface ObjectExpr {
+  readonly kind: 'Object';
+  readonly entries: readonly ObjectEntry[];
+  readonly pos?: Position;
+}
+/** `$1 … $99`, 1-based into the request's params. */
+export interface ParamExpr {
+  readonly kind: 'Param';
+  readonly index: number;
+  readonly pos?: Position;
+}
+/** `$jwt.NAME`: a claim of the caller's token. */
+export interface JwtExpr {
+  readonly kind: 'Jwt';
+  readonly claim: string;
+  readonly pos?: Position;
+}
+export interface FieldExpr {
+  readonly kind: 'Field';
+  readonly name: string;
+  readonly pos?: Position;
+}
+export type FunctionName = 'now' | 'len' | 'lower' | 'upper' | 'coalesce';
+export interface CallExpr {
+  readonly kind: 'Call';
+  readonly fn: FunctionName;
+  readonly args: readonly Expr[];
+  readonly pos?: Position;
+}
+export type ArithmeticOp = '+' | '-' | '*' | '/';
+export interface BinaryExpr {
+  readonly kind: 'Binary';
+  readonly op: ArithmeticOp;
+  readonly left: Expr;
+  readonly right: Expr;
+  readonly pos?: Position;
+}
+export interface NegateExpr {
+  readonly kind: 'Negate';
+  readonly operand: Expr;
+  readonly pos?: Position;
+}
+
+export type Expr =
+  | LiteralExpr
+  | ArrayExpr
+  | ObjectExpr
+  | ParamExpr
+  | JwtExpr
+  | FieldExpr
+  | CallExpr
+  | BinaryExpr
+  | NegateExpr;
+
+// Conditions
+
+export type CompareOp = '=' | '!=' | '<' | '<=' | '>' | '>=';
+
+export interface AndCond {
+  readonly kind: 'And';
+  readonly left: Cond;
+  readonly right: Cond;
+  readonly pos?: Position;
+}
+export interface OrCond {
+  readonly kind: 'Or';
+  readonly left: Cond;
+  readonly right: Cond;
+  readonly pos?: Position;
+}
+export interface NotCond {
+  readonly kind: 'Not';
+  readonly operand: Cond;
+  readonly pos?: Position;
+}
+export interface CompareCond {
+  readonly kind: 'Compare';
+  readonly op: CompareOp;
+  readonly left: Expr;
+  readonly right: Expr;
+  readonly pos?: Position;
+}
+/** `tags has "ops"`: an array field contains the value. */
+export interface HasCond {
+  readonly kind: 'Has';
+  readonly left: Expr;
+  readonly right: Expr;
+  readonly pos?: Position;
+}
+/** `x in [1, 2]` or `x in $1`: the value is one of an array. */
+export interface InCond {
+  readonly kind: 'In';
+  readonly left: Expr;
+  readonly right: Expr;
+  readonly pos?: Position;
+}
+export interface IsNullCond {
+  readonly kind: 'IsNull';
+  readonly operand: Expr;
+  readonly negated: boolean;
+  readonly pos?: Position;
+}
+export interface LikeCond {
+  readonly kind: 'Like';
+  readonly operand: Expr;
+  readonly pattern: string;
+  readonly pos?: Position;
+}
+/** A boolean expression standing as a condition: `where true`, `where done`. */
+export interface TruthCond {
+  readonly kind: 'Truth';
+  readonly expr: Expr;
+  readonly pos?: Position;
+}
+
+export type Cond =
+  | AndCond
+  | OrCond
+  | NotCond
+  | CompareCond
+  | HasCond
+  | InCond
+  | IsNullCond
+  | LikeCond
+  | TruthCond;
+
+// Statements
+
+export interface CreateCollectionStmt {
+  readonly kind: 'CreateCollection';
+  readonly name: string;
+  readonly ifNotExists: boolean;
+  readonly fields: readonly FieldDef[];
+}
+export interface DropCollectionStmt {
+  readonly kind: 'DropCollection';
+  readonly name: string;
+  readonly ifExists: boolean;
+}
+export interface AlterAddStmt {
+  readonly kind: 'AlterAdd';
+  readonly collection: string;
+  readonly field: FieldDef;
+}
+export interface AlterDropStmt {
+  readonly kind: 'AlterDrop';
+  readonly collection: string;
+  readonly field: string;
+}
+export interface InsertStmt {
+  readonly kind: 'Insert';
+  readonly collection: string;
+  readonly rows: readonly ObjectExpr[];
+  /** `insert into c [ … ]` answers with every id; the single form with one. Both answer `ids`. */
+  readonly many: boolean;
+}
+export interface PutStmt {
+  readonly kind: 'Put';
+  readonly collection: string;
+  readonly row: ObjectExpr;
+}
+export interface SetStmt {
+  readonly kind: 'Set';
+  readonly collection: string;
+  readonly changes: ObjectExpr;
+  readonly where: Cond;
+}
+export interface DelStmt {
+  readonly kind: 'Del';
+  readonly collection: string;
+  readonly where: Cond;
+}
+
+export interface MatchClause {
+  /** A field name, or '*' for every @text field. */
+  readonly field: string;
+  readonly query: Expr;
+  readonly pos?: Position;
+}
+export interface NearClause {
+  readonly field: string;
+  readonly vector: Expr;
+  readonly pos?: Position;
+}
+export interface OrderItem {
+  readonly field: string;
+  readonly direction: 'asc' | 'desc';
+  readonly pos?: Position;
+}
+
+export interface GetStmt {
+  readonly kind: 'Get';
+  readonly collection: string;
+  /** Field names, '*' for every field (vectors included), or null for the default (vectors left out). */
+  readonly select: readonly string[] | '*' | null;
+  readonly match?: MatchClause;
+  readonly near?: NearClause;
+  readonly fuse: boolean;
+  readonly where?: Cond;
+  readonly order: readonly OrderItem[];
+  /** An int literal or a parameter. */
+  readonly limit?: Expr;
+  readonly offset?: Expr;
+  readonly count: boolean;
+}
+export interface SchemaStmt {
+  readonly kind: 'Schema';
+  readonly collection?: string;
+}
+export interface CompactStmt {
+  readonly kind: 'Compact';
+  readonly collection?: string;
+}
+
+export type Statement =
+  | CreateCollectionStmt
+  | DropCollectionStmt
+  | AlterAddStmt
+  | AlterDropStmt
+  | InsertStmt
+  | PutStmt
+  | SetStmt
+  | DelStmt
+  | GetStmt
+  | SchemaStmt
+  | CompactStmt;
+
+export type StatementKind = Statement['kind'];
+
+/** Statements that change rows or the schema: what a read-only server refuses. */
+export const WRITE_KINDS: ReadonlySet<StatementKind> = new Set([
+  'CreateCollection',
+  'DropCollection',
+  'AlterAdd',
+  'AlterDrop',
+  'Insert',
+  'Put',
+  'Set',
+  'Del',
+  'Compact',
+]);
+
+/** Statements only the server token may run (never a scoped token, never over MCP). */
+export const SCHEMA_KINDS: ReadonlySet<StatementKind> = new Set([
+  'CreateCollection',
+  'DropCollection',
+  'AlterAdd',
+  'AlterDrop',
+  'Compact',
+]);
