@@ -26,6 +26,7 @@ export const CATALOGUE = {
   payload_too_large: { status: 413, summary: 'The request body is larger than the server accepts.' },
   not_found: { status: 404, summary: 'No such route.' },
   method_not_allowed: { status: 405, summary: 'The route exists but not for this HTTP method.' },
+  unavailable: { status: 503, summary: 'The server that holds the data does not answer.' },
 
   // Who is asking
   unauthorized: { status: 401, summary: 'A token is required and none was given.' },
@@ -61,6 +62,9 @@ export const CATALOGUE = {
   invalid_statement: { status: 400, summary: 'A statement that parses but cannot run as written (put without id, set on id, …).' },
   unique_violation: { status: 409, summary: 'A write would give two rows the same value of a unique field.' },
   not_supported_yet: { status: 501, summary: 'A statement this build parses but does not run yet.' },
+
+  // Programs
+  invalid_option: { status: 400, summary: 'A program option (flag) with a value it does not take.' },
 
   // The file
   lock_held: { status: 409, summary: 'Another process holds the file\'s lock.' },
