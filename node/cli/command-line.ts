@@ -1,0 +1,59 @@
+/**
+ * What the CLIs share: commander set up so that a usage error is one line on stderr and exit
+ * status 2, and the other ways out (a refused start, a signal) as each program needs them.
+ */
+import { Command, CommanderError } from 'commander';
+import { FenecError } from '../../shared/errors.js';
+
+/** Exit status of a bad flag, a bad flag value or a missing argument. */
+export const USAGE_EXIT = 2;
+
+/** A commander program (its subcommands inherit this) whose errors read `NAME: what is wrong`. */
+export function createProgram(name: string): Command {
+  return new Command(name)
+    .exitOverride()
+    .configureOutput({ outputError: (text, write) => write(`${name}: ${text.replace(/^error: /, '')}`) });
+}
+
+/**
+ * Parses argv and runs the chosen action. Exits 0 after --help or --version, and with USAGE_EXIT on
+ * a usage error: commander's own, or a FenecError `invalid_option` thrown while reading the options.
+ * Any other error is the caller's.
+ */
+export async function parseCommandLine(program: Command, argv: readonly string[]): Promise<void> {
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : USAGE_EXIT);
+    if (err instanceof FenecError && err.code === 'invalid_option') usageError(program.name(), err.message);
+    throw err;
+  }
+}
+
+export function usageError(program: string, message: string): never {
+  process.stderr.write(`${program}: ${message}\n`);
+  process.exit(USAGE_EXIT);
+}
+
+/**
+ * Runs `cleanup` once, on whichever way out comes first: a normal exit, an uncaught exception, or
+ * SIGINT/SIGTERM (whose default would skip it). `onSignal` replaces the plain exit on a signal,
+ * for a program that stops gracefully; a second signal exits at once.
+ */
+export function onExit(cleanup: () => void, onSignal?: (signal: NodeJS.Signals) => void): void {
+  let done = false;
+  const once = (): void => {
+    if (done) return;
+    done = true;
+    cleanup();
+  };
+  process.on('exit', once);
+  let signalled = false;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (signalled || onSignal === undefined) process.exit(signal === 'SIGINT' ? 130 : 143);
+      signalled = true;
+      onSignal(signal);
+    });
+  }
+}

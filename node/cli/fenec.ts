@@ -1,0 +1,128 @@
+#!/usr/bin/env node
+/**
+ * fenec: the command-line client. `fenec query` runs one statement on a file or on a server and
+ * prints the answer's JSON on stdout; a refusal is the error's JSON on stderr, and exit status 1.
+ */
+import { asFenecError, FenecError } from '../../shared/errors.js';
+import { FenecDatabase } from '../database.js';
+import { createProgram, onExit, parseCommandLine, usageError } from './command-line.js';
+
+const NAME = 'fenec';
+
+interface QueryOptions {
+  file?: string;
+  url?: string;
+  params: string;
+  readOnly?: boolean;
+  token?: string;
+}
+
+const program = createProgram(NAME).description('fenecdb from the command line.');
+
+program
+  .command('query')
+  .description('Run one statement on a .fenec file or a server and print its answer as JSON.')
+  .argument('<statement>', 'the FenecQL statement, e.g. "get notes where id = $1"')
+  .option('--file <path>', 'run it on this .fenec file (takes its lock while it runs, unless --read-only)')
+  .option('--url <url>', 'run it on a server: its base URL (http://127.0.0.1:8080) or its /query URL; '
+    + 'the token from --token or $FENEC_TOKEN')
+  .option('--params <json>', 'a JSON array of the values bound to $1, $2, …', '[]')
+  .option('--read-only', 'with --file: open it read-only (no lock, beside a server) and refuse writes')
+  .option('--token <token>', 'with --url: the bearer token (default: $FENEC_TOKEN)')
+  .action(async (statement: string, options: QueryOptions) => {
+    const params = parseParams(options.params);
+    if ((options.file === undefined) === (options.url === undefined)) {
+      usageError(NAME, 'query takes one of --file <path> or --url <url>');
+    }
+    if (options.url !== undefined) {
+      if (options.readOnly) usageError(NAME, '--read-only is for --file; a server\'s writes are its own to refuse');
+      const token = options.token ?? (process.env.FENEC_TOKEN || undefined);
+      await printOutcome(() => queryServer(queryUrl(options.url!), statement, params, token));
+    } else {
+      if (options.token !== undefined) usageError(NAME, '--token is for --url; a file takes no token');
+      await printOutcome(async () => queryFile(options.file!, statement, params, options.readOnly === true));
+    }
+  });
+
+function parseParams(text: string): unknown[] {
+  let params: unknown;
+  try {
+    params = JSON.parse(text);
+  } catch {
+    params = undefined;
+  }
+  if (!Array.isArray(params)) usageError(NAME, `--params takes a JSON array such as '[7, "ops"]', not ${text}`);
+  return params;
+}
+
+/** A base URL gets /query appended (keeping any path prefix, as /t/<tenant>); a /query URL is kept. */
+function queryUrl(text: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    usageError(NAME, `--url takes a URL such as http://127.0.0.1:8080, not ${text}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') usageError(NAME, `--url takes an http or https URL, not ${text}`);
+  if (!url.pathname.endsWith('/query')) url.pathname = `${url.pathname.replace(/\/$/, '')}/query`;
+  return url;
+}
+
+/** An answer, or a refusal as its error JSON. */
+interface Outcome {
+  readonly ok: boolean;
+  readonly body: unknown;
+}
+
+function queryFile(file: string, statement: string, params: unknown[], readOnly: boolean): Outcome {
+  const db = FenecDatabase.open({ file, readOnly, program: 'fenec query' });
+  // A signal or fault while the statement runs must still release the file's lock.
+  onExit(() => db.close());
+  return { ok: true, body: db.execute(statement, params, { readOnly }) };
+}
+
+/** @throws FenecError `unavailable` when no fenecdb server answers at `url`. */
+async function queryServer(url: URL, statement: string, params: unknown[], token: string | undefined): Promise<Outcome> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (token !== undefined) headers.authorization = `Bearer ${token}`;
+  let response: Response;
+  try {
+    response = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ statement, params }) });
+  } catch (err) {
+    const cause = (err as Error).cause as NodeJS.ErrnoException | undefined;
+    throw new FenecError('unavailable', `cannot reach ${url.href}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+  }
+  const text = await response.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new FenecError('unavailable', `${url.href} answered ${response.status} with no JSON; is it a fenecdb server?`);
+  }
+  return { ok: response.ok, body };
+}
+
+async function printOutcome(run: () => Promise<Outcome>): Promise<void> {
+  let outcome: Outcome;
+  try {
+    outcome = await run();
+  } catch (err) {
+    outcome = { ok: false, body: localError(err).toJSON() };
+  }
+  if (!outcome.ok) {
+    process.stderr.write(`${JSON.stringify(outcome.body)}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  // Indented for a person at a terminal; one line for a pipe or a script.
+  process.stdout.write(`${JSON.stringify(outcome.body, null, process.stdout.isTTY ? 2 : undefined)}\n`);
+}
+
+/** A fault on this machine is the user's own to read: its message is kept, unlike a server's 500. */
+function localError(err: unknown): FenecError {
+  const error = asFenecError(err);
+  if (error.code !== 'internal' || !(err instanceof Error)) return error;
+  return new FenecError('internal', `internal error: ${err.message}`, { cause: err });
+}
+
+await parseCommandLine(program, process.argv);

@@ -1,0 +1,108 @@
+/**
+ * The server's options, parsed once at the edge (the CLI) and passed down frozen. Nothing below
+ * the CLI reads process.env or process.argv: whatever the server does differently is in here.
+ */
+import { FenecError } from '../shared/errors.js';
+
+export interface ServerConfig {
+  /** The `.fenec` file served. Required (until tenant nodes bring `--data-dir`). */
+  readonly file: string;
+  /** Address to listen on. Default `127.0.0.1`: nothing off this machine reaches it unless asked. */
+  readonly host: string;
+  /** Port to listen on. Default `8080`; `0` takes a free port (the startup log line names it). */
+  readonly port: number;
+  /**
+   * Bearer token every request but `GET /_health` must carry. Default: none, and then only a Host
+   * naming this machine is answered.
+   */
+  readonly httpToken: string | undefined;
+  /** Refuse every write over HTTP with `read_only` (403). Default `false`. */
+  readonly httpReadOnly: boolean;
+  /** Open the file read-only: no lock, no writes, the file as it stood at start. Default `false`. */
+  readonly readOnly: boolean;
+  /** Largest request body in bytes; a larger one is refused with 413. Default 1 MiB. */
+  readonly maxBodyBytes: number;
+  /** A browser origin (`https://app.example.com`) served besides the server's own. Default: none. */
+  readonly httpCors: string | undefined;
+}
+
+/** What a caller gives: `file`, and any option it does not leave to its default. */
+export type ServerConfigInput = Pick<ServerConfig, 'file'> & Partial<Omit<ServerConfig, 'file'>>;
+
+export const SERVER_DEFAULTS = Object.freeze({
+  host: '127.0.0.1',
+  port: 8080,
+  httpReadOnly: false,
+  readOnly: false,
+  maxBodyBytes: 1024 * 1024,
+});
+
+/**
+ * Applies the defaults, validates every option, and freezes the result.
+ *
+ * @throws FenecError `invalid_option` naming the option and what it takes.
+ */
+export function serverConfig(input: ServerConfigInput): ServerConfig {
+  const config: ServerConfig = {
+    file: input.file,
+    host: input.host ?? SERVER_DEFAULTS.host,
+    port: input.port ?? SERVER_DEFAULTS.port,
+    httpToken: input.httpToken,
+    httpReadOnly: input.httpReadOnly ?? SERVER_DEFAULTS.httpReadOnly,
+    readOnly: input.readOnly ?? SERVER_DEFAULTS.readOnly,
+    maxBodyBytes: input.maxBodyBytes ?? SERVER_DEFAULTS.maxBodyBytes,
+    httpCors: input.httpCors,
+  };
+  if (config.file === '') throw invalidOption('--file', 'must name a file');
+  if (config.host === '') throw invalidOption('--host', 'must name an address, e.g. 127.0.0.1 or 0.0.0.0');
+  if (!Number.isInteger(config.port) || config.port < 0 || config.port > 65535) {
+    throw invalidOption('--port', `takes 0…65535, not ${config.port}`);
+  }
+  if (config.httpToken === '') throw invalidOption('--http-token', 'must not be empty');
+  if (!Number.isSafeInteger(config.maxBodyBytes) || config.maxBodyBytes < 1) {
+    throw invalidOption('--max-body', `takes a positive number of bytes, not ${config.maxBodyBytes}`);
+  }
+  if (config.httpCors !== undefined) checkOrigin(config.httpCors);
+  return Object.freeze(config);
+}
+
+/** Reads a port number as typed on a command line. */
+export function parsePort(text: string): number {
+  if (!/^\d{1,5}$/.test(text) || Number(text) > 65535) {
+    throw invalidOption('--port', `takes 0…65535 (0: any free port), not "${text}"`);
+  }
+  return Number(text);
+}
+
+const UNITS: Readonly<Record<string, number>> = {
+  '': 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1024 ** 2, mb: 1024 ** 2, mib: 1024 ** 2,
+};
+
+/** Reads a size such as `1mb`, `512kb` or `65536` (bytes); kb and mb are binary (1024, 1024²). */
+export function parseByteSize(text: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
+  const factor = match === null ? undefined : UNITS[match[2]!.toLowerCase()];
+  const bytes = match === null || factor === undefined ? NaN : Math.floor(Number(match[1]) * factor);
+  if (!Number.isSafeInteger(bytes) || bytes < 1) {
+    throw invalidOption('--max-body', `takes a size such as 512kb, 1mb or 65536 (bytes), not "${text}"`);
+  }
+  return bytes;
+}
+
+/** An origin is scheme://host[:port] with nothing after it, as browsers send it in `Origin`. */
+function checkOrigin(text: string): void {
+  let origin: string | undefined;
+  try {
+    origin = new URL(text).origin;
+  } catch {
+    origin = undefined;
+  }
+  if (origin !== text) {
+    const hint = origin === undefined || origin === 'null' ? '' : ` (did you mean ${origin}?)`;
+    throw invalidOption('--http-cors', `takes an origin such as https://app.example.com, not "${text}"${hint}`);
+  }
+}
+
+function invalidOption(option: string, what: string): FenecError {
+  return new FenecError('invalid_option', `${option} ${what}`);
+}

@@ -1,0 +1,52 @@
+/**
+ * The body of `POST /query`: `{"statement": string, "params"?: array}`, nothing else. A misspelt
+ * field (`"param"`) is refused rather than ignored, since ignoring it would run the statement
+ * without the values the caller meant to bind.
+ */
+import { FenecError } from '../../shared/errors.js';
+
+export interface QueryBody {
+  readonly statement: string;
+  readonly params: readonly unknown[];
+}
+
+const SHAPE = '{"statement": "...", "params": [...]}';
+const NO_PARAMS: readonly unknown[] = Object.freeze([]);
+
+/** Parses and checks a request body. @throws FenecError `bad_json` or `bad_request`. */
+export function parseQueryBody(body: Buffer): QueryBody {
+  if (body.length === 0) throw new FenecError('bad_json', `the request body is empty; send ${SHAPE}`);
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw new FenecError('bad_json', `the request body is not JSON (${(err as Error).message}); send ${SHAPE}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new FenecError('bad_request', `the request body must be a JSON object ${SHAPE}, not ${kind(value)}`);
+  }
+  const { statement, params } = value as Record<string, unknown>;
+  for (const key in value) {
+    if (key !== 'statement' && key !== 'params') {
+      throw new FenecError('bad_request', `unknown field ${JSON.stringify(key)} in the request body; it takes "statement" and "params"`);
+    }
+  }
+  if (typeof statement !== 'string') {
+    throw new FenecError(
+      'bad_request',
+      statement === undefined ? `"statement" is missing; send ${SHAPE}` : `"statement" must be a string, not ${kind(statement)}`,
+    );
+  }
+  if (params === undefined) return { statement, params: NO_PARAMS };
+  if (!Array.isArray(params)) {
+    throw new FenecError('bad_request', `"params" must be an array of values (bound to $1, $2, …), not ${kind(params)}`);
+  }
+  return { statement, params };
+}
+
+function kind(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  const type = typeof value;
+  return type === 'object' ? 'an object' : `a ${type}`;
+}
