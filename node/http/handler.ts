@@ -94,6 +94,7 @@ export class HttpHandler {
     if (refusal !== undefined) return this.#fail(req, res, refusal);
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > this.#maxBody) return this.#tooLarge(req, res);
+    if (req.headers.expect !== undefined) res.writeContinue();
     req.handler = this;
     req.response = res;
     req.on('data', HttpHandler.#onData);

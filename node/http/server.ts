@@ -37,6 +37,9 @@ export function startServer(config: ServerConfig, db: Executor, logger: Logger):
   const handler = new HttpHandler(config, db, new RequestGuard(config), new HttpMetrics(), logger);
   const server = http.createServer({ IncomingMessage: FenecRequest }, handler.handle);
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  // A client that sends `Expect: 100-continue` (curl, for large bodies) is told to go on only once
+  // the request passed the guard and its declared size: a refused body is never sent at all.
+  server.on('checkContinue', handler.handle);
 
   return new Promise((resolve, reject) => {
     server.once('error', (err) => reject(listenError(config, err)));

@@ -1,0 +1,173 @@
+/**
+ * The integration tests' clients: real `fenec-server` and `fenec` processes, started on free ports,
+ * each ended by its pid when the test is done, and a plain HTTP client that sends exactly the
+ * headers it is given (fetch would set Host and Origin itself).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+export const FENEC_SERVER = path.join(ROOT, 'dist/node/cli/fenec-server.js');
+export const FENEC = path.join(ROOT, 'dist/node/cli/fenec.js');
+
+/** How long a program may take to start or to run one command. */
+const START_TIMEOUT_MS = 10_000;
+
+export interface ServerProcess {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  readonly url: string;
+  /** Everything the server wrote on stderr so far. */
+  stderr(): string;
+}
+
+export interface Finished {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** The processes and temporary folders of one suite, all removed by `cleanUp()`. */
+export class Sandbox {
+  readonly #children = new Set<ChildProcess>();
+  readonly #dirs: string[] = [];
+
+  /** A fresh folder under the system's temporary folder. */
+  dir(): string {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-it-'));
+    this.#dirs.push(dir);
+    return dir;
+  }
+
+  /** Starts `fenec-server --port 0 ARGS` and resolves with its URL once it logs that it listens. */
+  async startServer(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+    const child = this.#spawn(FENEC_SERVER, ['--port', '0', ...args], env);
+    let stderr = '';
+    const listening = new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`fenec-server did not start in time:\n${stderr}`)), START_TIMEOUT_MS);
+      child.stderr!.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        for (const line of stderr.split('\n')) {
+          const url = listeningUrl(line);
+          if (url !== undefined) {
+            clearTimeout(timer);
+            resolve(url);
+          }
+        }
+      });
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`fenec-server exited (${code ?? signal}) before listening:\n${stderr}`));
+      });
+    });
+    const url = await listening;
+    return { child, pid: child.pid!, url, stderr: () => stderr };
+  }
+
+  /** Runs a program to its end (killed past the timeout) and gives its status and output. */
+  async run(script: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Finished> {
+    const child = this.#spawn(script, args, env);
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), START_TIMEOUT_MS);
+    const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
+    clearTimeout(timer);
+    return { code, signal, stdout, stderr };
+  }
+
+  /** Kills a child with SIGKILL and waits until it is reaped (its pid is gone). */
+  async kill(child: ChildProcess): Promise<void> {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, 'exit');
+      child.kill('SIGKILL');
+      await exited;
+    }
+    this.#children.delete(child);
+  }
+
+  async cleanUp(): Promise<void> {
+    await Promise.all([...this.#children].map((child) => this.kill(child)));
+    for (const dir of this.#dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+  }
+
+  #spawn(script: string, args: readonly string[], env: NodeJS.ProcessEnv): ChildProcess {
+    const { FENEC_TOKEN: _inherited, ...parentEnv } = process.env;
+    const child = spawn(process.execPath, [script, ...args], {
+      env: { ...parentEnv, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.#children.add(child);
+    child.once('exit', () => this.#children.delete(child));
+    return child;
+  }
+}
+
+function listeningUrl(line: string): string | undefined {
+  if (!line.startsWith('{')) return undefined;
+  try {
+    const entry = JSON.parse(line) as { msg?: string; url?: string };
+    return entry.msg === 'listening' ? entry.url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface Reply {
+  readonly status: number;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly text: string;
+  /** The body as JSON (undefined when it is not). */
+  readonly json: any;
+}
+
+export interface RequestOptions {
+  readonly method?: string;
+  readonly path?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body?: string | Buffer;
+  /** Send the body in chunked encoding, without Content-Length. */
+  readonly chunked?: boolean;
+}
+
+/** One HTTP request on a fresh connection, with exactly the headers given (plus Host, unless given). */
+export function request(base: string, options: RequestOptions = {}): Promise<Reply> {
+  const url = new URL(options.path ?? '/', base);
+  const headers: Record<string, string | number> = { ...options.headers };
+  if (options.body !== undefined && !options.chunked) headers['content-length'] = Buffer.byteLength(options.body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: options.method ?? 'GET', headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString();
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode!, headers: res.headers, text, json });
+      });
+      res.on('error', reject);
+    });
+    // A server that refuses a body early may close before all of it is sent; its answer still counts.
+    req.on('error', reject);
+    if (options.body !== undefined) req.write(options.body);
+    req.end();
+  });
+}
+
+/** POST /query with a statement, its params, and optionally a token. */
+export function query(base: string, statement: string, params: readonly unknown[] = [], token?: string): Promise<Reply> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (token !== undefined) headers.authorization = `Bearer ${token}`;
+  return request(base, { method: 'POST', path: '/query', headers, body: JSON.stringify({ statement, params }) });
+}
