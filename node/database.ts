@@ -1,8 +1,20 @@
 /**
  * One open `.fenec` file: the door every statement goes through, whatever brought it
- * (/query, MCP, `fenec query --file`, `fenec mcp --file`).
+ * (/query, MCP, `fenec query --file`, `fenec mcp --file`). One path from statement to rows.
  */
+import type { Statement } from '../shared/fenecql/ast.js';
+import { WRITE_KINDS } from '../shared/fenecql/ast.js';
+import { parseStatement } from '../shared/fenecql/parser.js';
 import { FenecError } from '../shared/errors.js';
+import { Catalog } from './storage/catalog.js';
+import { acquireLock, type FileLock } from './storage/lock.js';
+import { openSnapshot, openWritable, type Connection } from './storage/sqlite.js';
+import { fromSqliteError, run, StatementCache, type Answer } from './query/executor.js';
+import { plan, type Plan, type RowStatement } from './query/planner.js';
+import { runSchemaStatement, type SchemaStatement } from './query/schema.js';
+import type { BindContext } from './query/values.js';
+
+export type { Answer };
 
 export interface DatabaseOptions {
   /** Path of the `.fenec` file; created when missing unless readOnly. */
@@ -16,19 +28,121 @@ export interface DatabaseOptions {
 export interface ExecuteOptions {
   /** Refuse statements that write (the server's --http-read-only). */
   readonly readOnly?: boolean;
+  /** The caller's verified token claims, for `$jwt.NAME`. */
+  readonly jwt?: Readonly<Record<string, unknown>>;
 }
 
-/** A statement's answer, ready for JSON.stringify. */
-export type Answer = { readonly [key: string]: unknown };
+/** A statement parsed once, and its plan for the schema version it was made under. */
+interface Prepared {
+  readonly statement: Statement;
+  plan: Plan | undefined;
+  version: number;
+}
+
+/** Parsed statements kept per text; agents and apps send the same few statements again and again. */
+const PREPARED_LIMIT = 2000;
+
+function isSchemaStatement(statement: Statement): statement is SchemaStatement {
+  switch (statement.kind) {
+    case 'CreateCollection':
+    case 'DropCollection':
+    case 'AlterAdd':
+    case 'AlterDrop':
+    case 'Schema':
+    case 'Compact':
+      return true;
+    default:
+      return false;
+  }
+}
 
 export class FenecDatabase {
+  readonly file: string;
+  readonly readOnly: boolean;
+  readonly #db: Connection;
+  readonly #catalog: Catalog;
+  readonly #lock: FileLock | undefined;
+  readonly #statements: StatementCache;
+  readonly #prepared = new Map<string, Prepared>();
+  #cacheVersion: number;
+
+  private constructor(options: DatabaseOptions, db: Connection, lock: FileLock | undefined) {
+    this.file = options.file;
+    this.readOnly = options.readOnly;
+    this.#db = db;
+    this.#lock = lock;
+    this.#catalog = new Catalog(db);
+    this.#statements = new StatementCache(db);
+    this.#cacheVersion = this.#catalog.version;
+  }
+
+  /** Opens the file: a writer takes `F.lock` first (refused while a live process holds it). */
   static open(options: DatabaseOptions): FenecDatabase {
-    throw new FenecError('not_supported_yet', `cannot open ${options.file} yet`);
+    if (options.readOnly) return new FenecDatabase(options, openSnapshot(options.file), undefined);
+    const lock = acquireLock(options.file, options.program);
+    try {
+      return new FenecDatabase(options, openWritable(options.file), lock);
+    } catch (err) {
+      lock.release();
+      throw err;
+    }
   }
 
-  execute(_statement: string, _params: readonly unknown[] = [], _options: ExecuteOptions = {}): Answer {
-    throw new FenecError('not_supported_yet', 'not yet');
+  /** Parses (or finds parsed) and runs one statement. Throws FenecError; a refused statement changes nothing. */
+  execute(text: string, params: readonly unknown[] = [], options: ExecuteOptions = {}): Answer {
+    const prepared = this.#prepare(text);
+    const { statement } = prepared;
+    if (WRITE_KINDS.has(statement.kind) && (options.readOnly === true || this.readOnly)) {
+      throw new FenecError('read_only', this.readOnly ? `${this.file} is open read-only; the statement writes` : 'this server is read-only; the statement writes', {
+        hint: this.readOnly ? 'open the file without --read-only to write' : 'send writes to a server without --http-read-only',
+      });
+    }
+    const ctx: BindContext = { params, now: Date.now(), jwt: options.jwt };
+    try {
+      if (isSchemaStatement(statement)) return runSchemaStatement(statement, this.#catalog, this.#db, ctx);
+      if (prepared.plan === undefined || prepared.version !== this.#catalog.version) {
+        prepared.plan = plan(statement as RowStatement, this.#catalog);
+        prepared.version = this.#catalog.version;
+      }
+      return run(prepared.plan, ctx, this.#statements, this.#db);
+    } catch (err) {
+      throw fromSqliteError(err);
+    } finally {
+      if (this.#cacheVersion !== this.#catalog.version) {
+        this.#statements.clear();
+        this.#cacheVersion = this.#catalog.version;
+      }
+    }
   }
 
-  close(): void {}
+  /** The statement a text holds, parsed at most once while it stays among the recent ones. */
+  #prepare(text: string): Prepared {
+    let prepared = this.#prepared.get(text);
+    if (prepared === undefined) {
+      prepared = { statement: parseStatement(text), plan: undefined, version: -1 };
+      if (this.#prepared.size >= PREPARED_LIMIT) this.#prepared.delete(this.#prepared.keys().next().value!);
+      this.#prepared.set(text, prepared);
+    }
+    return prepared;
+  }
+
+  /** The SQLite plan of a read, for tests and `explain`-style diagnostics. */
+  explain(text: string, params: readonly unknown[] = []): string[] {
+    const statement = this.#prepare(text).statement;
+    if (statement.kind !== 'Get') throw new FenecError('invalid_statement', 'only get statements are explained');
+    const p = plan(statement, this.#catalog);
+    const step = p.kind === 'read' || p.kind === 'count' ? p.step : undefined;
+    if (step === undefined) return [];
+    const ctx: BindContext = { params, now: Date.now(), jwt: undefined };
+    const rows = this.#db.prepare(`EXPLAIN QUERY PLAN ${step.sql}`).all(step.args.map((a) => a(ctx))) as { detail: string }[];
+    return rows.map((r) => r.detail);
+  }
+
+  close(): void {
+    if (this.#db.open) {
+      if (this.#db.inTransaction) this.#db.exec('ROLLBACK');
+      this.#db.close();
+    }
+    this.#lock?.release();
+  }
 }

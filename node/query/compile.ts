@@ -1,0 +1,341 @@
+/**
+ * Expressions and conditions into SQL over one collection's table, type-checked against its fields.
+ *
+ * Every value from the statement or the request reaches SQLite as a bound argument (`?`), never as
+ * SQL text: literals, `$N` and `$jwt.NAME` alike. Each argument is converted to the storage form of
+ * the type it meets (a timestamp field compared with "2026-01-01" binds milliseconds).
+ */
+import type { CompareOp, Cond, Expr, FieldType } from '../../shared/fenecql/ast.js';
+import { FenecError } from '../../shared/errors.js';
+import { printExpr } from '../../shared/fenecql/print.js';
+import { toSql, type SqlValue } from '../storage/codec.js';
+import { ID_TYPE, type Collection } from '../storage/catalog.js';
+import {
+  evaluate,
+  isNumeric,
+  isScalar,
+  isValue,
+  literalType,
+  NULL_TYPE,
+  scalar,
+  typeName,
+  UNKNOWN,
+  type ArgSource,
+  type BindContext,
+  type ExprType,
+} from './values.js';
+
+export interface Fragment {
+  readonly sql: string;
+  readonly args: readonly ArgSource[];
+  readonly type: ExprType;
+}
+
+/** Where names resolve: a collection's fields, or nothing (insert values and defaults name no field). */
+export type Scope = Collection | null;
+
+function describeExpr(expr: Expr, type: ExprType): string {
+  return type.kind === 'unknown' || type.kind === 'null' ? printExpr(expr) : `${printExpr(expr)} (${typeName(type)})`;
+}
+
+/** Binds a value expression, converted to the storage form of `type` when it has one. */
+export function bindValue(expr: Expr, type: ExprType, label = printExpr(expr)): ArgSource {
+  const convert = (value: unknown): SqlValue => {
+    if (value === null || value === undefined) return null;
+    if (type.kind === 'scalar' || type.kind === 'vector' || type.kind === 'array') return toSql(type, value, label);
+    return rawSql(value, label);
+  };
+  if (expr.kind === 'Literal' || (expr.kind === 'Array' && expr.items.every((i) => i.kind === 'Literal'))) {
+    // Converted once, so that a bad literal is refused when the statement is planned.
+    const constant = convert(evaluate(expr, { params: [], now: 0, jwt: undefined }));
+    return () => constant;
+  }
+  return (ctx: BindContext) => convert(evaluate(expr, ctx));
+}
+
+/** A value of no known type (`$1 = $2`), bound as SQLite takes it. */
+function rawSql(value: unknown, label: string): SqlValue {
+  switch (typeof value) {
+    case 'string':
+    case 'number':
+      return value;
+    case 'boolean':
+      return value ? 1 : 0;
+    default:
+      throw new FenecError('type_mismatch', `${label} is ${Array.isArray(value) ? 'an array' : 'an object'}; a scalar value is needed here`);
+  }
+}
+
+/** How a value is named in a message: after the field it meets (`field year takes int; …`), else by itself. */
+function labelFor(other: Expr, value: Expr): string {
+  return other.kind === 'Field' ? `field ${other.name}` : printExpr(value);
+}
+
+/** Converts for comparison: numbers meet numbers whatever their kind (`price > 9.5` on an int field). */
+function comparisonType(type: ExprType): ExprType {
+  return isScalar(type, 'int') ? scalar('float') : type;
+}
+
+function comparable(a: ExprType, b: ExprType): boolean {
+  if (a.kind === 'unknown' || b.kind === 'unknown' || a.kind === 'null' || b.kind === 'null') return true;
+  if (isNumeric(a) && isNumeric(b)) return true;
+  if (isScalar(a, 'timestamp') && (isScalar(b, 'timestamp', 'int'))) return true;
+  if (isScalar(b, 'timestamp') && isScalar(a, 'int')) return true;
+  return a.kind === 'scalar' && b.kind === 'scalar' && a.scalar === b.scalar && a.scalar !== 'json';
+}
+
+export class Compiler {
+  readonly #scope: Scope;
+
+  constructor(scope: Scope) {
+    this.#scope = scope;
+  }
+
+  /** The SQL of an expression and its static type. */
+  expr(expr: Expr): Fragment {
+    switch (expr.kind) {
+      case 'Literal':
+      case 'Param':
+      case 'Jwt':
+      case 'Array':
+      case 'Object': {
+        if (!isValue(expr)) {
+          throw new FenecError('invalid_statement', `${printExpr(expr)}: arrays and objects hold values, not fields or calls`, { position: expr.pos });
+        }
+        const type = literalType(expr);
+        return { sql: '?', args: [bindValue(expr, type)], type };
+      }
+      case 'Field':
+        return this.#field(expr);
+      case 'Call':
+        return this.#call(expr);
+      case 'Negate': {
+        const operand = this.#numeric(expr.operand, 'negate');
+        return { sql: `(- ${operand.sql})`, args: operand.args, type: operand.type };
+      }
+      case 'Binary':
+        return this.#arithmetic(expr);
+    }
+  }
+
+  /** An expression converted to a target type: a field's, when it is written or compared. */
+  exprAs(expr: Expr, type: ExprType, label?: string): Fragment {
+    if (isValue(expr)) return { sql: '?', args: [bindValue(expr, type, label)], type };
+    return this.expr(expr);
+  }
+
+  #field(expr: Extract<Expr, { kind: 'Field' }>): Fragment {
+    if (this.#scope === null) {
+      throw new FenecError('invalid_statement', `${expr.name}: a value is needed here, not a field name`, {
+        position: expr.pos,
+        hint: 'write text in quotes: "like this"',
+      });
+    }
+    if (expr.name === 'id') return { sql: '"id"', args: [], type: ID_TYPE };
+    const field = this.#scope.byName.get(expr.name);
+    if (field === undefined) {
+      throw new FenecError('unknown_field', `${this.#scope.name} has no field ${expr.name}`, {
+        position: expr.pos,
+        hint: `its fields: id, ${this.#scope.fields.map((f) => f.name).join(', ')}`,
+      });
+    }
+    return { sql: field.column, args: [], type: field.type };
+  }
+
+  #numeric(expr: Expr, what: string): Fragment {
+    const fragment = isValue(expr) && literalType(expr).kind === 'unknown' ? this.exprAs(expr, scalar('float')) : this.expr(expr);
+    if (!isNumeric(fragment.type) && fragment.type.kind !== 'null') {
+      throw new FenecError('type_mismatch', `cannot ${what} ${describeExpr(expr, fragment.type)}: it takes a number`, { position: expr.pos });
+    }
+    return fragment;
+  }
+
+  #arithmetic(expr: Extract<Expr, { kind: 'Binary' }>): Fragment {
+    const leftType = this.#peek(expr.left);
+    const rightType = this.#peek(expr.right);
+    const timestamp = isScalar(leftType, 'timestamp') || isScalar(rightType, 'timestamp');
+    if (timestamp) {
+      // timestamp ± milliseconds is a timestamp; timestamp - timestamp is milliseconds.
+      const left = this.exprAs(expr.left, isScalar(leftType, 'timestamp') ? leftType : scalar('int'));
+      const right = this.exprAs(expr.right, isScalar(rightType, 'timestamp') ? rightType : scalar('int'));
+      const bothTimestamps = isScalar(left.type, 'timestamp') && isScalar(right.type, 'timestamp');
+      const ok =
+        (expr.op === '+' && !bothTimestamps && [left, right].every((f) => isScalar(f.type, 'timestamp', 'int') || f.type.kind === 'null')) ||
+        (expr.op === '-' && [left.type, right.type].every((t) => isScalar(t, 'timestamp', 'int') || t.kind === 'null') && !(isScalar(left.type, 'int') && isScalar(right.type, 'timestamp')));
+      if (!ok) {
+        throw new FenecError('type_mismatch', `cannot compute ${printExpr(expr)}: a timestamp takes + or - milliseconds (an int or a duration like 7d), and - another timestamp`, {
+          position: expr.pos,
+        });
+      }
+      return { sql: `(${left.sql} ${expr.op} ${right.sql})`, args: [...left.args, ...right.args], type: bothTimestamps ? scalar('int') : scalar('timestamp') };
+    }
+    const left = this.#numeric(expr.left, expr.op === '+' ? 'add' : expr.op === '-' ? 'subtract' : expr.op === '*' ? 'multiply' : 'divide');
+    const right = this.#numeric(expr.right, expr.op === '+' ? 'add' : expr.op === '-' ? 'subtract' : expr.op === '*' ? 'multiply' : 'divide by');
+    const args = [...left.args, ...right.args];
+    if (expr.op === '/') {
+      // Division is real division, as a JSON user reads 7 / 2; SQLite's integer division would answer 3.
+      return { sql: `(CAST(${left.sql} AS REAL) / ${right.sql})`, args, type: scalar('float') };
+    }
+    const type = isScalar(left.type, 'int') && isScalar(right.type, 'int') ? scalar('int') : scalar('float');
+    return { sql: `(${left.sql} ${expr.op} ${right.sql})`, args, type };
+  }
+
+  /** The type an expression will have, without compiling it for good (parameters stay unknown). */
+  #peek(expr: Expr): ExprType {
+    return isValue(expr) ? literalType(expr) : this.expr(expr).type;
+  }
+
+  #call(expr: Extract<Expr, { kind: 'Call' }>): Fragment {
+    const [first, second] = expr.args;
+    switch (expr.fn) {
+      case 'now':
+        return { sql: '?', args: [(ctx) => ctx.now], type: scalar('timestamp') };
+      case 'len': {
+        const arg = this.exprAs(first!, isValue(first!) && literalType(first!).kind === 'unknown' ? scalar('text') : literalType(first!));
+        if (isScalar(arg.type, 'text')) return { sql: `length(${arg.sql})`, args: arg.args, type: scalar('int') };
+        if (arg.type.kind === 'array') return { sql: `json_array_length(${arg.sql})`, args: arg.args, type: scalar('int') };
+        if (arg.type.kind === 'vector') return { sql: `(length(${arg.sql}) / 4)`, args: arg.args, type: scalar('int') };
+        if (arg.type.kind === 'null') return { sql: 'NULL', args: [], type: NULL_TYPE };
+        throw new FenecError('type_mismatch', `len takes text, an array or a vector; ${describeExpr(first!, arg.type)} is none`, { position: expr.pos });
+      }
+      case 'lower':
+      case 'upper': {
+        const arg = this.exprAs(first!, scalar('text'));
+        if (!isScalar(arg.type, 'text') && arg.type.kind !== 'null') {
+          throw new FenecError('type_mismatch', `${expr.fn} takes text; ${describeExpr(first!, arg.type)} is not`, { position: expr.pos });
+        }
+        return { sql: `fenec_${expr.fn}(${arg.sql})`, args: arg.args, type: scalar('text') };
+      }
+      case 'coalesce': {
+        const [a, b] = this.#pair(first!, second!, 'coalesce');
+        return { sql: `coalesce(${a.sql}, ${b.sql})`, args: [...a.args, ...b.args], type: a.type.kind === 'null' || a.type.kind === 'unknown' ? b.type : a.type };
+      }
+    }
+  }
+
+  /** Two expressions that must agree in type; a value on one side takes the other side's type. */
+  #pair(left: Expr, right: Expr, what: string): [Fragment, Fragment] {
+    const leftType = this.#peek(left);
+    const rightType = this.#peek(right);
+    const leftTarget = isValue(left) && rightType.kind !== 'unknown' && rightType.kind !== 'null' ? comparisonType(rightType) : leftType;
+    const rightTarget = isValue(right) && leftType.kind !== 'unknown' && leftType.kind !== 'null' ? comparisonType(leftType) : rightType;
+    if (!comparable(leftType, rightType) && !(isValue(left) && isValue(right))) {
+      const stringMeetsTimestamp =
+        (isScalar(leftType, 'timestamp') && isScalar(rightType, 'text') && isValue(right)) ||
+        (isScalar(rightType, 'timestamp') && isScalar(leftType, 'text') && isValue(left));
+      if (!stringMeetsTimestamp) {
+        throw new FenecError('type_mismatch', `cannot ${what} ${describeExpr(left, leftType)} with ${describeExpr(right, rightType)}`, { position: left.pos });
+      }
+    }
+    return [this.exprAs(left, leftTarget, labelFor(right, left)), this.exprAs(right, rightTarget, labelFor(left, right))];
+  }
+
+  /** The SQL of a condition. NULL never satisfies one: a comparison with null is false, as in SQL. */
+  cond(cond: Cond): Fragment {
+    switch (cond.kind) {
+      case 'And':
+      case 'Or': {
+        const left = this.cond(cond.left);
+        const right = this.cond(cond.right);
+        return { sql: `(${left.sql} ${cond.kind === 'And' ? 'AND' : 'OR'} ${right.sql})`, args: [...left.args, ...right.args], type: scalar('bool') };
+      }
+      case 'Not': {
+        // SQL's NOT of an unknown is unknown; FenecQL's comparisons with null are false, so `not` makes them true.
+        const operand = this.cond(cond.operand);
+        return { sql: `(NOT coalesce(${operand.sql}, 0))`, args: operand.args, type: scalar('bool') };
+      }
+      case 'Compare':
+        return this.#compare(cond.op, cond.left, cond.right);
+      case 'Has':
+        return this.#has(cond);
+      case 'In':
+        return this.#in(cond);
+      case 'IsNull': {
+        const operand = this.expr(cond.operand);
+        return { sql: `(${operand.sql} IS ${cond.negated ? 'NOT ' : ''}NULL)`, args: operand.args, type: scalar('bool') };
+      }
+      case 'Like': {
+        const operand = this.exprAs(cond.operand, scalar('text'));
+        if (!isScalar(operand.type, 'text') && operand.type.kind !== 'null') {
+          throw new FenecError('type_mismatch', `like takes text; ${describeExpr(cond.operand, operand.type)} is not`, { position: cond.pos });
+        }
+        const pattern = cond.pattern;
+        return { sql: `(${operand.sql} LIKE ?)`, args: [...operand.args, () => pattern], type: scalar('bool') };
+      }
+      case 'Truth': {
+        const value = this.exprAs(cond.expr, scalar('bool'));
+        if (!isScalar(value.type, 'bool') && value.type.kind !== 'null') {
+          throw new FenecError('type_mismatch', `${describeExpr(cond.expr, value.type)} is not a condition`, {
+            position: cond.pos,
+            hint: 'compare it: field = value, field > value, field is null …',
+          });
+        }
+        return { sql: `(${value.sql})`, args: value.args, type: scalar('bool') };
+      }
+    }
+  }
+
+  #compare(op: CompareOp, left: Expr, right: Expr): Fragment {
+    const [a, b] = this.#pair(left, right, 'compare');
+    for (const [expr, f] of [[left, a], [right, b]] as const) {
+      if (f.type.kind === 'vector' || f.type.kind === 'array' || isScalar(f.type, 'json')) {
+        throw new FenecError('type_mismatch', `cannot compare ${describeExpr(expr, f.type)}`, {
+          position: expr.pos,
+          hint: f.type.kind === 'array' ? 'has tests whether an array holds a value: tags has "ops"' : 'is null and is not null test it',
+        });
+      }
+    }
+    return { sql: `(${a.sql} ${op === '!=' ? '<>' : op} ${b.sql})`, args: [...a.args, ...b.args], type: scalar('bool') };
+  }
+
+  #has(cond: Extract<Cond, { kind: 'Has' }>): Fragment {
+    const array = this.expr(cond.left);
+    if (array.type.kind !== 'array') {
+      throw new FenecError('type_mismatch', `has takes an array on its left; ${describeExpr(cond.left, array.type)} is not one`, {
+        position: cond.pos,
+        hint: 'tags has "ops"',
+      });
+    }
+    const elementType: FieldType = scalar(array.type.element);
+    const item = this.exprAs(cond.right, elementType, `an element of ${printExpr(cond.left)}`);
+    if (!comparable(elementType, item.type)) {
+      throw new FenecError('type_mismatch', `${printExpr(cond.left)} holds ${array.type.element}; ${describeExpr(cond.right, item.type)} cannot be in it`, {
+        position: cond.right.pos,
+      });
+    }
+    return { sql: `EXISTS (SELECT 1 FROM json_each(${array.sql}) WHERE value = ${item.sql})`, args: [...array.args, ...item.args], type: scalar('bool') };
+  }
+
+  #in(cond: Extract<Cond, { kind: 'In' }>): Fragment {
+    const item = this.expr(cond.left);
+    if (item.type.kind === 'vector' || item.type.kind === 'array' || isScalar(item.type, 'json')) {
+      throw new FenecError('type_mismatch', `${describeExpr(cond.left, item.type)} cannot be looked for with in`, { position: cond.pos });
+    }
+    let list: Fragment;
+    if (isValue(cond.right)) {
+      if (cond.right.kind !== 'Array' && cond.right.kind !== 'Param' && cond.right.kind !== 'Jwt') {
+        throw new FenecError('type_mismatch', `in takes an array on its right: ${printExpr(cond.left)} in [1, 2] or in $1`, { position: cond.right.pos });
+      }
+      const element = item.type.kind === 'scalar' && item.type.scalar !== 'json' ? item.type.scalar : undefined;
+      const arrayType: ExprType = element === undefined ? UNKNOWN : { kind: 'array', element: element === 'int' ? 'float' : element };
+      const label = printExpr(cond.right);
+      const right = cond.right;
+      // An array of unknown element type (`$1 in $2`) is bound as the JSON it came as.
+      const source: ArgSource =
+        arrayType.kind === 'unknown'
+          ? (ctx) => {
+              const value = evaluate(right, ctx);
+              if (value !== null && !Array.isArray(value)) throw new FenecError('type_mismatch', `in takes an array; ${label} is not one`);
+              return value === null ? null : JSON.stringify(value);
+            }
+          : bindValue(right, arrayType, `the array after in`);
+      list = { sql: '?', args: [source], type: arrayType };
+    } else {
+      list = this.expr(cond.right);
+      if (list.type.kind !== 'array') {
+        throw new FenecError('type_mismatch', `in takes an array on its right; ${describeExpr(cond.right, list.type)} is not one`, { position: cond.right.pos });
+      }
+    }
+    return { sql: `(${item.sql} IN (SELECT value FROM json_each(${list.sql})))`, args: [...item.args, ...list.args], type: scalar('bool') };
+  }
+}

@@ -1,0 +1,271 @@
+/**
+ * Row statements (get, insert, put, set, del) into plans: SQL text with the sources of its
+ * arguments, checked against the collection's fields. A plan is made once per statement text and
+ * schema version, and run many times with different params.
+ */
+import type { DelStmt, Expr, GetStmt, InsertStmt, ObjectExpr, PutStmt, SetStmt } from '../../shared/fenecql/ast.js';
+import { FenecError } from '../../shared/errors.js';
+import { printExpr, printFieldType } from '../../shared/fenecql/print.js';
+import { ID_TYPE, type Catalog, type Collection, type Field } from '../storage/catalog.js';
+import { ident } from '../storage/sqlite.js';
+import { Compiler, type Fragment } from './compile.js';
+import { isScalar, isValue, typeName, type ArgSource, type ExprType } from './values.js';
+
+/** One column of a read's answer: its key and, where the stored form differs from JSON, how to turn it. */
+export interface OutputColumn {
+  readonly key: string;
+  readonly decode: ((stored: unknown) => unknown) | null;
+}
+
+export interface SqlStep {
+  readonly sql: string;
+  readonly args: readonly ArgSource[];
+}
+
+export type Plan =
+  | { readonly kind: 'read'; readonly step: SqlStep; readonly columns: readonly OutputColumn[] }
+  | { readonly kind: 'count'; readonly step: SqlStep }
+  | { readonly kind: 'insert'; readonly rows: readonly SqlStep[] }
+  | { readonly kind: 'put'; readonly step: SqlStep; readonly id: ArgSource }
+  | { readonly kind: 'change'; readonly step: SqlStep };
+
+export type RowStatement = GetStmt | InsertStmt | PutStmt | SetStmt | DelStmt;
+
+export function plan(stmt: RowStatement, catalog: Catalog): Plan {
+  const collection = catalog.require(stmt.collection);
+  switch (stmt.kind) {
+    case 'Get':
+      return planGet(stmt, collection);
+    case 'Insert':
+      return { kind: 'insert', rows: stmt.rows.map((row) => planInsertRow(row, collection)) };
+    case 'Put':
+      return planPut(stmt, collection);
+    case 'Set':
+      return planSet(stmt, collection);
+    case 'Del':
+      return planDel(stmt, collection);
+  }
+}
+
+function notYet(what: string): FenecError {
+  return new FenecError('not_supported_yet', `${what} is not supported by this build yet`, {
+    hint: 'search (match, near, fuse) arrives with the search release; filter with where meanwhile',
+  });
+}
+
+function selectedFields(stmt: GetStmt, collection: Collection): Field[] {
+  if (stmt.select === null) return collection.fields.filter((f) => !f.isVector);
+  if (stmt.select === '*') return [...collection.fields];
+  return stmt.select.filter((name) => name !== 'id').map((name) => fieldOf(collection, name));
+}
+
+function fieldOf(collection: Collection, name: string, pos?: GetStmt['order'][number]['pos']): Field {
+  const field = collection.byName.get(name);
+  if (field === undefined) {
+    throw new FenecError('unknown_field', `${collection.name} has no field ${name}`, {
+      position: pos,
+      hint: `its fields: id, ${collection.fields.map((f) => f.name).join(', ')}`,
+    });
+  }
+  return field;
+}
+
+/** A limit or offset: an int literal or a parameter, never negative. */
+function bindCount(expr: Expr, what: 'limit' | 'offset'): ArgSource {
+  if (expr.kind === 'Literal' && expr.type === 'int' && (expr.value as number) >= 0) {
+    const value = expr.value as number;
+    return () => value;
+  }
+  if (expr.kind !== 'Param') {
+    throw new FenecError('invalid_value', `${what} takes a whole number ≥ 0 or a parameter; ${printExpr(expr)} is neither`, { position: expr.pos });
+  }
+  const index = expr.index;
+  return (ctx) => {
+    const value = index <= ctx.params.length ? ctx.params[index - 1] : undefined;
+    if (value === undefined) throw new FenecError('missing_parameter', `${what} $${index}: params has ${ctx.params.length} values`);
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+      throw new FenecError('invalid_value', `${what} $${index} is ${JSON.stringify(value)}; it takes a whole number ≥ 0`);
+    }
+    return value;
+  };
+}
+
+function planGet(stmt: GetStmt, collection: Collection): Plan {
+  if (stmt.match !== undefined) throw notYet('match');
+  if (stmt.near !== undefined) throw notYet('near');
+  if (stmt.fuse) throw notYet('fuse');
+  const compiler = new Compiler(collection);
+  const where: Fragment | undefined = stmt.where === undefined ? undefined : compiler.cond(stmt.where);
+  const args: ArgSource[] = [...(where?.args ?? [])];
+  let sql = ` FROM ${collection.table}${where === undefined ? '' : ` WHERE ${where.sql}`}`;
+
+  // Without `order` SQLite picks the cheapest path, an index when the filter has one, and rows come in
+  // that path's order (id order for a scan). A forced `ORDER BY id` would make SQLite scan the whole
+  // table to spare itself a sort, even for a filter on an indexed field.
+  if (stmt.order.length > 0) {
+    const order = stmt.order.map((item) => {
+      const type: ExprType = item.field === 'id' ? ID_TYPE : fieldOf(collection, item.field, item.pos).type;
+      if (type.kind !== 'scalar' || type.scalar === 'json') {
+        throw new FenecError('invalid_statement', `cannot order by ${item.field}: it is ${typeName(type)}`, {
+          position: item.pos,
+          hint: 'order takes text, int, float, bool or timestamp fields',
+        });
+      }
+      return `${ident(item.field)} ${item.direction === 'desc' ? 'DESC' : 'ASC'}`;
+    });
+    // Rows that tie on every named field come in id order, so that paging with offset is stable.
+    if (!stmt.order.some((item) => item.field === 'id')) order.push('"id" ASC');
+    sql += ` ORDER BY ${order.join(', ')}`;
+  }
+  if (stmt.limit !== undefined || stmt.offset !== undefined) {
+    sql += ' LIMIT ?';
+    args.push(stmt.limit === undefined ? () => -1 : bindCount(stmt.limit, 'limit'));
+    if (stmt.offset !== undefined) {
+      sql += ' OFFSET ?';
+      args.push(bindCount(stmt.offset, 'offset'));
+    }
+  }
+  if (stmt.count) {
+    return { kind: 'count', step: { sql: `SELECT count(*) FROM (SELECT 1${sql})`, args } };
+  }
+  const fields = selectedFields(stmt, collection);
+  const columns: OutputColumn[] = [
+    { key: 'id', decode: null },
+    ...fields.map((f) => ({ key: f.name, decode: f.type.kind === 'scalar' && (f.type.scalar === 'text' || f.type.scalar === 'int' || f.type.scalar === 'float') ? null : f.decode })),
+  ];
+  const list = ['"id"', ...fields.map((f) => f.column)].join(', ');
+  return { kind: 'read', step: { sql: `SELECT ${list}${sql}`, args }, columns };
+}
+
+/** A written value: checked against the field's type now when it is a literal, at run time when it is a parameter. */
+function valueFor(field: Field, expr: Expr, compiler: Compiler): Fragment {
+  const label = `field ${field.name}`;
+  if (isValue(expr)) {
+    if (field.def.required && expr.kind === 'Literal' && expr.value === null) {
+      throw new FenecError('missing_required', `field ${field.name} is required; null was given`, { position: expr.pos });
+    }
+    const fragment = compiler.exprAs(expr, field.type, label);
+    if (!field.def.required) return fragment;
+    const [source] = fragment.args as [ArgSource];
+    return {
+      ...fragment,
+      args: [
+        (ctx) => {
+          const value = source(ctx);
+          if (value === null) throw new FenecError('missing_required', `field ${field.name} is required; ${printExpr(expr)} is null`);
+          return value;
+        },
+      ],
+    };
+  }
+  const fragment = compiler.expr(expr);
+  const assignable =
+    fragment.type.kind === 'null' ||
+    (field.type.kind === 'scalar' && isScalar(fragment.type, field.type.scalar)) ||
+    (isScalar(field.type, 'float') && isScalar(fragment.type, 'int'));
+  if (!assignable) {
+    throw new FenecError('type_mismatch', `${label} takes ${printFieldType(field.type)}; ${printExpr(expr)} is ${typeName(fragment.type)}`, {
+      position: expr.pos,
+    });
+  }
+  return fragment;
+}
+
+/** Every column of a new row: the value given, else the field's default, else null. */
+function rowValues(row: ObjectExpr, collection: Collection, compiler: Compiler): { columns: string[]; values: Fragment[] } {
+  const given = new Map(row.entries.map((e) => [e.key, e]));
+  for (const entry of row.entries) {
+    if (entry.key !== 'id') fieldOf(collection, entry.key, entry.pos);
+  }
+  const columns: string[] = [];
+  const values: Fragment[] = [];
+  const defaults = new Compiler(null);
+  for (const field of collection.fields) {
+    const entry = given.get(field.name);
+    if (entry !== undefined) {
+      values.push(valueFor(field, entry.value, compiler));
+    } else if (field.def.default !== undefined) {
+      values.push(valueFor(field, field.def.default, defaults));
+    } else if (field.def.required) {
+      throw new FenecError('missing_required', `field ${field.name} is required`, {
+        position: row.pos,
+        hint: `give ${field.name} a value of type ${printFieldType(field.type)}`,
+      });
+    } else {
+      continue;
+    }
+    columns.push(field.column);
+  }
+  return { columns, values };
+}
+
+function insertSql(collection: Collection, columns: readonly string[], values: readonly Fragment[]): string {
+  return columns.length === 0
+    ? `INSERT INTO ${collection.table} DEFAULT VALUES`
+    : `INSERT INTO ${collection.table} (${columns.join(', ')}) VALUES (${values.map((v) => v.sql).join(', ')})`;
+}
+
+function planInsertRow(row: ObjectExpr, collection: Collection): SqlStep {
+  const idEntry = row.entries.find((e) => e.key === 'id');
+  if (idEntry !== undefined) {
+    throw new FenecError('invalid_statement', 'insert assigns id itself; a row given one is written with put', {
+      position: idEntry.pos,
+      hint: `put ${collection.name} {id: ${printExpr(idEntry.value)}, …}`,
+    });
+  }
+  // Insert values are values: `now()`, `$1`, `now() + 7d`, never another row's field.
+  const { columns, values } = rowValues(row, collection, new Compiler(null));
+  return { sql: insertSql(collection, columns, values), args: values.flatMap((v) => v.args) };
+}
+
+function planPut(stmt: PutStmt, collection: Collection): Plan {
+  const idEntry = stmt.row.entries.find((e) => e.key === 'id');
+  if (idEntry === undefined || !isValue(idEntry.value)) {
+    throw new FenecError('invalid_statement', 'put replaces or creates the row its id names; the object has no id', {
+      position: stmt.row.pos,
+      hint: `put ${collection.name} {id: 7, …}, or insert into ${collection.name} {…} to have an id assigned`,
+    });
+  }
+  const compiler = new Compiler(null);
+  const idFragment = compiler.exprAs(idEntry.value, ID_TYPE, 'id');
+  const [idSource] = idFragment.args as [ArgSource];
+  const id: ArgSource = (ctx) => {
+    const value = idSource(ctx);
+    if (typeof value !== 'number' || value < 1) {
+      throw new FenecError('invalid_value', `put takes an id ≥ 1; ${printExpr(idEntry.value)} is ${value === null ? 'null' : value}`);
+    }
+    return value;
+  };
+  const { columns, values } = rowValues(stmt.row, collection, compiler);
+  // "Replaces that row": a field the object leaves out takes its default or null, as in a new row.
+  const assignments = collection.fields.map((f) => (columns.includes(f.column) ? `${f.column} = excluded.${f.column}` : `${f.column} = NULL`));
+  const insert = insertSql(collection, ['"id"', ...columns], [{ sql: '?', args: [], type: ID_TYPE }, ...values]);
+  const conflict = assignments.length === 0 ? ' ON CONFLICT ("id") DO NOTHING' : ` ON CONFLICT ("id") DO UPDATE SET ${assignments.join(', ')}`;
+  return { kind: 'put', step: { sql: insert + conflict, args: [id, ...values.flatMap((v) => v.args)] }, id };
+}
+
+function planSet(stmt: SetStmt, collection: Collection): Plan {
+  if (stmt.changes.entries.length === 0) {
+    throw new FenecError('invalid_statement', 'set names no field to change', { position: stmt.changes.pos, hint: `set ${collection.name} {field: value} where …` });
+  }
+  const compiler = new Compiler(collection);
+  const assignments: string[] = [];
+  const args: ArgSource[] = [];
+  for (const entry of stmt.changes.entries) {
+    if (entry.key === 'id') {
+      throw new FenecError('invalid_statement', 'id cannot be changed', { position: entry.pos, hint: 'put writes a row under the id you choose' });
+    }
+    const field = fieldOf(collection, entry.key, entry.pos);
+    const value = valueFor(field, entry.value, compiler);
+    assignments.push(`${field.column} = ${value.sql}`);
+    args.push(...value.args);
+  }
+  const where = compiler.cond(stmt.where);
+  return { kind: 'change', step: { sql: `UPDATE ${collection.table} SET ${assignments.join(', ')} WHERE ${where.sql}`, args: [...args, ...where.args] } };
+}
+
+function planDel(stmt: DelStmt, collection: Collection): Plan {
+  const where = new Compiler(collection).cond(stmt.where);
+  return { kind: 'change', step: { sql: `DELETE FROM ${collection.table} WHERE ${where.sql}`, args: where.args } };
+}
+

@@ -1,0 +1,121 @@
+/**
+ * Statements about collections rather than rows: create, drop, alter, schema, compact.
+ */
+import type { FieldDef, Statement } from '../../shared/fenecql/ast.js';
+import { FenecError } from '../../shared/errors.js';
+import { printAnnotation, printExpr, printFieldType } from '../../shared/fenecql/print.js';
+import type { Catalog, Collection } from '../storage/catalog.js';
+import type { Connection } from '../storage/sqlite.js';
+import { Compiler } from './compile.js';
+import type { Answer } from './executor.js';
+import { isValue, type BindContext } from './values.js';
+
+export type SchemaStatement = Extract<Statement, { kind: 'CreateCollection' | 'DropCollection' | 'AlterAdd' | 'AlterDrop' | 'Schema' | 'Compact' }>;
+
+/** Annotations whose behaviour arrives with the search release; until then refused rather than ignored. */
+const NOT_YET = new Set(['text', 'ttl', 'hnsw']);
+
+function checkSupported(def: FieldDef): void {
+  const pending = def.annotations.find((a) => NOT_YET.has(a.kind));
+  if (pending !== undefined) {
+    throw new FenecError('not_supported_yet', `${printAnnotation(pending)} on ${def.name} is not supported by this build yet`, {
+      position: def.pos,
+      hint: 'full-text, vector and expiry indexes arrive with the search release; create the field without it meanwhile',
+    });
+  }
+}
+
+/** The stored value a field's default has now (for alter … add, which fills the rows there are). */
+function defaultNow(def: FieldDef, db: Connection, ctx: BindContext): unknown {
+  if (def.default === undefined) return null;
+  const compiler = new Compiler(null);
+  const fragment = isValue(def.default) ? compiler.exprAs(def.default, def.type, `the default of ${def.name}`) : compiler.expr(def.default);
+  const args = fragment.args.map((arg) => arg(ctx));
+  return db.prepare(`SELECT ${fragment.sql}`).pluck().get(args) ?? null;
+}
+
+/** A default is checked against its field when the collection is made, not at the first insert. */
+function checkDefault(def: FieldDef, ctx: BindContext): void {
+  if (def.default === undefined) return;
+  const compiler = new Compiler(null);
+  if (isValue(def.default)) {
+    compiler.exprAs(def.default, def.type, `the default of ${def.name}`).args.forEach((arg) => arg(ctx));
+    return;
+  }
+  const { type } = compiler.expr(def.default);
+  const fits = type.kind === 'null' || JSON.stringify(type) === JSON.stringify(def.type) || (def.type.kind === 'scalar' && def.type.scalar === 'float' && type.kind === 'scalar' && type.scalar === 'int');
+  if (!fits) {
+    throw new FenecError('type_mismatch', `the default of ${def.name} is ${printExpr(def.default)}; ${def.name} takes ${printFieldType(def.type)}`, { position: def.pos });
+  }
+}
+
+function describeCollection(collection: Collection): Answer {
+  return {
+    name: collection.name,
+    fields: [
+      { name: 'id', type: 'int', required: true, unique: true, annotations: [] },
+      ...collection.fields.map((f) => ({
+        name: f.name,
+        type: printFieldType(f.type),
+        required: f.def.required,
+        unique: f.def.unique,
+        annotations: f.def.annotations.map(printAnnotation),
+        ...(f.def.default === undefined ? {} : { default: printExpr(f.def.default) }),
+      })),
+    ],
+  };
+}
+
+export function runSchemaStatement(stmt: SchemaStatement, catalog: Catalog, db: Connection, ctx: BindContext): Answer {
+  switch (stmt.kind) {
+    case 'Schema': {
+      const collections = stmt.collection === undefined ? catalog.list() : [catalog.require(stmt.collection)];
+      return { collections: collections.map(describeCollection) };
+    }
+    case 'CreateCollection': {
+      if (stmt.ifNotExists && catalog.get(stmt.name) !== undefined) return { created: false };
+      stmt.fields.forEach(checkSupported);
+      stmt.fields.forEach((def) => checkDefault(def, ctx));
+      inTransaction(db, catalog, () => catalog.create(stmt.name, stmt.fields));
+      return { created: true };
+    }
+    case 'DropCollection': {
+      if (stmt.ifExists && catalog.get(stmt.name) === undefined) return { dropped: false };
+      inTransaction(db, catalog, () => catalog.drop(stmt.name));
+      return { dropped: true };
+    }
+    case 'AlterAdd': {
+      checkSupported(stmt.field);
+      checkDefault(stmt.field, ctx);
+      inTransaction(db, catalog, () => catalog.addField(stmt.collection, stmt.field, defaultNow(stmt.field, db, ctx)));
+      return { altered: true };
+    }
+    case 'AlterDrop':
+      inTransaction(db, catalog, () => catalog.dropField(stmt.collection, stmt.field));
+      return { altered: true };
+    case 'Compact': {
+      if (stmt.collection !== undefined) catalog.require(stmt.collection);
+      const before = fileBytes(db);
+      // VACUUM rewrites the whole file; the checkpoint then empties the write-ahead log into it.
+      db.exec('VACUUM');
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      return { count: 0, bytes_before: before, bytes_after: fileBytes(db) };
+    }
+  }
+}
+
+function fileBytes(db: Connection): number {
+  const pages = db.pragma('page_count', { simple: true }) as number;
+  const size = db.pragma('page_size', { simple: true }) as number;
+  return pages * size;
+}
+
+/** A schema change is one transaction; if it fails, the catalogue is read again from the rolled-back file. */
+function inTransaction(db: Connection, catalog: Catalog, change: () => void): void {
+  try {
+    db.transaction(change)();
+  } catch (err) {
+    catalog.reload();
+    throw err;
+  }
+}

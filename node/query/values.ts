@@ -1,0 +1,101 @@
+/**
+ * Values as the planner sees them: where a statement's values come from at run time (literals,
+ * `$N`, `$jwt.NAME`, `now()`), and the static types of expressions.
+ */
+import type { Expr, FieldType, ScalarType } from '../../shared/fenecql/ast.js';
+import { FenecError } from '../../shared/errors.js';
+import { printExpr, printFieldType } from '../../shared/fenecql/print.js';
+import type { SqlValue } from '../storage/codec.js';
+
+/** What one execution of a plan binds: the request's params, one clock reading, the caller's claims. */
+export interface BindContext {
+  readonly params: readonly unknown[];
+  readonly now: number;
+  readonly jwt: Readonly<Record<string, unknown>> | undefined;
+}
+
+/** Produces one SQL argument of a plan at run time. */
+export type ArgSource = (ctx: BindContext) => SqlValue;
+
+/** A static type: a field type, the type of `null`, or unknown until bound (`$1`, `$jwt.sub`). */
+export type ExprType = FieldType | { readonly kind: 'null' } | { readonly kind: 'unknown' };
+
+export const UNKNOWN: ExprType = { kind: 'unknown' };
+export const NULL_TYPE: ExprType = { kind: 'null' };
+
+export function scalar(s: ScalarType): FieldType {
+  return { kind: 'scalar', scalar: s };
+}
+
+export function isScalar(type: ExprType, ...names: ScalarType[]): boolean {
+  return type.kind === 'scalar' && names.includes(type.scalar);
+}
+
+export function isNumeric(type: ExprType): boolean {
+  return isScalar(type, 'int', 'float');
+}
+
+export function typeName(type: ExprType): string {
+  return type.kind === 'null' ? 'null' : type.kind === 'unknown' ? 'a parameter' : printFieldType(type);
+}
+
+/** True for expressions whose value is known without reading a row: literals, parameters, claims, and arrays or objects of them. */
+export function isValue(expr: Expr): boolean {
+  switch (expr.kind) {
+    case 'Literal':
+    case 'Param':
+    case 'Jwt':
+      return true;
+    case 'Array':
+      return expr.items.every(isValue);
+    case 'Object':
+      return expr.entries.every((e) => isValue(e.value));
+    default:
+      return false;
+  }
+}
+
+/** The JSON value of a value expression (see isValue) in one execution. */
+export function evaluate(expr: Expr, ctx: BindContext): unknown {
+  switch (expr.kind) {
+    case 'Literal':
+      return expr.value;
+    case 'Param': {
+      if (expr.index > ctx.params.length) {
+        throw new FenecError('missing_parameter', `the statement uses $${expr.index} and params has ${ctx.params.length} value${ctx.params.length === 1 ? '' : 's'}`, {
+          hint: `pass "params": [...] with at least ${expr.index} values`,
+        });
+      }
+      return ctx.params[expr.index - 1];
+    }
+    case 'Jwt': {
+      const value = ctx.jwt?.[expr.claim];
+      if (value === undefined) {
+        throw new FenecError('missing_parameter', `$jwt.${expr.claim}: ${ctx.jwt === undefined ? 'the request carries no JSON Web Token' : `the token has no claim ${expr.claim}`}`);
+      }
+      return value;
+    }
+    case 'Array':
+      return expr.items.map((item) => evaluate(item, ctx));
+    case 'Object':
+      return Object.fromEntries(expr.entries.map((e) => [e.key, evaluate(e.value, ctx)]));
+    default:
+      throw new FenecError('invalid_statement', `${printExpr(expr)} is not a value`);
+  }
+}
+
+/** The static type of a value expression's literal form; parameters and claims are unknown. */
+export function literalType(expr: Expr): ExprType {
+  switch (expr.kind) {
+    case 'Literal':
+      return expr.type === 'null' ? NULL_TYPE : scalar(expr.type);
+    case 'Array': {
+      const element = expr.items.map(literalType).find((t) => t.kind === 'scalar');
+      return element?.kind === 'scalar' && element.scalar !== 'json' ? { kind: 'array', element: element.scalar } : { kind: 'array', element: 'text' };
+    }
+    case 'Object':
+      return scalar('json');
+    default:
+      return UNKNOWN;
+  }
+}

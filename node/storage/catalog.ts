@@ -1,0 +1,234 @@
+/**
+ * The catalogue of collections: their definitions (kept as FenecQL field trees in `_fenec_collections`)
+ * and the tables and indexes that hold them.
+ *
+ * A collection `notes` is the STRICT table `c_notes` with `id INTEGER PRIMARY KEY AUTOINCREMENT`
+ * (AUTOINCREMENT: an id is never handed out twice, even after a delete) and one column per field.
+ * `unique` is a unique index `u.notes.F`; `@hash` and `@sorted` are the B-tree index `i.notes.F`
+ * (SQLite has no hash index: a B-tree serves `=`, `in`, ranges and `order` alike).
+ */
+import type { FieldDef, FieldType } from '../../shared/fenecql/ast.js';
+import { FenecError } from '../../shared/errors.js';
+import { printFieldType } from '../../shared/fenecql/print.js';
+import { columnType, decoderFor } from './codec.js';
+import { ident, type Connection } from './sqlite.js';
+
+export interface Field {
+  readonly def: FieldDef;
+  readonly name: string;
+  readonly type: FieldType;
+  /** The quoted column name. */
+  readonly column: string;
+  readonly decode: (stored: unknown) => unknown;
+  readonly isVector: boolean;
+}
+
+export interface Collection {
+  readonly name: string;
+  /** The quoted table name. */
+  readonly table: string;
+  /** Fields in definition order, without the implicit id. */
+  readonly fields: readonly Field[];
+  readonly byName: ReadonlyMap<string, Field>;
+}
+
+/** The implicit `id int` every collection has. */
+export const ID_TYPE: FieldType = { kind: 'scalar', scalar: 'int' };
+
+function tableName(collection: string): string {
+  return ident(`c_${collection}`);
+}
+
+function indexName(prefix: 'u' | 'i', collection: string, field: string): string {
+  // '.' cannot occur in a FenecQL name, so no two (collection, field) pairs share an index name.
+  return ident(`${prefix}.${collection}.${field}`);
+}
+
+/** A tree without positions: what the catalogue stores, and what two definitions are compared by. */
+function withoutPositions<T>(tree: T): T {
+  return JSON.parse(JSON.stringify(tree, (key, value) => (key === 'pos' ? undefined : value))) as T;
+}
+
+function buildCollection(name: string, defs: readonly FieldDef[]): Collection {
+  const fields = defs.map((def): Field => ({
+    def,
+    name: def.name,
+    type: def.type,
+    column: ident(def.name),
+    decode: decoderFor(def.type),
+    isVector: def.type.kind === 'vector',
+  }));
+  return Object.freeze({ name, table: tableName(name), fields, byName: new Map(fields.map((f) => [f.name, f])) });
+}
+
+/** A column's definition; required fields are NOT NULL, so SQLite itself refuses a null that slipped past us. */
+function columnSql(def: FieldDef, notNullDefault?: string): string {
+  let sql = `${ident(def.name)} ${columnType(def.type)}`;
+  if (def.required) sql += ` NOT NULL${notNullDefault === undefined ? '' : ` DEFAULT ${notNullDefault}`}`;
+  return sql;
+}
+
+/** A constant of the column's type, for SQLite's rule that an added NOT NULL column names a default. */
+function zeroOf(type: FieldType): string {
+  switch (columnType(type)) {
+    case 'TEXT':
+      return "''";
+    case 'INTEGER':
+      return '0';
+    case 'REAL':
+      return '0.0';
+    case 'BLOB':
+      return "x''";
+  }
+}
+
+function indexStatements(collection: string, def: FieldDef): string[] {
+  const table = tableName(collection);
+  const statements: string[] = [];
+  if (def.unique) {
+    statements.push(`CREATE UNIQUE INDEX ${indexName('u', collection, def.name)} ON ${table} (${ident(def.name)})`);
+  } else if (def.annotations.some((a) => a.kind === 'hash' || a.kind === 'sorted')) {
+    statements.push(`CREATE INDEX ${indexName('i', collection, def.name)} ON ${table} (${ident(def.name)})`);
+  }
+  return statements;
+}
+
+function checkField(collection: string, def: FieldDef): void {
+  if ((def.unique || def.annotations.some((a) => a.kind === 'hash' || a.kind === 'sorted')) && def.type.kind === 'array') {
+    const what = def.unique ? 'unique' : '@hash or @sorted';
+    throw new FenecError(
+      'invalid_annotation',
+      `${collection}.${def.name} is ${printFieldType(def.type)}; ${what} does not fit an array field (has scans the rows)`,
+    );
+  }
+  if (def.unique && (def.type.kind === 'vector' || (def.type.kind === 'scalar' && def.type.scalar === 'json'))) {
+    throw new FenecError('invalid_annotation', `${collection}.${def.name} is ${printFieldType(def.type)}; unique fits scalar fields only`);
+  }
+}
+
+function clashes(names: Iterable<string>, name: string): string | undefined {
+  const lower = name.toLowerCase();
+  for (const existing of names) if (existing.toLowerCase() === lower) return existing;
+  return undefined;
+}
+
+export class Catalog {
+  readonly #db: Connection;
+  readonly #collections = new Map<string, Collection>();
+  /** Bumped by every schema change; plans made under an older version are made again. */
+  #version = 0;
+
+  constructor(db: Connection) {
+    this.#db = db;
+    this.reload();
+  }
+
+  /** Reads the catalogue again: after a schema change that failed and rolled back, the file is the truth. */
+  reload(): void {
+    this.#collections.clear();
+    this.#version++;
+    const rows = this.#db.prepare('SELECT name, definition FROM _fenec_collections ORDER BY created, name').all() as {
+      name: string;
+      definition: string;
+    }[];
+    for (const row of rows) {
+      const { fields } = JSON.parse(row.definition) as { fields: FieldDef[] };
+      this.#collections.set(row.name, buildCollection(row.name, fields));
+    }
+  }
+
+  get version(): number {
+    return this.#version;
+  }
+
+  get(name: string): Collection | undefined {
+    return this.#collections.get(name);
+  }
+
+  require(name: string): Collection {
+    const collection = this.#collections.get(name);
+    if (collection === undefined) {
+      const near = clashes(this.#collections.keys(), name);
+      throw new FenecError('unknown_collection', `no collection named ${name}`, {
+        hint: near === undefined ? 'schema lists the collections' : `names are case-sensitive: did you mean ${near}?`,
+      });
+    }
+    return collection;
+  }
+
+  list(): Collection[] {
+    return [...this.#collections.values()];
+  }
+
+  /** Creates a collection's table, indexes and catalogue row. The caller holds the transaction. */
+  create(name: string, defs: readonly FieldDef[]): void {
+    const clash = clashes(this.#collections.keys(), name);
+    if (clash !== undefined) {
+      throw new FenecError('collection_exists', clash === name ? `collection ${name} exists` : `collection ${name} would clash with ${clash}: names may not differ only in case`, {
+        hint: clash === name ? 'create collection if not exists … leaves an existing one as it is' : undefined,
+      });
+    }
+    const seen: string[] = [];
+    for (const def of defs) {
+      const other = clashes(seen, def.name);
+      if (other !== undefined) throw new FenecError('duplicate_field', `fields ${other} and ${def.name} differ only in case`);
+      seen.push(def.name);
+      checkField(name, def);
+    }
+    const stored = withoutPositions(defs);
+    const columns = ['"id" INTEGER PRIMARY KEY AUTOINCREMENT', ...stored.map((def) => columnSql(def))];
+    this.#db.exec(`CREATE TABLE ${tableName(name)} (${columns.join(', ')}) STRICT`);
+    for (const def of stored) for (const sql of indexStatements(name, def)) this.#db.exec(sql);
+    this.#db.prepare('INSERT INTO _fenec_collections (name, definition, created) VALUES (?, ?, ?)').run(name, JSON.stringify({ fields: stored }), Date.now());
+    this.#collections.set(name, buildCollection(name, stored));
+    this.#version++;
+  }
+
+  drop(name: string): void {
+    const collection = this.require(name);
+    this.#db.exec(`DROP TABLE ${collection.table}`);
+    this.#db.prepare('DELETE FROM _fenec_collections WHERE name = ?').run(name);
+    this.#collections.delete(name);
+    this.#version++;
+  }
+
+  /**
+   * Adds a field. `fill` is the storage form every existing row takes (the field's default, evaluated
+   * once by the caller), or null.
+   */
+  addField(name: string, def: FieldDef, fill: unknown): void {
+    const collection = this.require(name);
+    if (collection.byName.has(def.name)) throw new FenecError('field_exists', `${name} has a field ${def.name}`);
+    const clash = clashes(collection.byName.keys(), def.name);
+    if (clash !== undefined) throw new FenecError('duplicate_field', `fields ${clash} and ${def.name} differ only in case`);
+    checkField(name, def);
+    const [stored] = withoutPositions([def]) as [FieldDef];
+    const rows = this.#db.prepare(`SELECT count(*) FROM ${collection.table}`).pluck().get() as number;
+    if (stored.required && fill === null && rows > 0) {
+      throw new FenecError('invalid_statement', `${name} has ${rows} rows and ${def.name} is required without a default`, {
+        hint: `give ${def.name} a default, or add it without required`,
+      });
+    }
+    this.#db.exec(`ALTER TABLE ${collection.table} ADD COLUMN ${columnSql(stored, zeroOf(stored.type))}`);
+    if (fill !== null) this.#db.prepare(`UPDATE ${collection.table} SET ${ident(def.name)} = ?`).run(fill);
+    for (const sql of indexStatements(name, stored)) this.#db.exec(sql);
+    this.#save(name, [...collection.fields.map((f) => f.def), stored]);
+  }
+
+  dropField(name: string, field: string): void {
+    const collection = this.require(name);
+    if (!collection.byName.has(field)) {
+      throw new FenecError('unknown_field', field === 'id' ? 'id cannot be dropped: every collection has it' : `${name} has no field ${field}`);
+    }
+    this.#db.exec(`DROP INDEX IF EXISTS ${indexName('u', name, field)}`);
+    this.#db.exec(`DROP INDEX IF EXISTS ${indexName('i', name, field)}`);
+    this.#db.exec(`ALTER TABLE ${collection.table} DROP COLUMN ${ident(field)}`);
+    this.#save(name, collection.fields.filter((f) => f.name !== field).map((f) => f.def));
+  }
+
+  #save(name: string, defs: readonly FieldDef[]): void {
+    this.#db.prepare('UPDATE _fenec_collections SET definition = ? WHERE name = ?').run(JSON.stringify({ fields: defs }), name);
+    this.#collections.set(name, buildCollection(name, defs));
+    this.#version++;
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * Values between JSON and SQLite, one field type at a time.
+ *
+ * Storage forms: text TEXT, int INTEGER, float REAL, bool INTEGER 0/1, timestamp INTEGER milliseconds,
+ * json TEXT, vector<N> BLOB of N little-endian float32, [T] TEXT holding a JSON array of T's storage form.
+ */
+import type { ElementType, FieldType, ScalarType } from '../../shared/fenecql/ast.js';
+import { FenecError } from '../../shared/errors.js';
+import { printFieldType } from '../../shared/fenecql/print.js';
+
+export type SqlValue = string | number | bigint | Buffer | null;
+
+/** Says where a value came from, for messages: `field year`, `$1`, `"2024"`. */
+export type Label = string;
+
+// ISO-8601 as users write it: a date, optionally a time (with seconds and fraction optional) and a zone.
+const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'number') return Number.isInteger(value) ? `the int ${value}` : `the float ${value}`;
+  if (typeof value === 'string') return `the text ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  if (typeof value === 'boolean') return `the bool ${value}`;
+  return 'an object';
+}
+
+function mismatch(label: Label, value: unknown, type: FieldType): FenecError {
+  return new FenecError('type_mismatch', `${label} takes ${printFieldType(type)}; the value given is ${describe(value)}`);
+}
+
+/** A timestamp in: integer milliseconds since the epoch, or an ISO-8601 string (UTC unless it names a zone). */
+export function timestampFromJson(value: unknown, label: Label): number {
+  if (typeof value === 'number') {
+    if (Number.isSafeInteger(value)) return value;
+    throw new FenecError('invalid_value', `${label} takes a timestamp; ${value} is not whole milliseconds since 1970-01-01`);
+  }
+  if (typeof value === 'string' && ISO_8601.test(value)) {
+    const text = /[zZ]|[+-]\d{2}:?\d{2}$/.test(value) || value.length === 10 ? value : `${value}Z`;
+    const ms = Date.parse(text.replace(' ', 'T'));
+    if (!Number.isNaN(ms)) return ms;
+  }
+  throw new FenecError(
+    'invalid_value',
+    `${label} takes a timestamp; ${JSON.stringify(value)} is neither an ISO-8601 string ("2026-11-29T18:00:00Z") nor milliseconds since the epoch`,
+  );
+}
+
+export function timestampToJson(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+function scalarToSql(scalar: ScalarType, value: unknown, label: Label, type: FieldType): SqlValue {
+  switch (scalar) {
+    case 'text':
+      if (typeof value === 'string') return value;
+      break;
+    case 'int':
+      if (typeof value === 'number' && Number.isInteger(value)) {
+        if (Number.isSafeInteger(value)) return value;
+        throw new FenecError('invalid_value', `${label} takes int; ${value} is outside ±2^53`);
+      }
+      break;
+    case 'float':
+      if (typeof value === 'number' && Number.isFinite(value)) return value;
+      break;
+    case 'bool':
+      if (typeof value === 'boolean') return value ? 1 : 0;
+      break;
+    case 'timestamp':
+      if (typeof value === 'number' || typeof value === 'string') return timestampFromJson(value, label);
+      break;
+    case 'json':
+      return JSON.stringify(value);
+  }
+  throw mismatch(label, value, type);
+}
+
+/** The JSON form an array element is stored as inside a [T] column. */
+function elementToStored(element: ElementType, value: unknown, label: Label): unknown {
+  const type: FieldType = { kind: 'scalar', scalar: element };
+  if (element === 'bool') {
+    if (typeof value === 'boolean') return value;
+    throw mismatch(label, value, type);
+  }
+  return scalarToSql(element, value, label, type);
+}
+
+export function vectorToBlob(value: unknown, dims: number, label: Label): Buffer {
+  if (!Array.isArray(value) || !value.every((x) => typeof x === 'number' && Number.isFinite(x))) {
+    throw new FenecError('type_mismatch', `${label} takes vector<${dims}>, an array of ${dims} numbers; the value given is ${describe(value)}`);
+  }
+  if (value.length !== dims) {
+    throw new FenecError('vector_length', `vector has ${value.length} components; ${label} takes vector<${dims}>`);
+  }
+  const floats = Float32Array.from(value as number[]);
+  return Buffer.from(floats.buffer, floats.byteOffset, floats.byteLength);
+}
+
+/**
+ * A JSON value as the storage form of a field type; throws type_mismatch, vector_length or invalid_value
+ * naming `label`. null passes as SQL NULL (required fields are checked by the caller, which knows why).
+ */
+export function toSql(type: FieldType, value: unknown, label: Label): SqlValue {
+  if (value === null || value === undefined) return null;
+  switch (type.kind) {
+    case 'scalar':
+      return scalarToSql(type.scalar, value, label, type);
+    case 'vector':
+      return vectorToBlob(value, type.dims, label);
+    case 'array':
+      if (!Array.isArray(value)) throw mismatch(label, value, type);
+      return JSON.stringify(value.map((item, i) => elementToStored(type.element, item, `${label}[${i}]`)));
+  }
+}
+
+/** The shortest decimal that reads back as the same float32: 0.1f prints as 0.1, not 0.10000000149011612. */
+function shortestFloat32(x: number): number {
+  for (let digits = 1; digits < 9; digits++) {
+    const candidate = Number(x.toPrecision(digits));
+    if (Math.fround(candidate) === x) return candidate;
+  }
+  return Number(x.toPrecision(9));
+}
+
+export function blobToVector(blob: Buffer): number[] {
+  const floats = new Float32Array(blob.buffer, blob.byteOffset, blob.byteLength / 4);
+  const out = new Array<number>(floats.length);
+  for (let i = 0; i < floats.length; i++) out[i] = shortestFloat32(floats[i]!);
+  return out;
+}
+
+/** A function from a column's stored value to its JSON value, built once per field. */
+export function decoderFor(type: FieldType): (value: unknown) => unknown {
+  switch (type.kind) {
+    case 'vector':
+      return (v) => (v === null ? null : blobToVector(v as Buffer));
+    case 'array':
+      if (type.element === 'timestamp') {
+        return (v) => (v === null ? null : (JSON.parse(v as string) as number[]).map(timestampToJson));
+      }
+      return (v) => (v === null ? null : JSON.parse(v as string));
+    case 'scalar':
+      switch (type.scalar) {
+        case 'bool':
+          return (v) => (v === null ? null : v === 1);
+        case 'timestamp':
+          return (v) => (v === null ? null : timestampToJson(v as number));
+        case 'json':
+          return (v) => (v === null ? null : JSON.parse(v as string));
+        default:
+          return (v) => v;
+      }
+  }
+}
+
+/** The SQLite column type of a field (tables are STRICT, so SQLite holds us to it). */
+export function columnType(type: FieldType): 'TEXT' | 'INTEGER' | 'REAL' | 'BLOB' {
+  switch (type.kind) {
+    case 'vector':
+      return 'BLOB';
+    case 'array':
+      return 'TEXT';
+    case 'scalar':
+      switch (type.scalar) {
+        case 'int':
+        case 'bool':
+        case 'timestamp':
+          return 'INTEGER';
+        case 'float':
+          return 'REAL';
+        default:
+          return 'TEXT';
+      }
+  }
+}

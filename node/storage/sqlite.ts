@@ -1,0 +1,89 @@
+/**
+ * The SQLite connection under a `.fenec` file: the only module that imports better-sqlite3.
+ */
+import Database from 'better-sqlite3';
+import { FenecError } from '../../shared/errors.js';
+
+export type Connection = Database.Database;
+export type Statement = Database.Statement;
+
+const FORMAT = '1';
+
+/** Quotes a name for SQL. Names are checked against FenecQL's rule before they get here; this is the second fence. */
+export function ident(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+function registerFunctions(db: Connection): void {
+  // SQLite's own lower()/upper() fold ASCII only; FenecQL's fold every script, as JavaScript does.
+  db.function('fenec_lower', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : s));
+  db.function('fenec_upper', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toUpperCase() : s));
+}
+
+/**
+ * Opens (or creates) a `.fenec` file for writing: WAL, and synchronous=FULL so that every
+ * acknowledged write has reached the disk.
+ */
+export function openWritable(file: string): Connection {
+  let db: Connection;
+  try {
+    db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.pragma('busy_timeout = 5000');
+    initialise(db, file);
+  } catch (err) {
+    throw cannotOpen(file, err);
+  }
+  registerFunctions(db);
+  return db;
+}
+
+/**
+ * Opens a `.fenec` file read-only and holds one read transaction for the connection's life, so that
+ * every read sees the file as it stood at open, whatever a writer beside it does.
+ */
+export function openSnapshot(file: string): Connection {
+  let db: Connection;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+    db.pragma('busy_timeout = 5000');
+    db.exec('BEGIN');
+    checkFormat(db, file);
+  } catch (err) {
+    throw cannotOpen(file, err);
+  }
+  registerFunctions(db);
+  return db;
+}
+
+function cannotOpen(file: string, err: unknown): FenecError {
+  if (err instanceof FenecError) return err;
+  const reason = err instanceof Error ? err.message : String(err);
+  return new FenecError('cannot_open', `cannot open ${file}: ${reason}`, { cause: err });
+}
+
+function initialise(db: Connection, file: string): void {
+  db.transaction(() => {
+    const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all() as string[];
+    if (tables.length === 0) {
+      db.exec(`
+        CREATE TABLE _fenec_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
+        CREATE TABLE _fenec_collections (name TEXT PRIMARY KEY, definition TEXT NOT NULL, created INTEGER NOT NULL) STRICT;
+      `);
+      db.prepare("INSERT INTO _fenec_meta (key, value) VALUES ('format', ?)").run(FORMAT);
+    }
+    checkFormat(db, file);
+  })();
+}
+
+function checkFormat(db: Connection, file: string): void {
+  const hasMeta = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '_fenec_meta'").get();
+  const format = hasMeta ? (db.prepare("SELECT value FROM _fenec_meta WHERE key = 'format'").pluck().get() as string | undefined) : undefined;
+  if (format === undefined) {
+    throw new FenecError('cannot_open', `${file} is a SQLite database but not a fenecdb file; name a new or a .fenec file`);
+  }
+  if (format !== FORMAT) {
+    throw new FenecError('cannot_open', `${file} has format ${format}; this fenecdb reads format ${FORMAT}`);
+  }
+}
