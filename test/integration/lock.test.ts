@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
 import { query, Sandbox, FENEC_SERVER } from './processes.js';
@@ -20,6 +22,16 @@ describe('the lock of a served file', function () {
     await sandbox.kill(first.child);
     const third = await sandbox.startServer(['--file', file]);
     expect((await query(third.url, 'schema')).status).to.equal(200);
+  });
+
+  it('releases the lock when stopped with SIGTERM, and exits 0', async () => {
+    const file = path.join(sandbox.dir(), 'stopped.fenec');
+    const server = await sandbox.startServer(['--file', file]);
+    expect(fs.existsSync(`${file}.lock`)).to.equal(true);
+    const exited = once(server.child, 'exit');
+    server.child.kill('SIGTERM');
+    expect(await exited).to.deep.equal([0, null]);
+    expect(fs.existsSync(`${file}.lock`)).to.equal(false);
   });
 
   it('serves the file --read-only beside a writer', async () => {

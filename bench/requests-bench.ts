@@ -1,0 +1,226 @@
+/**
+ * `make requests-bench`: one row by id through `POST /query` of a real fenec-server, beside a bare
+ * node:http server answering the same JSON, at 1 and 8 concurrent clients, measured in one run.
+ *
+ * Each server runs in a process of its own and the load generator (autocannon) in this one: on a
+ * two-core machine that is one core for the generator and one for the server. Latency percentiles
+ * are taken from every response's own time (autocannon's histogram counts whole milliseconds).
+ *
+ * Env: BENCH_SECONDS (default 10) per measured run; each run follows a 2 s warm-up.
+ * Writes bench/results/requests.json. Targets (issue 2): at 8 clients at least 0.40 of the bare
+ * server's requests/s; at 1 client a p50 under 0.3 ms.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const FENEC_SERVER = path.join(ROOT, 'dist/node/cli/fenec-server.js');
+const BARE_SERVER = path.join(ROOT, 'dist/bench/bare-server.js');
+const RESULTS = path.join(ROOT, 'bench/results/requests.json');
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const WARM_UP_SECONDS = 2;
+const CLIENTS = [1, 8] as const;
+const ROWS = 1000;
+const ROW_ID = 500;
+const STATEMENT = 'get notes where id = $1';
+const TOKEN = randomBytes(16).toString('hex');
+const TARGET_RATIO = 0.4;
+const TARGET_P50_MS = 0.3;
+
+interface Target {
+  readonly name: string;
+  readonly url: string;
+  readonly child: ChildProcess;
+}
+
+interface Measure {
+  readonly target: string;
+  readonly clients: number;
+  readonly requestsPerSecond: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly failed: number;
+  ratioToBare?: number;
+}
+
+async function main(): Promise<void> {
+  if (!(SECONDS > 0)) throw new Error(`BENCH_SECONDS must be a positive number, not ${process.env.BENCH_SECONDS}`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-bench-'));
+  const targets: Target[] = [];
+  try {
+    const fenec = await startFenec(path.join(dir, 'bench.fenec'));
+    targets.push(fenec);
+    const answer = await seed(fenec.url);
+    const bare = await startBare(answer);
+    targets.push(bare);
+
+    const measures: Measure[] = [];
+    for (const clients of CLIENTS) {
+      const baseline = await measure(bare, clients);
+      const ours = await measure(fenec, clients);
+      ours.ratioToBare = ours.requestsPerSecond / baseline.requestsPerSecond;
+      measures.push(baseline, ours);
+    }
+    report(measures);
+  } finally {
+    await Promise.all(targets.map((target) => stop(target.child)));
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function startFenec(file: string): Promise<Target> {
+  const child = spawn(process.execPath, [FENEC_SERVER, '--file', file, '--port', '0', '--http-token', TOKEN], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const line = await firstLine(child, child.stderr!, (entry) => entry.msg === 'listening');
+  return { name: 'fenec-server', url: String(line.url), child };
+}
+
+async function startBare(answer: string): Promise<Target> {
+  const child = spawn(process.execPath, [BARE_SERVER], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, BARE_ANSWER: answer },
+  });
+  const line = await firstLine(child, child.stdout!, (entry) => typeof entry.port === 'number');
+  return { name: 'bare node:http', url: `http://127.0.0.1:${String(line.port)}`, child };
+}
+
+/** The first JSON line a child writes on `stream` that `accept` takes. */
+function firstLine(
+  child: ChildProcess,
+  stream: NodeJS.ReadableStream,
+  accept: (entry: Record<string, unknown>) => boolean,
+): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    stream.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      for (const line of text.split('\n')) {
+        try {
+          const entry = JSON.parse(line) as Record<string, unknown>;
+          if (accept(entry)) resolve(entry);
+        } catch {
+          // not a whole JSON line (yet)
+        }
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`server exited (${code}) before listening:\n${text}`)));
+  });
+}
+
+/** Creates the collection and its rows; answers the JSON of the row the bench reads. */
+async function seed(url: string): Promise<string> {
+  await post(url, 'create collection notes (title text, body text, n int)', []);
+  const rows = Array.from({ length: ROWS }, (_, i) =>
+    `{title: ${JSON.stringify(`note ${i + 1}`)}, body: ${JSON.stringify(`the body of note ${i + 1}, a few words long`)}, n: ${i + 1}}`);
+  await post(url, `insert into notes [${rows.join(', ')}]`, []);
+  const answer = await post(url, STATEMENT, [ROW_ID]);
+  if ((JSON.parse(answer) as { count: number }).count !== 1) throw new Error(`row ${ROW_ID} not found: ${answer}`);
+  return answer;
+}
+
+async function post(url: string, statement: string, params: unknown[]): Promise<string> {
+  const response = await fetch(`${url}/query`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify({ statement, params }),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${statement} → ${response.status} ${text}`);
+  return text;
+}
+
+/** A warm-up run, then a measured one. */
+async function measure(target: Target, clients: number): Promise<Measure> {
+  await load(target, clients, WARM_UP_SECONDS);
+  const result = await load(target, clients, SECONDS);
+  process.stderr.write(`  ${target.name}, ${clients} client(s): ${Math.round(result.requestsPerSecond)} req/s\n`);
+  return result;
+}
+
+async function load(target: Target, clients: number, seconds: number): Promise<Measure> {
+  const latencies: number[] = [];
+  let failed = 0;
+  const instance = autocannon({
+    url: `${target.url}/query`,
+    connections: clients,
+    duration: seconds,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify({ statement: STATEMENT, params: [ROW_ID] }),
+  });
+  instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+    if (status === 200) latencies.push(ms);
+    else failed += 1;
+  });
+  const result = await instance;
+  const sorted = Float64Array.from(latencies).sort();
+  return {
+    target: target.name,
+    clients,
+    requestsPerSecond: sorted.length / result.duration,
+    p50Ms: percentile(sorted, 0.5),
+    p99Ms: percentile(sorted, 0.99),
+    failed: failed + result.errors + result.timeouts,
+  };
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+}
+
+function report(measures: readonly Measure[]): void {
+  const header = ['target', 'clients', 'req/s', 'p50 ms', 'p99 ms', 'vs bare'];
+  const lines = measures.map((m) => [
+    m.target,
+    String(m.clients),
+    String(Math.round(m.requestsPerSecond)),
+    m.p50Ms.toFixed(3),
+    m.p99Ms.toFixed(3),
+    m.ratioToBare === undefined ? '' : m.ratioToBare.toFixed(2),
+  ]);
+  const widths = header.map((cell, i) => Math.max(cell.length, ...lines.map((line) => line[i]!.length)));
+  const row = (cells: string[]): string => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
+  const at8 = measures.find((m) => m.target === 'fenec-server' && m.clients === 8);
+  const at1 = measures.find((m) => m.target === 'fenec-server' && m.clients === 1);
+  const failures = measures.reduce((sum, m) => sum + m.failed, 0);
+  process.stdout.write(
+    `\nrequests-bench: ${STATEMENT} [${ROW_ID}] over ${ROWS} rows, ${SECONDS} s per run, ` +
+      `${os.cpus().length} cores, Node ${process.versions.node}\n\n` +
+      `${[row(header), ...lines.map(row)].join('\n')}\n\n` +
+      `target: ≥ ${TARGET_RATIO} of bare at 8 clients — ${at8?.ratioToBare?.toFixed(2)} ${at8 !== undefined && at8.ratioToBare! >= TARGET_RATIO ? 'met' : 'MISSED'}\n` +
+      `target: p50 < ${TARGET_P50_MS} ms at 1 client — ${at1?.p50Ms.toFixed(3)} ms ${at1 !== undefined && at1.p50Ms < TARGET_P50_MS ? 'met' : 'MISSED'}\n` +
+      (failures > 0 ? `${failures} requests failed or were refused: the figures are not to be trusted\n` : ''),
+  );
+  fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
+  const json = {
+    bench: 'requests',
+    date: new Date().toISOString(),
+    node: process.versions.node,
+    cores: os.cpus().length,
+    statement: STATEMENT,
+    rows: ROWS,
+    seconds: SECONDS,
+    targets: { ratioToBareAt8: TARGET_RATIO, p50MsAt1: TARGET_P50_MS },
+    results: measures,
+  };
+  fs.writeFileSync(RESULTS, `${JSON.stringify(json, null, 2)}\n`);
+  process.stdout.write(`written: ${path.relative(process.cwd(), RESULTS) || RESULTS}\n`);
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  await exited;
+}
+
+await main();
