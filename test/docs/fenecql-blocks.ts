@@ -1,0 +1,63 @@
+/**
+ * The FenecQL examples of a docs page: every ```fenecql block, split into statements, each with what
+ * its trailing comment says it answers.
+ *
+ * A statement starts on a line that starts with a letter; lines that start otherwise (indented, or a
+ * closing `)` or `]`) continue it. Its comment is `-- [params: JSON] (→ JSON | ✗ CODE | ✓ JSON)`.
+ */
+export interface Example {
+  readonly page: string;
+  readonly line: number;
+  readonly statement: string;
+  readonly params: unknown[];
+  readonly expect:
+    | { readonly kind: 'answer'; readonly answer: unknown }
+    | { readonly kind: 'keys'; readonly keys: string[] }
+    | { readonly kind: 'error'; readonly code: string }
+    | { readonly kind: 'ok' };
+}
+
+const EXPECTATION = /--\s*(?:params:\s*(\[.*?\])\s*)?(→|✗|✓)\s*(.+)$/;
+
+function parseExample(page: string, line: number, text: string): Example {
+  const match = EXPECTATION.exec(text);
+  if (match === null) return { page, line, statement: text, params: [], expect: { kind: 'ok' } };
+  const [, params, mark, rest] = match as unknown as [string, string | undefined, string, string];
+  const statement = text.slice(0, match.index).trimEnd();
+  const parsedParams = params === undefined ? [] : (JSON.parse(params) as unknown[]);
+  if (mark === '✗') return { page, line, statement, params: parsedParams, expect: { kind: 'error', code: rest.trim() } };
+  const answer = JSON.parse(rest) as Record<string, unknown>;
+  if (mark === '✓') return { page, line, statement, params: parsedParams, expect: { kind: 'keys', keys: Object.keys(answer) } };
+  return { page, line, statement, params: parsedParams, expect: { kind: 'answer', answer } };
+}
+
+export function fenecqlExamples(page: string, markdown: string): Example[] {
+  const examples: Example[] = [];
+  const lines = markdown.split('\n');
+  let inBlock = false;
+  let current: { line: number; text: string[] } | undefined;
+  const flush = () => {
+    if (current !== undefined) examples.push(parseExample(page, current.line, current.text.join('\n')));
+    current = undefined;
+  };
+  lines.forEach((text, index) => {
+    if (/^```fenecql\s*$/.test(text)) {
+      inBlock = true;
+      return;
+    }
+    if (!inBlock) return;
+    if (/^```/.test(text)) {
+      flush();
+      inBlock = false;
+      return;
+    }
+    if (text.trim() === '' || /^\s*--/.test(text)) return;
+    if (/^[A-Za-z]/.test(text)) {
+      flush();
+      current = { line: index + 1, text: [text] };
+    } else if (current !== undefined) {
+      current.text.push(text);
+    }
+  });
+  return examples;
+}
