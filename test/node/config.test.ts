@@ -1,0 +1,64 @@
+import { expect } from 'chai';
+import { parseByteSize, parsePort, serverConfig } from '../../node/config.js';
+import { FenecError } from '../../shared/errors.js';
+
+describe('serverConfig', () => {
+  it('applies the documented defaults and freezes the result', () => {
+    const config = serverConfig({ file: 'notes.fenec' });
+    expect(config).to.deep.equal({
+      file: 'notes.fenec',
+      host: '127.0.0.1',
+      port: 8080,
+      httpToken: undefined,
+      httpReadOnly: false,
+      readOnly: false,
+      maxBodyBytes: 1024 * 1024,
+      httpCors: undefined,
+    });
+    expect(Object.isFrozen(config)).to.equal(true);
+  });
+
+  it('keeps what the caller gives', () => {
+    const config = serverConfig({ file: 'f', host: '0.0.0.0', port: 0, httpToken: 't', httpCors: 'https://app.example.com:8443' });
+    expect(config).to.include({ host: '0.0.0.0', port: 0, httpToken: 't', httpCors: 'https://app.example.com:8443' });
+  });
+
+  for (const [what, input, says] of [
+    ['an empty file name', { file: '' }, '--file'],
+    ['a port out of range', { file: 'f', port: 70000 }, '--port'],
+    ['an empty token', { file: 'f', httpToken: '' }, '--http-token'],
+    ['a body limit of 0', { file: 'f', maxBodyBytes: 0 }, '--max-body'],
+    ['a CORS origin with a path', { file: 'f', httpCors: 'https://app.example.com/' }, 'did you mean https://app.example.com?'],
+    ['a CORS value that is no URL', { file: 'f', httpCors: '*' }, '--http-cors'],
+  ] as const) {
+    it(`refuses ${what} with invalid_option naming the flag`, () => {
+      expect(() => serverConfig(input)).to.throw(FenecError, says).with.property('code', 'invalid_option');
+    });
+  }
+});
+
+describe('parseByteSize', () => {
+  it('reads bytes, kb and mb (binary), in any case', () => {
+    expect(parseByteSize('65536')).to.equal(65536);
+    expect(parseByteSize('512kb')).to.equal(512 * 1024);
+    expect(parseByteSize('1MB')).to.equal(1024 * 1024);
+    expect(parseByteSize('1.5m')).to.equal(1.5 * 1024 * 1024);
+    expect(parseByteSize('100b')).to.equal(100);
+  });
+
+  it('refuses anything else, naming --max-body', () => {
+    for (const text of ['', 'mb', '1gb', '-1', '0', '12 parsecs']) {
+      expect(() => parseByteSize(text), text).to.throw(FenecError, '--max-body').with.property('code', 'invalid_option');
+    }
+  });
+});
+
+describe('parsePort', () => {
+  it('reads 0…65535 and refuses the rest', () => {
+    expect(parsePort('0')).to.equal(0);
+    expect(parsePort('8080')).to.equal(8080);
+    for (const text of ['65536', '-1', '80.5', 'http', '']) {
+      expect(() => parsePort(text), text).to.throw(FenecError, '--port');
+    }
+  });
+});
