@@ -69,6 +69,7 @@ export const CATALOGUE = {
   // The file
   lock_held: { status: 409, summary: 'Another process holds the file\'s lock.' },
   cannot_open: { status: 500, summary: 'The file cannot be opened or is not a fenecdb file.' },
+  vector_engine: { status: 500, summary: 'The vector engine (the Faiss addon) is not built, failed, or was given a damaged index.' },
   internal: { status: 500, summary: 'A fault inside the server; the request changed nothing.' },
 } as const satisfies Record<string, CodeEntry>;
 
