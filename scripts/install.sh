@@ -47,9 +47,19 @@ fi
 
 # 3. Native modules.
 node_gyp="$(npm prefix -g)/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js"
+# node-gyp downloads Node's headers unless told where they are; offline that fails, so name them.
+nodedir=$(npm config get nodedir 2>/dev/null || true)
+if [ -z "$nodedir" ] || [ "$nodedir" = undefined ] || [ "$nodedir" = null ]; then
+  nodedir=$(dirname "$(dirname "$(command -v node)")")
+fi
+if [ ! -f "$nodedir/include/node/node.h" ]; then
+  say "Node.js headers not found under $nodedir/include/node (Debian: the nodejs package ships them)"
+  exit 1
+fi
+export npm_config_nodedir="$nodedir"
 if ! node -e "new (require('better-sqlite3'))(':memory:').close()" 2>/dev/null; then
   say "compiling better-sqlite3 (about 90 s on 2 cores)"
-  (cd node_modules/better-sqlite3 && node "$node_gyp" rebuild --release --jobs=max >&2)
+  (cd node_modules/better-sqlite3 && node "$node_gyp" rebuild --release --jobs=max --nodedir="$nodedir" >&2)
   node -e "new (require('better-sqlite3'))(':memory:').close()"
 fi
 for build in native/*/build.sh; do
