@@ -1,18 +1,8 @@
 import { expect } from 'chai';
 import { FenecDatabase } from '../../node/database.js';
-import { FenecError } from '../../shared/errors.js';
+import { refusal } from '../helpers/assertions.js';
 import { tempDir } from '../helpers/temp.js';
 
-/** Runs `fn` and returns the FenecError it throws (failing the test when it throws none, or another kind). */
-function refusal(fn: () => unknown): FenecError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).to.be.instanceOf(FenecError);
-    return err as FenecError;
-  }
-  expect.fail('expected a refusal');
-}
 
 describe('FenecDatabase', () => {
   let temp: ReturnType<typeof tempDir>;

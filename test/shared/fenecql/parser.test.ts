@@ -3,28 +3,12 @@ import { FenecError } from '../../../shared/errors.js';
 import type { ErrorCode } from '../../../shared/errors.js';
 import type { Cond, Expr, FieldDef, FieldType, GetStmt, ObjectExpr, Statement } from '../../../shared/fenecql/ast.js';
 import { parseCondition, parseStatement } from '../../../shared/fenecql/parser.js';
+import { refusal as failure, withoutPos } from '../../helpers/assertions.js';
 
-/** A tree without its positions, for comparisons that are about shape. */
-function withoutPos<T>(value: T): T {
-  if (Array.isArray(value)) return value.map(withoutPos) as T;
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).filter(([k]) => k !== 'pos').map(([k, v]) => [k, withoutPos(v)])) as T;
-  }
-  return value;
-}
 
 const parse = (text: string): Statement => withoutPos(parseStatement(text));
 const cond = (text: string): Cond => withoutPos(parseCondition(text));
 
-function failure(run: () => unknown): FenecError {
-  try {
-    run();
-  } catch (err) {
-    expect(err).to.be.instanceOf(FenecError);
-    return err as FenecError;
-  }
-  return expect.fail('expected a FenecError');
-}
 
 function expectRefused(run: () => unknown, code: ErrorCode, line: number, column: number): FenecError {
   const err = failure(run);

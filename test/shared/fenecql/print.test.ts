@@ -1,16 +1,9 @@
 import { expect } from 'chai';
 import type { Cond, Expr } from '../../../shared/fenecql/ast.js';
 import { parseCondition, parseStatement } from '../../../shared/fenecql/parser.js';
+import { withoutPos } from '../../helpers/assertions.js';
 import { printAnnotation, printCondition, printExpr, printFieldType, printStatement } from '../../../shared/fenecql/print.js';
 
-/** A tree without its positions, for comparisons that are about shape. */
-function withoutPos<T>(value: T): T {
-  if (Array.isArray(value)) return value.map(withoutPos) as T;
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).filter(([k]) => k !== 'pos').map(([k, v]) => [k, withoutPos(v)])) as T;
-  }
-  return value;
-}
 
 /** The canonical text of a statement, by way of its tree. */
 const canonical = (text: string): string => printStatement(parseStatement(text));
