@@ -17,7 +17,7 @@ help:
 install: .install-stamp
 
 # The install script is idempotent; the stamp only saves its checks on every make call.
-.install-stamp: scripts/install.sh package.json package-lock.json $(wildcard native/*/build.sh native/*/*.cc)
+.install-stamp: scripts/install.sh package.json package-lock.json $(wildcard native/debian-packages.txt native/*/build.sh native/*/binding.gyp native/*/*.cc native/*/src/*.cc native/*/src/*.h)
 	bash scripts/install.sh
 	@touch $@
 

@@ -1,0 +1,48 @@
+# fenec_faiss: our N-API addon over Faiss's static library. Built by build.sh (make install).
+# FENEC_FAISS_LIB / FENEC_FAISS_INCLUDE point elsewhere than Debian's libfaiss-dev when set.
+{
+  "targets": [
+    {
+      "target_name": "fenec_faiss",
+      "sources": [
+        "src/addon.cc",
+        "src/add-worker.cc",
+        "src/args.cc",
+        "src/envelope.cc",
+        "src/errors.cc",
+        "src/faiss-index.cc",
+        "src/index-shape.cc",
+        "src/search.cc",
+        "src/threads.cc"
+      ],
+      "include_dirs": [
+        "<!(node -p \"require('node-addon-api').include_dir\")",
+        "<!(echo ${FENEC_FAISS_INCLUDE:-/usr/include})"
+      ],
+      "defines": [
+        "NAPI_VERSION=8",
+        "NODE_ADDON_API_CPP_EXCEPTIONS",
+        "NODE_ADDON_API_CPP_EXCEPTIONS_ALL",
+        "NODE_ADDON_API_DISABLE_DEPRECATED"
+      ],
+      # Faiss reports errors by C++ exceptions and casts search parameters with dynamic_cast:
+      # without -fexceptions nothing can be caught, and without -frtti a filtered search segfaults.
+      "cflags!": ["-fno-exceptions", "-fno-rtti"],
+      "cflags_cc!": ["-fno-exceptions", "-fno-rtti"],
+      "cflags_cc": ["-std=c++17", "-fexceptions", "-frtti", "-fopenmp", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      "libraries": [
+        "<!(echo ${FENEC_FAISS_LIB:-/usr/lib/x86_64-linux-gnu/libfaiss.a})",
+        "-fopenmp",
+        "-lopenblas",
+        "-llapack"
+      ],
+      "ldflags": ["-fopenmp"],
+      "xcode_settings": {
+        "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
+        "GCC_ENABLE_CPP_RTTI": "YES",
+        "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
+        "OTHER_CPLUSPLUSFLAGS": ["-Xpreprocessor", "-fopenmp"]
+      }
+    }
+  ]
+}
