@@ -1,0 +1,168 @@
+/**
+ * The Faiss engine: the only module that loads our addon (native/faiss, built by `make install`).
+ *
+ * The addon throws TypeError / RangeError for arguments the caller should not have passed, and
+ * errors with `code` ERR_FAISS_BUSY / ERR_FAISS_DISPOSED for calls out of turn: programming
+ * errors, passed through as they are. What Faiss itself refuses (ERR_FAISS) and bytes that are
+ * not a sound index (ERR_FAISS_BAD_INDEX) become FenecError `vector_engine`, the native error as
+ * its cause.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { FenecError } from '../../shared/errors.js';
+import type {
+  VectorEngine,
+  VectorIndex,
+  VectorIndexKind,
+  VectorIndexOptions,
+  VectorMetric,
+  VectorSearchOptions,
+  VectorSearchResult,
+} from '../../shared/vector-index.js';
+
+/** What native/faiss/src/addon.cc exports. */
+interface NativeIndex {
+  readonly kind: VectorIndexKind;
+  readonly metric: VectorMetric;
+  readonly dims: number;
+  readonly ntotal: number;
+  readonly busy: boolean;
+  add(vectors: Float32Array): number;
+  addAsync(vectors: Float32Array): Promise<number>;
+  search(queries: Float32Array, k: number, options?: VectorSearchOptions): VectorSearchResult;
+  serialize(): Buffer;
+  dispose(): void;
+}
+
+interface NativeAddon {
+  readonly FaissIndex: {
+    new (options: VectorIndexOptions): NativeIndex;
+    deserialize(bytes: Uint8Array): NativeIndex;
+  };
+  setThreads(threads: number): void;
+  getThreads(): number;
+  readonly faissVersion: string;
+}
+
+const ADDON = 'native/faiss/build/Release/fenec_faiss.node';
+const OPTION_KEYS: ReadonlySet<string> = new Set(['kind', 'dims', 'metric', 'm', 'efConstruction', 'efSearch']);
+const MISSPELLINGS: Readonly<Record<string, string>> = { M: 'm', ef: 'efSearch', ef_search: 'efSearch', ef_construction: 'efConstruction', dim: 'dims', dimension: 'dims' };
+
+let loaded: NativeAddon | undefined;
+
+/** The addon, loaded on first use, from the repository root (this file runs from dist/node/vector/ or node/vector/). */
+function addon(): NativeAddon {
+  if (loaded !== undefined) return loaded;
+  const candidates = ['../../../', '../../'].map((up) => fileURLToPath(new URL(up + ADDON, import.meta.url)));
+  const path = candidates.find((p) => existsSync(p));
+  if (path === undefined) {
+    throw new FenecError('vector_engine', `the Faiss addon is not built (${ADDON} is missing)`, {
+      hint: 'run `make install`: it builds the addon, and installs libfaiss-dev first when run as root on Debian',
+    });
+  }
+  try {
+    loaded = createRequire(import.meta.url)(path) as NativeAddon;
+  } catch (err) {
+    throw new FenecError('vector_engine', `the Faiss addon ${path} does not load: ${(err as Error).message}`, {
+      hint: 'run `make install` again to rebuild it',
+      cause: err,
+    });
+  }
+  return loaded;
+}
+
+/** A native error as what callers catch: Faiss's own refusals become FenecError `vector_engine`. */
+function translate(err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === 'ERR_FAISS_BAD_INDEX') {
+    return new FenecError('vector_engine', (err as Error).message, {
+      hint: 'the stored vector index is damaged; it can be rebuilt from the rows',
+      cause: err,
+    });
+  }
+  if (code === 'ERR_FAISS') return new FenecError('vector_engine', (err as Error).message, { cause: err });
+  return err;
+}
+
+function guarded<T>(call: () => T): T {
+  try {
+    return call();
+  } catch (err) {
+    throw translate(err);
+  }
+}
+
+/** True for the error deserialize() throws on damaged or foreign bytes (rebuild the index from the rows). */
+export function isDamagedIndexError(err: unknown): boolean {
+  return err instanceof FenecError && err.code === 'vector_engine' &&
+    (err.cause as { code?: unknown } | undefined)?.code === 'ERR_FAISS_BAD_INDEX';
+}
+
+class FaissIndex implements VectorIndex {
+  readonly #native: NativeIndex;
+
+  constructor(native: NativeIndex) {
+    this.#native = native;
+  }
+
+  get kind(): VectorIndexKind { return this.#native.kind; }
+  get metric(): VectorMetric { return this.#native.metric; }
+  get dims(): number { return this.#native.dims; }
+  get ntotal(): number { return this.#native.ntotal; }
+  get busy(): boolean { return this.#native.busy; }
+
+  add(vectors: Float32Array): number {
+    return guarded(() => this.#native.add(vectors));
+  }
+
+  async addAsync(vectors: Float32Array): Promise<number> {
+    try {
+      return await this.#native.addAsync(vectors);
+    } catch (err) {
+      throw translate(err);
+    }
+  }
+
+  search(queries: Float32Array, k: number, options?: VectorSearchOptions): VectorSearchResult {
+    return guarded(() => this.#native.search(queries, k, options));
+  }
+
+  serialize(): Buffer {
+    return guarded(() => this.#native.serialize());
+  }
+
+  dispose(): void {
+    this.#native.dispose();
+  }
+}
+
+function checkOptionKeys(options: VectorIndexOptions): void {
+  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object { kind, dims, metric }');
+  for (const key of Object.keys(options)) {
+    if (OPTION_KEYS.has(key)) continue;
+    const hint = MISSPELLINGS[key];
+    throw new TypeError(`unknown vector index option "${key}"` + (hint !== undefined ? ` (did you mean "${hint}"?)` : ''));
+  }
+}
+
+/** The Faiss engine. Loading the addon waits for the first call, so a build without vectors starts without it. */
+export const faiss: VectorEngine = Object.freeze({
+  create(options: VectorIndexOptions): VectorIndex {
+    checkOptionKeys(options);
+    const { FaissIndex: Native } = addon();
+    return new FaissIndex(guarded(() => new Native(options)));
+  },
+  deserialize(bytes: Uint8Array): VectorIndex {
+    const { FaissIndex: Native } = addon();
+    return new FaissIndex(guarded(() => Native.deserialize(bytes)));
+  },
+  setThreads(threads: number): void {
+    addon().setThreads(threads);
+  },
+});
+
+/** The Faiss version the addon was built against (for `fenec` diagnostics). */
+export function faissVersion(): string {
+  return addon().faissVersion;
+}
