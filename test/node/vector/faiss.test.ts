@@ -1,7 +1,9 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { dirname } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { crc32 } from 'node:zlib';
 import { FenecError } from '../../../shared/errors.js';
 import type { VectorIndex, VectorIndexOptions, VectorMetric } from '../../../shared/vector-index.js';
@@ -74,6 +76,25 @@ describe('faiss (node/vector/faiss)', () => {
   const open: VectorIndex[] = [];
   const track = (index: VectorIndex): VectorIndex => (open.push(index), index);
   after(() => open.forEach((index) => index.dispose()));
+
+  describe('loading', () => {
+    it('says to run make install when the addon is not built', async () => {
+      // The compiled wrapper and the error module, copied where no native/faiss/build exists.
+      const temp = tempDir();
+      try {
+        for (const file of ['node/vector/faiss.js', 'shared/errors.js']) {
+          mkdirSync(dirname(temp.file(`dist/${file}`)), { recursive: true });
+          copyFileSync(new URL(`../../../${file}`, import.meta.url), temp.file(`dist/${file}`));
+        }
+        const copy = (await import(pathToFileURL(temp.file('dist/node/vector/faiss.js')).href)) as typeof import('../../../node/vector/faiss.js');
+        expect(() => copy.faiss.create({ kind: 'flat', dims: 2, metric: 'l2' }))
+          .to.throw(/the Faiss addon is not built \(native\/faiss\/build\/Release\/fenec_faiss.node is missing\)/)
+          .with.property('hint').that.matches(/make install/);
+      } finally {
+        temp.remove();
+      }
+    });
+  });
 
   describe('add and search', () => {
     for (const kind of ['hnsw', 'flat'] as const) {
