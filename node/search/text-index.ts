@@ -1,0 +1,185 @@
+/**
+ * The full-text index of a collection's `@text` fields: its SQL, and the fragments of a ranked read.
+ *
+ * A collection `notes` with `@text` fields `body` (text) and `tags` ([text]) has:
+ *
+ * - the view `t.notes.src`: `id` and one column per `@text` field, named `f.body`, `f.tags`. A text field
+ *   is its column as stored; a [text] field is its elements joined by ", " (`["ops","x"]` is `ops, x`),
+ *   so that JSON's quotes and escapes never reach the tokenizer or a snippet.
+ * - the FTS5 table `t.notes.fts` over those columns, with the view as its external content
+ *   (`content_rowid='id'`): the index holds no second copy of the text; snippets read the rows.
+ * - the triggers `t.notes.insert`, `t.notes.update` and `t.notes.delete` on `c_notes`, which keep the
+ *   index in step inside the writing statement's own transaction: insert, put (INSERT … ON CONFLICT DO
+ *   UPDATE fires the update trigger), set, del and the expiry sweeper's deletes. A rolled-back write
+ *   rolls its index changes back with it.
+ *
+ * Names hold a '.', which a FenecQL name cannot: they clash with no collection's `c_<name>` table, no
+ * `u.`/`i.` index, and no FTS5 shadow table (`t.notes.fts_data`, …). A plain `t_<name>` would: the FTS5
+ * table `t_notes` owns `t_notes_data`, the name a collection `notes_data` would need. The FTS5 column
+ * names `f.<field>` cannot be `rank` or `rowid`, which FTS5 reserves, nor any field's own name.
+ *
+ * Tokenizer: `porter unicode61 remove_diacritics 2`: words of letters and digits, case folded in every
+ * script, accents removed from Latin letters ("café" is "cafe"; Greek and Cyrillic keep theirs), English
+ * (Porter) stemming ("deploys", "deployed", "deploying" are "deploy"). No stop words: BM25's IDF
+ * weighs common words down.
+ *
+ * Keep in mind:
+ * - The same `fields`, in the same order, go to textIndexSql, textSearchSql and matchExpression.
+ * - A change to the set of `@text` fields is `drop`, the ALTER, then `create` over the new set: SQLite
+ *   refuses to drop a column the view or the triggers name.
+ * - Never write the table with INSERT OR REPLACE: its implicit delete fires no trigger (unless
+ *   recursive_triggers is on), and the index is left corrupt. put's ON CONFLICT DO UPDATE is right.
+ * - A deleted row's words stay in the index's segments, unreachable, until FTS5 merges them; `optimize`
+ *   (for `compact`) clears them all.
+ */
+import assert from 'node:assert/strict';
+import type { FieldType } from '../../shared/fenecql/ast.js';
+import { ident } from '../storage/sqlite.js';
+import { textColumn } from './text-query.js';
+
+export { MAX_QUERY_WORDS, matchExpression, queryWords, textColumn, textQuery } from './text-query.js';
+
+export const TEXT_TOKENIZER = 'porter unicode61 remove_diacritics 2';
+/** How many tokens a snippet holds at most (FTS5 allows 1 to 64). */
+export const SNIPPET_TOKENS = 20;
+/** Between the elements of a [text] field, as indexed and as a snippet shows them. */
+export const LIST_SEPARATOR = ', ';
+
+/** An `@text` field: catalog Fields and FieldDefs both fit. */
+export interface TextField {
+  readonly name: string;
+  readonly type: FieldType;
+}
+
+export interface TextIndexSql {
+  /**
+   * Creates the view, the FTS5 table and the triggers, then fills the index from the rows the table
+   * holds (`rebuild`, instant on an empty table). Run inside the schema change's transaction.
+   */
+  readonly create: readonly string[];
+  /** Drops triggers, FTS5 table and view, each IF EXISTS (dropping `c_<name>` drops its triggers too). */
+  readonly drop: readonly string[];
+  /** Indexes again every row of the table (the last statement of `create`; also a repair). */
+  readonly rebuild: string;
+  /** Merges the index's segments into one (for `compact`). */
+  readonly optimize: string;
+  /** Fails with SQLITE_CORRUPT_VTAB unless the index holds exactly what the rows say. */
+  readonly check: string;
+}
+
+function tableName(collection: string): string {
+  return ident(`c_${collection}`);
+}
+
+/** The quoted name of a collection's FTS5 table; also its hidden column, the left side of MATCH. */
+export function textIndexName(collection: string): string {
+  return ident(`t.${collection}.fts`);
+}
+
+/** A string literal of SQL. */
+function sqlString(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+/** What a field puts into the index, read from a row (`c`, `new` or `old`). */
+function indexedValue(row: string, field: TextField): string {
+  const column = `${row}.${ident(field.name)}`;
+  if (field.type.kind === 'scalar' && field.type.scalar === 'text') return column;
+  assert(field.type.kind === 'array' && field.type.element === 'text', `@text on ${field.name}: the parser lets it on text and [text] only`);
+  // The elements in order, decoded. Not json_each: FTS5 reads its content with virtual tables barred
+  // (SQLITE_PREPARE_NO_VTAB), so the view may not use one. Every name is qualified, so no field name
+  // can capture it. An empty array or null indexes nothing (null).
+  const length = `json_array_length(${column})`;
+  return (
+    `(WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT k.i + 1 FROM k WHERE k.i + 1 < ${length}) ` +
+    `SELECT group_concat(json_extract(${column}, '$[' || k.i || ']'), ${sqlString(LIST_SEPARATOR)} ORDER BY k.i) FROM k WHERE k.i < ${length})`
+  );
+}
+
+/** The statements that make, fill and drop a collection's text index over `fields` (in index order). */
+export function textIndexSql(collection: string, fields: readonly TextField[]): TextIndexSql {
+  assert(fields.length > 0, 'a text index has at least one field');
+  const table = tableName(collection);
+  const fts = textIndexName(collection);
+  const source = ident(`t.${collection}.src`);
+  const trigger = (event: string) => ident(`t.${collection}.${event}`);
+  const columns = fields.map((f) => ident(textColumn(f.name)));
+  const values = (row: string) => fields.map((f) => indexedValue(row, f)).join(', ');
+  const insertRow = `INSERT INTO ${fts} (rowid, ${columns.join(', ')}) VALUES (new."id", ${values('new')});`;
+  // External content: FTS5 forgets a row by being told the values it indexed, which the old row holds.
+  const deleteRow = `INSERT INTO ${fts} (${fts}, rowid, ${columns.join(', ')}) VALUES ('delete', old."id", ${values('old')});`;
+  const watched = ['"id"', ...fields.map((f) => ident(f.name))];
+  const changed = watched.map((c) => `old.${c} IS NOT new.${c}`).join(' OR ');
+  const rebuild = `INSERT INTO ${fts} (${fts}) VALUES ('rebuild')`;
+  const create = [
+    `CREATE VIEW ${source} AS SELECT c."id" AS "id", ${fields.map((f, i) => `${indexedValue('c', f)} AS ${columns[i]}`).join(', ')} FROM ${table} AS c`,
+    `CREATE VIRTUAL TABLE ${fts} USING fts5(${columns.join(', ')}, content=${sqlString(`t.${collection}.src`)}, content_rowid='id', tokenize=${sqlString(TEXT_TOKENIZER)})`,
+    `CREATE TRIGGER ${trigger('insert')} AFTER INSERT ON ${table} BEGIN ${insertRow} END`,
+    // Only when an indexed column changes: `set notes {year: 2026} where …` leaves the index alone.
+    `CREATE TRIGGER ${trigger('update')} AFTER UPDATE OF ${watched.join(', ')} ON ${table} WHEN ${changed} BEGIN ${deleteRow} ${insertRow} END`,
+    `CREATE TRIGGER ${trigger('delete')} AFTER DELETE ON ${table} BEGIN ${deleteRow} END`,
+    rebuild,
+  ];
+  const drop = [
+    ...['insert', 'update', 'delete'].map((event) => `DROP TRIGGER IF EXISTS ${trigger(event)}`),
+    `DROP TABLE IF EXISTS ${fts}`,
+    `DROP VIEW IF EXISTS ${source}`,
+  ];
+  return {
+    create,
+    drop,
+    rebuild,
+    optimize: `INSERT INTO ${fts} (${fts}) VALUES ('optimize')`,
+    check: `INSERT INTO ${fts} (${fts}, rank) VALUES ('integrity-check', 1)`,
+  };
+}
+
+export interface TextSearchSql {
+  /**
+   * The index joined to the rows; the rows' table is aliased `c`. With `where`, the rows are
+   * `(SELECT * FROM c_<name> WHERE <where>)`, so that the where's bare column names resolve to the
+   * table's columns alone (beside the FTS5 table, a field named `rank` would be ambiguous).
+   */
+  readonly from: string;
+  /** `<fts> MATCH ?`: binds matchExpression(…); null from it means no rows, without a query. */
+  readonly match: string;
+  /** Higher is better: BM25 negated (FTS5's bm25() is lower-better). Never negative. */
+  readonly score: string;
+  /** The best passage, matched words as `**word**`, `…` where the text was cut. */
+  readonly snippet: string;
+  /**
+   * Best first (ties in id order). FTS5 sorts by it itself, so a LIMIT stops early and snippets are
+   * made for the rows kept only; add no other sort key unless `order` asks for one.
+   */
+  readonly order: string;
+}
+
+/**
+ * The fragments of a ranked read, `match FIELD …` (field named) or `match * …`:
+ *
+ *     SELECT c."id", c."body", <score> AS "_score", <snippet> AS "_snippet"
+ *     FROM <from> WHERE <match> ORDER BY <order> LIMIT ? OFFSET ?
+ *
+ * Arguments bind in text order: the where's (inside `from`), the MATCH expression, limit, offset.
+ * Qualify the selected columns (`c."body"`); alias score and snippet with `_` names, so that an `order`
+ * naming a field called `snippet` cannot bind to the alias.
+ */
+export function textSearchSql(collection: string, fields: readonly { readonly name: string }[], field: string, where?: string): TextSearchSql {
+  const fts = textIndexName(collection);
+  const column = field === '*' ? -1 : fields.findIndex((f) => f.name === field);
+  assert(column !== -1 || field === '*', `${field} is not an @text field of ${collection}`);
+  const rows = where === undefined ? `${tableName(collection)} AS c` : `(SELECT * FROM ${tableName(collection)} WHERE ${where}) AS c`;
+  return {
+    from: `${fts} JOIN ${rows} ON c."id" = ${fts}.rowid`,
+    match: `${fts} MATCH ?`,
+    score: `(- ${fts}.rank)`,
+    snippet: `snippet(${fts}, ${column}, '**', '**', '…', ${SNIPPET_TOKENS})`,
+    order: `${fts}.rank`,
+  };
+}
+
+/** The whole ranked read over `columns` (SQL expressions, `c."body"`), with `LIMIT ? OFFSET ?`. */
+export function textSearchSelect(search: TextSearchSql, columns: readonly string[]): string {
+  const list = [...columns, `${search.score} AS "_score"`, `${search.snippet} AS "_snippet"`].join(', ');
+  return `SELECT ${list} FROM ${search.from} WHERE ${search.match} ORDER BY ${search.order} LIMIT ? OFFSET ?`;
+}
