@@ -1,0 +1,58 @@
+import { expect } from 'chai';
+import { refusal } from '../../helpers/assertions.js';
+import { MAX_QUERY_WORDS, matchExpression, queryWords, textQuery } from '../../../node/search/text-query.js';
+
+const FIELDS = [{ name: 'text' }, { name: 'tags' }];
+
+describe('queryWords', () => {
+  it('splits at everything but letters, digits and marks, as unicode61 does', () => {
+    expect(queryWords("what's C++ (v2)?")).to.deep.equal(['what', 's', 'C', 'v2']);
+    expect(queryWords('x_y-z a·b')).to.deep.equal(['x', 'y', 'z', 'a', 'b']);
+    expect(queryWords('deploy 😀 on\u0000fridays\u0007')).to.deep.equal(['deploy', 'on', 'fridays']);
+  });
+
+  it('keeps combining marks inside a word and drops words made of marks alone', () => {
+    expect(queryWords('cafe\u0301 \u0301\u0302 नमस्ते')).to.deep.equal(['cafe\u0301', 'नमस्ते']);
+  });
+
+  it('keeps each word once, compared without case', () => {
+    expect(queryWords('Deploy deploy DEPLOY now')).to.deep.equal(['Deploy', 'now']);
+  });
+
+  it(`searches at most ${MAX_QUERY_WORDS} distinct words, the first ones`, () => {
+    const words = Array.from({ length: 200 }, (_, i) => `w${i}`);
+    expect(queryWords(words.join(' '))).to.deep.equal(words.slice(0, MAX_QUERY_WORDS));
+  });
+});
+
+describe('textQuery', () => {
+  it('quotes every word and joins them with OR', () => {
+    expect(textQuery('when do we deploy')).to.equal('"when" OR "do" OR "we" OR "deploy"');
+    expect(textQuery('NEAR(a b) AND OR NOT')).to.equal('"NEAR" OR "a" OR "b" OR "AND" OR "OR" OR "NOT"');
+  });
+
+  it('is null when the text holds no word', () => {
+    for (const text of ['', ' ', '"', '""', '*', '(((', '-', ':', '😀', '\u0000', '\u0301']) expect(textQuery(text), JSON.stringify(text)).to.equal(null);
+  });
+});
+
+describe('matchExpression', () => {
+  it('restricts a named field to its column', () => {
+    expect(matchExpression('fox', 'text', FIELDS)).to.equal('{"f.text"} : ("fox")');
+  });
+
+  it('searches every column for *', () => {
+    expect(matchExpression('red fox', '*', FIELDS)).to.equal('"red" OR "fox"');
+  });
+
+  it('is null when the text holds no word', () => {
+    expect(matchExpression('?!', 'text', FIELDS)).to.equal(null);
+  });
+
+  it('refuses a field that is not an @text field', () => {
+    const err = refusal(() => matchExpression('fox', 'year', FIELDS));
+    expect(err.code).to.equal('invalid_statement');
+    expect(err.message).to.equal('match year: year is not an @text field');
+    expect(err.hint).to.equal('the @text fields: text, tags; match * searches them all');
+  });
+});

@@ -1,0 +1,290 @@
+import { expect } from 'chai';
+import { matchExpression, textIndexName, textQuery, textSearchSelect, textSearchSql } from '../../../node/search/text-index.js';
+import { tempDir } from '../../helpers/temp.js';
+import { NOTES, Store, type Where } from '../../helpers/text-store.js';
+
+describe('text search', () => {
+  let temp: ReturnType<typeof tempDir>;
+  let store: Store;
+
+  beforeEach(() => {
+    temp = tempDir('fenec-text-');
+    store = new Store(temp.file('t.fenec'), NOTES);
+  });
+
+  afterEach(() => {
+    store.close();
+    temp.remove();
+  });
+
+  it('finds "the deploy runs on fridays" for "when do we deploy" (the seed\'s memories)', () => {
+    const deploy = store.insert('the deploy runs on fridays', ['ops']);
+    store.insert('staging is in eu-west-1', ['ops']);
+    store.insert('the user is debugging the login page', ['session']);
+    const rows = store.search('when do we deploy', 'text', undefined, 5);
+    expect(rows.map((r) => [r.id, r._snippet])).to.deep.equal([[deploy, 'the **deploy** runs on fridays']]);
+    expect(rows[0]!._score).to.be.greaterThan(0);
+  });
+
+  it('stems English words: deploys, deployed and deploying are deploy', () => {
+    const ids = [store.insert('he deploys'), store.insert('we deployed'), store.insert('deploying now')];
+    expect(store.ids('deploy')).to.have.members(ids);
+    expect(store.ids('DEPLOYMENT')).to.deep.equal([]);
+  });
+
+  it('folds case and accents: café is cafe, CAFÉ and cafe with a combining accent', () => {
+    const id = store.insert('Café au lait, Tiếng Việt');
+    for (const query of ['cafe', 'CAFÉ', 'cafe\u0301', 'café', 'tieng']) expect(store.ids(query), query).to.deep.equal([id]);
+  });
+
+  it('folds the case of every script, and the accents of Latin letters only', () => {
+    const greek = store.insert('Ελληνικά κείμενα');
+    const russian = store.insert('ёлка');
+    expect(store.ids('ΕΛΛΗΝΙΚΆ')).to.deep.equal([greek]);
+    expect(store.ids('ελληνικα')).to.deep.equal([]);
+    expect(store.ids('ЁЛКА')).to.deep.equal([russian]);
+    expect(store.ids('елка')).to.deep.equal([]);
+  });
+
+  it('finds whole words of every script, CJK runs as one word', () => {
+    const arabic = store.insert('مرحبا بالعالم');
+    const hindi = store.insert('नमस्ते दुनिया');
+    const thai = store.insert('สวัสดีครับ ทุกคน');
+    const tokyo = store.insert('東京 タワー');
+    const joined = store.insert('東京タワー');
+    expect(store.ids('بالعالم')).to.deep.equal([arabic]);
+    expect(store.ids('दुनिया')).to.deep.equal([hindi]);
+    expect(store.ids('สวัสดีครับ')).to.deep.equal([thai]);
+    expect(store.ids('東京')).to.deep.equal([tokyo]);
+    expect(store.ids('東京タワー')).to.deep.equal([joined]);
+  });
+
+  it('marks matched words in the snippet', () => {
+    store.insert('the cat watches the fox');
+    const long = Array.from({ length: 60 }, (_, i) => `word${i}`);
+    long[40] = 'needle';
+    store.insert(long.join(' '));
+    expect(store.search('fox').map((r) => r._snippet)).to.deep.equal(['the cat watches the **fox**']);
+    const [snippet] = store.search('needle').map((r) => r._snippet);
+    expect(snippet).to.match(/^….* \*\*needle\*\* .*…$/);
+    expect(snippet!.split(' ')).to.have.length(20);
+  });
+
+  it('searches a [text] field by its elements, its snippet free of JSON', () => {
+    const id = store.insert('body', ['ops', 'on call', 'say "hi"', 'line\nbreak']);
+    expect(store.ids('call', 'tags')).to.deep.equal([id]);
+    expect(store.ids('break', 'tags')).to.deep.equal([id]);
+    expect(store.search('ops', 'tags').map((r) => r._snippet)).to.deep.equal(['**ops**, on call, say "hi", line\nbreak']);
+    store.expectExact();
+  });
+
+  it('restricts match FIELD to the field; match * reads every @text field, snippet from the best', () => {
+    const inText = store.insert('the fox runs', ['dog']);
+    const inTags = store.insert('the dog runs', ['fox', 'den']);
+    expect(store.ids('fox', 'text')).to.deep.equal([inText]);
+    expect(store.ids('fox', 'tags')).to.deep.equal([inTags]);
+    expect(store.ids('fox', '*')).to.have.members([inText, inTags]);
+    const byId = new Map(store.search('fox').map((r) => [r.id, r._snippet]));
+    expect(byId.get(inText)).to.equal('the **fox** runs');
+    expect(byId.get(inTags)).to.equal('**fox**, den');
+  });
+
+  it('applies the where before the limit, in BM25 order, scanning the index in rank order', () => {
+    const ids: number[] = [];
+    for (let i = 0; i < 40; i++) ids.push(store.insert(`fox ${'filler '.repeat(i)}`, null, i));
+    const everyEighth: Where = { sql: '"year" % 8 = ?', args: [0] };
+    const unfiltered = store.ids('fox');
+    expect(unfiltered).to.deep.equal(ids, 'shorter texts rank higher');
+    expect(store.ids('fox', '*', everyEighth, 5)).to.deep.equal(unfiltered.filter((_, i) => i % 8 === 0));
+    expect(store.ids('fox', '*', everyEighth, 3)).to.deep.equal([ids[0], ids[8], ids[16]]);
+
+    store.db.exec('CREATE INDEX "i.notes.year" ON "c_notes" ("year")');
+    const search = textSearchSql('notes', store.fields, '*', '"year" = ?');
+    const plan = store.db.prepare(`EXPLAIN QUERY PLAN ${textSearchSelect(search, ['c."id"'])}`).all(8, '"fox"', 5, 0) as { detail: string }[];
+    // The index leads, in its own rank order (no sort of ours), and each hit looks its row up by id.
+    const details = plan.map((p) => p.detail);
+    expect(details[0]).to.match(/^SCAN t\.notes\.fts VIRTUAL TABLE/);
+    expect(details).to.include('SEARCH c_notes USING INTEGER PRIMARY KEY (rowid=?)');
+    expect(details.join('\n')).not.to.include('TEMP B-TREE');
+    expect(store.ids('fox', '*', { sql: '"year" = ?', args: [8] }, 5)).to.deep.equal([ids[8]]);
+  });
+
+  it('lets the where name a field called rank and the @text fields themselves', () => {
+    const id = store.insert('the fox', ['x']);
+    store.db.prepare('UPDATE "c_notes" SET "rank" = ? WHERE "id" = ?').run('first', id);
+    store.insert('another fox');
+    const where: Where = { sql: '"rank" = ? AND "text" LIKE ? AND "tags" IS NOT NULL', args: ['first', 'the%'] };
+    expect(store.ids('fox', '*', where)).to.deep.equal([id]);
+  });
+
+  it('gives rows that tie on score in id order', () => {
+    const ids = [store.insert('same words'), store.insert('same words'), store.insert('same words')];
+    expect(store.ids('same')).to.deep.equal(ids);
+  });
+
+  it('indexes fields named rank and rowid, which FTS5 reserves as column names', () => {
+    const odd = new Store(temp.file('odd.fenec'), 'odd (rank text @text, rowid text @text)');
+    try {
+      odd.db.prepare('INSERT INTO "c_odd" ("rank", "rowid") VALUES (?, ?)').run('first place', 'row words');
+      expect(odd.db.prepare(textSearchSelect(textSearchSql('odd', odd.fields, 'rowid'), ['c."id"'])).all(matchExpression('words', 'rowid', odd.fields), 5, 0)).to.have.length(1);
+      odd.expectExact();
+    } finally {
+      odd.close();
+    }
+  });
+
+  describe('BM25', () => {
+    const CORPUS = [
+      'the cat sat on the mat',
+      'the dog and the fox',
+      'a red fox and a red hat',
+      'the big fox ran at the big red sun',
+      'cat and dog and fox and hat and sun and mat',
+      'the sun',
+    ];
+    const tokens = (text: string): string[] => text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+
+    /** BM25 as FTS5 computes it: k1 = 1.2, b = 0.75, IDF log((N − n + 0.5) / (n + 0.5)), floored at 1e-6. */
+    function bm25(docs: readonly string[], query: readonly string[]): Map<number, number> {
+      const k1 = 1.2;
+      const b = 0.75;
+      const words = docs.map(tokens);
+      const avgdl = words.reduce((sum, w) => sum + w.length, 0) / docs.length;
+      const scores = new Map<number, number>();
+      for (const term of query) {
+        const n = words.filter((w) => w.includes(term)).length;
+        const raw = Math.log((docs.length - n + 0.5) / (n + 0.5));
+        const idf = raw <= 0 ? 1e-6 : raw;
+        words.forEach((w, i) => {
+          const f = w.filter((t) => t === term).length;
+          if (f > 0) scores.set(i, (scores.get(i) ?? 0) + (idf * f * (k1 + 1)) / (f + k1 * (1 - b + (b * w.length) / avgdl)));
+        });
+      }
+      return scores;
+    }
+
+    it('ranks as BM25 computed by hand from the corpus', () => {
+      const ids = CORPUS.map((text) => store.insert(text));
+      // The computation tokenizes by hand: it holds only while stemming leaves this corpus's words alone.
+      store.db.exec(`CREATE VIRTUAL TABLE vocab USING fts5vocab(${textIndexName('notes')}, 'row')`);
+      const terms = store.db.prepare('SELECT term FROM vocab ORDER BY term').pluck().all();
+      expect(terms).to.deep.equal([...new Set(CORPUS.flatMap(tokens))].sort());
+
+      for (const query of ['red hat sun mat', 'fox', 'big red cat', 'dog sun']) {
+        const expected = [...bm25(CORPUS, tokens(query)).entries()].sort((x, y) => y[1] - x[1]);
+        for (let i = 1; i < expected.length; i++) expect(expected[i - 1]![1] - expected[i]![1], `${query}: no ties`).to.be.greaterThan(1e-9);
+        const rows = store.search(query);
+        expect(rows.map((r) => r.id), query).to.deep.equal(expected.map(([doc]) => ids[doc]));
+        rows.forEach((row, i) => expect(row._score).to.be.closeTo(expected[i]![1], 1e-9));
+      }
+    });
+  });
+
+  describe('hostile queries', () => {
+    const HOSTILE = [
+      "what's C++ (v2)?",
+      '"',
+      '""',
+      '"unterminated',
+      'a"b"c',
+      '\\"escaped\\"',
+      '*',
+      'a* b*',
+      '^x',
+      'NEAR(a b)',
+      'near/3 NEAR',
+      'a -b',
+      '-',
+      '+a +b',
+      'col:x',
+      ':',
+      'rank:fox rowid:1 f.text:x',
+      '{x}',
+      '{a b} : c',
+      '(((',
+      ')))',
+      '('.repeat(1000),
+      'a AND OR NOT',
+      'AND',
+      'OR',
+      'NOT',
+      '😀🔥👍🏽',
+      '👨‍👩‍👧 family',
+      '東京タワーの夜景',
+      'مرحبا بالعالم',
+      'שָׁלוֹם',
+      'नमस्ते दुनिया',
+      'สวัสดีครับ',
+      'cafe\u0301 e\u0301\u0302\u0303',
+      '\u0301\u0302',
+      'ǅ ß ﬁ Ⅻ ½ ²',
+      'ｄｅｐｌｏｙ',
+      '\uFEFFdeploy',
+      '\u202Eevil',
+      '\uD800x lone surrogate',
+      '\uE000 private',
+      'a\u0001b\u0007c\u001f',
+      '\u0000',
+      'a\u0000b',
+      '\t\n\r',
+      "'; DROP TABLE c_notes; --",
+      '" OR 1=1 --',
+      "') OR ('1'='1",
+      '%_',
+      '3.14 1e10 -5 0x1F',
+      'x'.repeat(10_000),
+      'deploy '.repeat(1_430),
+      Array.from({ length: 3_000 }, (_, i) => `w${i}`).join(' '),
+      '',
+    ];
+
+    it(`never raise, over ${HOSTILE.length} strings, for match *, match FIELD, with and without where`, () => {
+      expect(HOSTILE.length).to.be.at.least(30);
+      store.insert("what is new in C++ v2", ['ops']);
+      store.insert('the deploy runs on fridays', ['ops']);
+      store.insert('東京タワーの夜景 مرحبا بالعالم नमस्ते', ['x']);
+      const where: Where = { sql: '"year" IS NULL', args: [] as unknown[] };
+      for (const query of HOSTILE) {
+        for (const field of ['*', 'text', 'tags']) {
+          expect(() => store.search(query, field), `${JSON.stringify(query.slice(0, 40))} on ${field}`).not.to.throw();
+          expect(() => store.search(query, field, where), `${JSON.stringify(query.slice(0, 40))} on ${field} with where`).not.to.throw();
+        }
+      }
+      expect(store.ids("what's C++ (v2)?")).to.have.length(1);
+      expect(store.ids('東京タワーの夜景')).to.have.length(1);
+      expect(store.ids('deploy '.repeat(1_430))).to.have.length(1);
+    });
+
+    it('never raise on random strings of FTS5 syntax, quotes, controls and scripts', () => {
+      store.insert('near the fox and the cat');
+      let seed = 42;
+      const random = () => {
+        // mulberry32: the same strings on every run.
+        seed = (seed + 0x6d2b79f5) | 0;
+        let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+        t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+      };
+      const pieces = ['"', "'", '*', '^', ':', '(', ')', '{', '}', '-', '+', ' ', ',', '.', '\\', '\u0000', '\u0301', 'AND', 'OR', 'NOT', 'NEAR', 'fox', 'the', 'é', '東', '😀', '\n', 'f.text', 'rank'];
+      for (let i = 0; i < 1_000; i++) {
+        const length = Math.floor(random() * 12);
+        const query = Array.from({ length }, () => pieces[Math.floor(random() * pieces.length)]).join('');
+        const expression = textQuery(query);
+        if (expression !== null) expect(expression).to.match(/^"[^"\u0000]+"( OR "[^"\u0000]+")*$/);
+        expect(() => store.search(query), JSON.stringify(query)).not.to.throw();
+        expect(() => store.search(query, 'text'), JSON.stringify(query)).not.to.throw();
+      }
+    });
+
+    it('find the text each of their words came from', () => {
+      const texts = HOSTILE.filter((text) => text.length < 200);
+      const ids = texts.map((text) => store.insert(text));
+      texts.forEach((text, i) => {
+        for (const word of text.match(/[\p{L}\p{N}\p{M}\p{Co}]+/gu) ?? []) {
+          if (!/[\p{L}\p{N}\p{Co}]/u.test(word)) continue;
+          expect(store.ids(word, 'text', undefined, 1000), `${JSON.stringify(word)} of ${JSON.stringify(text)}`).to.include(ids[i]);
+        }
+      });
+    });
+  });
+});
