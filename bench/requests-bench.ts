@@ -6,7 +6,11 @@
  * two-core machine that is one core for the generator and one for the server. Latency percentiles
  * are taken from every response's own time (autocannon's histogram counts whole milliseconds).
  *
- * Env: BENCH_SECONDS (default 10) per measured run; each run follows a 2 s warm-up.
+ * The two servers are measured in turns, BENCH_ROUNDS times (default 5) for each number of clients,
+ * the order swapped every round, and the medians reported with the spread of the per-round ratios:
+ * on two cores one run alone moves with whatever else the machine does.
+ *
+ * Env: BENCH_SECONDS (default 5) per measured run, each after a 1 s warm-up; BENCH_ROUNDS (default 5).
  * Writes bench/results/requests.json. Targets (issue 2): at 8 clients at least 0.40 of the bare
  * server's requests/s; at 1 client a p50 under 0.3 ms.
  */
@@ -24,8 +28,9 @@ const FENEC_SERVER = path.join(ROOT, 'dist/node/cli/fenec-server.js');
 const BARE_SERVER = path.join(ROOT, 'dist/bench/bare-server.js');
 const RESULTS = path.join(ROOT, 'bench/results/requests.json');
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const WARM_UP_SECONDS = 2;
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const WARM_UP_SECONDS = 1;
 const CLIENTS = [1, 8] as const;
 const ROWS = 1000;
 const ROW_ID = 500;
@@ -48,10 +53,13 @@ interface Measure {
   readonly p99Ms: number;
   readonly failed: number;
   ratioToBare?: number;
+  /** The lowest and highest of the per-round ratios to the bare server. */
+  ratioSpread?: [number, number];
 }
 
 async function main(): Promise<void> {
   if (!(SECONDS > 0)) throw new Error(`BENCH_SECONDS must be a positive number, not ${process.env.BENCH_SECONDS}`);
+  if (!(Number.isInteger(ROUNDS) && ROUNDS > 0)) throw new Error(`BENCH_ROUNDS must be a whole number ≥ 1, not ${process.env.BENCH_ROUNDS}`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-bench-'));
   const targets: Target[] = [];
   try {
@@ -63,9 +71,17 @@ async function main(): Promise<void> {
 
     const measures: Measure[] = [];
     for (const clients of CLIENTS) {
-      const baseline = await measure(bare, clients);
-      const ours = await measure(fenec, clients);
+      const bareRuns: Measure[] = [];
+      const fenecRuns: Measure[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        const order = round % 2 === 0 ? [bare, fenec] : [fenec, bare];
+        for (const target of order) (target === bare ? bareRuns : fenecRuns).push(await measure(target, clients));
+      }
+      const baseline = median(bareRuns);
+      const ours = median(fenecRuns);
       ours.ratioToBare = ours.requestsPerSecond / baseline.requestsPerSecond;
+      const ratios = fenecRuns.map((run, i) => run.requestsPerSecond / bareRuns[i]!.requestsPerSecond);
+      ours.ratioSpread = [Math.min(...ratios), Math.max(...ratios)];
       measures.push(baseline, ours);
     }
     report(measures);
@@ -172,13 +188,26 @@ async function load(target: Target, clients: number, seconds: number): Promise<M
   };
 }
 
+/** The median of each figure over the runs (each figure on its own), failures summed. */
+function median(runs: readonly Measure[]): Measure {
+  const mid = (values: number[]): number => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  return {
+    target: runs[0]!.target,
+    clients: runs[0]!.clients,
+    requestsPerSecond: mid(runs.map((r) => r.requestsPerSecond)),
+    p50Ms: mid(runs.map((r) => r.p50Ms)),
+    p99Ms: mid(runs.map((r) => r.p99Ms)),
+    failed: runs.reduce((sum, r) => sum + r.failed, 0),
+  };
+}
+
 function percentile(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 }
 
 function report(measures: readonly Measure[]): void {
-  const header = ['target', 'clients', 'req/s', 'p50 ms', 'p99 ms', 'vs bare'];
+  const header = ['target', 'clients', 'req/s', 'p50 ms', 'p99 ms', 'vs bare', 'per round'];
   const lines = measures.map((m) => [
     m.target,
     String(m.clients),
@@ -186,6 +215,7 @@ function report(measures: readonly Measure[]): void {
     m.p50Ms.toFixed(3),
     m.p99Ms.toFixed(3),
     m.ratioToBare === undefined ? '' : m.ratioToBare.toFixed(2),
+    m.ratioSpread === undefined ? '' : `${m.ratioSpread[0].toFixed(2)}–${m.ratioSpread[1].toFixed(2)}`,
   ]);
   const widths = header.map((cell, i) => Math.max(cell.length, ...lines.map((line) => line[i]!.length)));
   const row = (cells: string[]): string => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
@@ -193,7 +223,7 @@ function report(measures: readonly Measure[]): void {
   const at1 = measures.find((m) => m.target === 'fenec-server' && m.clients === 1);
   const failures = measures.reduce((sum, m) => sum + m.failed, 0);
   process.stdout.write(
-    `\nrequests-bench: ${STATEMENT} [${ROW_ID}] over ${ROWS} rows, ${SECONDS} s per run, ` +
+    `\nrequests-bench: ${STATEMENT} [${ROW_ID}] over ${ROWS} rows, medians of ${ROUNDS} rounds of ${SECONDS} s, ` +
       `${os.cpus().length} cores, Node ${process.versions.node}\n\n` +
       `${[row(header), ...lines.map(row)].join('\n')}\n\n` +
       `target: ≥ ${TARGET_RATIO} of bare at 8 clients — ${at8?.ratioToBare?.toFixed(2)} ${at8 !== undefined && at8.ratioToBare! >= TARGET_RATIO ? 'met' : 'MISSED'}\n` +
@@ -209,6 +239,7 @@ function report(measures: readonly Measure[]): void {
     statement: STATEMENT,
     rows: ROWS,
     seconds: SECONDS,
+    rounds: ROUNDS,
     targets: { ratioToBareAt8: TARGET_RATIO, p50MsAt1: TARGET_P50_MS },
     results: measures,
   };
