@@ -131,7 +131,9 @@ export class Compiler {
         hint: 'write text in quotes: "like this"',
       });
     }
-    if (expr.name === 'id') return { sql: '"id"', args: [], type: ID_TYPE };
+    // Columns are qualified by their table: inside `json_each(…)` a bare "value" or "key" would name
+    // json_each's own columns, not the row's field.
+    if (expr.name === 'id') return { sql: `${this.#scope.table}."id"`, args: [], type: ID_TYPE };
     const field = this.#scope.byName.get(expr.name);
     if (field === undefined) {
       throw new FenecError('unknown_field', `${this.#scope.name} has no field ${expr.name}`, {
@@ -139,7 +141,7 @@ export class Compiler {
         hint: `its fields: id, ${this.#scope.fields.map((f) => f.name).join(', ')}`,
       });
     }
-    return { sql: field.column, args: [], type: field.type };
+    return { sql: `${this.#scope.table}.${field.column}`, args: [], type: field.type };
   }
 
   #numeric(expr: Expr, what: string): Fragment {

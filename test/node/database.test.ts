@@ -176,6 +176,13 @@ describe('FenecDatabase', () => {
       expect(ids('get docs where len(tags) = 2')).to.deep.equal([1]);
     });
 
+    it('reads fields named like json_each\'s own columns', () => {
+      q('create collection kv (key text, value [text])');
+      q('insert into kv {key: "k", value: ["a", "b"]}');
+      expect(q('get kv where value has "a" count')).to.deep.equal({ count: 1 });
+      expect(q('get kv where key in ["k"] and "b" in value count')).to.deep.equal({ count: 1 });
+    });
+
     it('treats a comparison with null as false, so not of it is true', () => {
       expect(ids('get docs where year = 2025')).to.deep.equal([2]);
       expect(ids('get docs where not (year = 2025)')).to.deep.equal([1, 3, 4]);
