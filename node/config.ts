@@ -24,6 +24,8 @@ export interface ServerConfig {
   readonly maxBodyBytes: number;
   /** A browser origin (`https://app.example.com`) served besides the server's own. Default: none. */
   readonly httpCors: string | undefined;
+  /** How often rows past their `@ttl` are deleted, in ms; 0 never. Default 10 s. Reads leave them out either way. */
+  readonly sweepIntervalMs: number;
 }
 
 /** What a caller gives: `file`, and any option it does not leave to its default. */
@@ -35,6 +37,7 @@ export const SERVER_DEFAULTS = Object.freeze({
   httpReadOnly: false,
   readOnly: false,
   maxBodyBytes: 1024 * 1024,
+  sweepIntervalMs: 10_000,
 });
 
 /**
@@ -52,6 +55,7 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     readOnly: input.readOnly ?? SERVER_DEFAULTS.readOnly,
     maxBodyBytes: input.maxBodyBytes ?? SERVER_DEFAULTS.maxBodyBytes,
     httpCors: input.httpCors,
+    sweepIntervalMs: input.sweepIntervalMs ?? SERVER_DEFAULTS.sweepIntervalMs,
   };
   if (config.file === '') throw invalidOption('--file', 'must name a file');
   if (config.host === '') throw invalidOption('--host', 'must name an address, e.g. 127.0.0.1 or 0.0.0.0');
@@ -63,6 +67,9 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     throw invalidOption('--max-body', `takes a positive number of bytes, not ${config.maxBodyBytes}`);
   }
   if (config.httpCors !== undefined) checkOrigin(config.httpCors);
+  if (!Number.isSafeInteger(config.sweepIntervalMs) || config.sweepIntervalMs < 0) {
+    throw invalidOption('--sweep-interval', `takes a duration such as 500ms, 10s or 1m (0: never), not ${config.sweepIntervalMs}`);
+  }
   return Object.freeze(config);
 }
 
@@ -87,6 +94,16 @@ export function parseByteSize(text: string): number {
     throw invalidOption('--max-body', `takes a size such as 512kb, 1mb or 65536 (bytes), not "${text}"`);
   }
   return bytes;
+}
+
+const DURATION_UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Reads a duration such as `500ms`, `10s`, `1m` or `0`, in milliseconds. */
+export function parseDuration(option: string, text: string): number {
+  const match = /^(\d+)(ms|s|m|h)?$/.exec(text.trim());
+  const ms = match === null ? NaN : Number(match[1]) * (match[2] === undefined ? (Number(match[1]) === 0 ? 1 : NaN) : DURATION_UNITS[match[2]]!);
+  if (!Number.isSafeInteger(ms)) throw invalidOption(option, `takes a duration such as 500ms, 10s or 1m (0: never), not "${text}"`);
+  return ms;
 }
 
 /** An origin is scheme://host[:port] with nothing after it, as browsers send it in `Origin`. */

@@ -10,7 +10,9 @@ import { Catalog } from './storage/catalog.js';
 import { acquireLock, type FileLock } from './storage/lock.js';
 import { openSnapshot, openWritable, type Connection } from './storage/sqlite.js';
 import { fromSqliteError, run, StatementCache, type Answer } from './query/executor.js';
-import { plan, type Plan, type RowStatement } from './query/planner.js';
+import { deleteExpired } from './query/expiry.js';
+import type { Plan } from './query/plan.js';
+import { plan, type RowStatement } from './query/planner.js';
 import { runSchemaStatement, type SchemaStatement } from './query/schema.js';
 import type { BindContext } from './query/values.js';
 
@@ -23,7 +25,14 @@ export interface DatabaseOptions {
   readonly readOnly: boolean;
   /** Named in the lock file, so that a refused second writer learns who holds it. */
   readonly program: string;
+  /**
+   * How often expired rows are deleted, in milliseconds; 0 never (reads leave them out either way).
+   * Default 10 000. A read-only database never sweeps.
+   */
+  readonly sweepIntervalMs?: number;
 }
+
+export const DEFAULT_SWEEP_INTERVAL_MS = 10_000;
 
 export interface ExecuteOptions {
   /** Refuse statements that write (the server's --http-read-only). */
@@ -65,6 +74,7 @@ export class FenecDatabase {
   readonly #statements: StatementCache;
   readonly #prepared = new Map<string, Prepared>();
   #cacheVersion: number;
+  readonly #sweeper: NodeJS.Timeout | undefined;
 
   private constructor(options: DatabaseOptions, db: Connection, lock: FileLock | undefined) {
     this.file = options.file;
@@ -74,6 +84,17 @@ export class FenecDatabase {
     this.#catalog = new Catalog(db);
     this.#statements = new StatementCache(db);
     this.#cacheVersion = this.#catalog.version;
+    const interval = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
+    if (!options.readOnly && interval > 0) {
+      // unref: a sweep that is due never keeps the process alive on its own.
+      this.#sweeper = setInterval(() => this.sweepExpired(), interval).unref();
+    }
+  }
+
+  /** Deletes the rows past their `@ttl`, with their index entries, in one transaction; answers how many. */
+  sweepExpired(): number {
+    if (this.readOnly || !this.#db.open) return 0;
+    return this.#db.transaction(() => deleteExpired(this.#db, this.#catalog.list(), Date.now()))();
   }
 
   /** Opens the file: a writer takes `F.lock` first (refused while a live process holds it). */
@@ -139,6 +160,7 @@ export class FenecDatabase {
   }
 
   close(): void {
+    clearInterval(this.#sweeper);
     if (this.#db.open) {
       if (this.#db.inTransaction) this.#db.exec('ROLLBACK');
       this.#db.close();

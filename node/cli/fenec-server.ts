@@ -5,7 +5,7 @@
  */
 import { asFenecError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
-import { parseByteSize, parsePort, serverConfig, SERVER_DEFAULTS, type ServerConfig } from '../config.js';
+import { parseByteSize, parseDuration, parsePort, serverConfig, SERVER_DEFAULTS, type ServerConfig } from '../config.js';
 import { FenecDatabase } from '../database.js';
 import { startServer } from '../http/server.js';
 import { createProgram, onExit, parseCommandLine } from './command-line.js';
@@ -21,6 +21,7 @@ interface Options {
   readOnly?: boolean;
   maxBody: string;
   httpCors?: string;
+  sweepInterval: string;
 }
 
 async function main(): Promise<void> {
@@ -36,6 +37,7 @@ async function main(): Promise<void> {
     .option('--read-only', 'open the file read-only: no lock, no writes, the file as it stood at start')
     .option('--max-body <size>', 'largest request body, e.g. 512kb, 1mb or a number of bytes', '1mb')
     .option('--http-cors <origin>', 'a browser origin (https://app.example.com) allowed besides the server\'s own')
+    .option('--sweep-interval <duration>', 'how often rows past their @ttl are deleted from the file (reads leave them out at once); 0: never', '10s')
     .action((options: Options) => {
       config = serverConfig({
         file: options.file,
@@ -47,6 +49,7 @@ async function main(): Promise<void> {
         readOnly: options.readOnly === true,
         maxBodyBytes: parseByteSize(options.maxBody),
         httpCors: options.httpCors,
+        sweepIntervalMs: parseDuration('--sweep-interval', options.sweepInterval),
       });
     });
   await parseCommandLine(program, process.argv);
@@ -97,7 +100,7 @@ async function serve(config: ServerConfig): Promise<void> {
 
 function openOrExit(config: ServerConfig): FenecDatabase {
   try {
-    return FenecDatabase.open({ file: config.file, readOnly: config.readOnly, program: NAME });
+    return FenecDatabase.open({ file: config.file, readOnly: config.readOnly, program: NAME, sweepIntervalMs: config.sweepIntervalMs });
   } catch (err) {
     return refuseStart(err);
   }

@@ -5,7 +5,7 @@
 import { FenecError } from '../../shared/errors.js';
 import type { Connection, Statement } from '../storage/sqlite.js';
 import type { SqlValue } from '../storage/codec.js';
-import type { Plan, SqlStep } from './planner.js';
+import type { Plan, SqlStep } from './plan.js';
 import type { BindContext } from './values.js';
 
 export type Answer = { readonly [key: string]: unknown };
@@ -56,6 +56,7 @@ export function fromSqliteError(err: unknown): unknown {
 export function run(plan: Plan, ctx: BindContext, cache: StatementCache, db: Connection): Answer {
   switch (plan.kind) {
     case 'read': {
+      if (plan.guard !== undefined && !plan.guard(ctx)) return { rows: [], count: 0 };
       const raw = cache.get(plan.step.sql).raw(true).all(bind(plan.step, ctx)) as unknown[][];
       const columns = plan.columns;
       const rows = new Array<Record<string, unknown>>(raw.length);
@@ -72,6 +73,7 @@ export function run(plan: Plan, ctx: BindContext, cache: StatementCache, db: Con
       return { rows, count: rows.length };
     }
     case 'count':
+      if (plan.guard !== undefined && !plan.guard(ctx)) return { count: 0 };
       return { count: cache.get(plan.step.sql).pluck(true).get(bind(plan.step, ctx)) as number };
     case 'change':
       return { count: cache.get(plan.step.sql).run(bind(plan.step, ctx)).changes };

@@ -7,27 +7,10 @@ import type { DelStmt, Expr, GetStmt, InsertStmt, ObjectExpr, PutStmt, SetStmt }
 import { FenecError } from '../../shared/errors.js';
 import { printExpr, printFieldType } from '../../shared/fenecql/print.js';
 import { ID_TYPE, type Catalog, type Collection, type Field } from '../storage/catalog.js';
-import { ident } from '../storage/sqlite.js';
 import { Compiler, type Fragment } from './compile.js';
-import { isScalar, isValue, typeName, type ArgSource, type ExprType } from './values.js';
-
-/** One column of a read's answer: its key and, where the stored form differs from JSON, how to turn it. */
-export interface OutputColumn {
-  readonly key: string;
-  readonly decode: ((stored: unknown) => unknown) | null;
-}
-
-export interface SqlStep {
-  readonly sql: string;
-  readonly args: readonly ArgSource[];
-}
-
-export type Plan =
-  | { readonly kind: 'read'; readonly step: SqlStep; readonly columns: readonly OutputColumn[] }
-  | { readonly kind: 'count'; readonly step: SqlStep }
-  | { readonly kind: 'insert'; readonly rows: readonly SqlStep[] }
-  | { readonly kind: 'put'; readonly step: SqlStep; readonly id: ArgSource }
-  | { readonly kind: 'change'; readonly step: SqlStep };
+import { fieldOf, planGet, rowFilter } from './plan-read.js';
+import type { Plan, SqlStep } from './plan.js';
+import { isScalar, isValue, typeName, type ArgSource } from './values.js';
 
 export type RowStatement = GetStmt | InsertStmt | PutStmt | SetStmt | DelStmt;
 
@@ -45,96 +28,6 @@ export function plan(stmt: RowStatement, catalog: Catalog): Plan {
     case 'Del':
       return planDel(stmt, collection);
   }
-}
-
-function notYet(what: string): FenecError {
-  return new FenecError('not_supported_yet', `${what} is not supported by this build yet`, {
-    hint: 'search (match, near, fuse) arrives with the search release; filter with where meanwhile',
-  });
-}
-
-function selectedFields(stmt: GetStmt, collection: Collection): Field[] {
-  if (stmt.select === null) return collection.fields.filter((f) => !f.isVector);
-  if (stmt.select === '*') return [...collection.fields];
-  return stmt.select.filter((name) => name !== 'id').map((name) => fieldOf(collection, name));
-}
-
-function fieldOf(collection: Collection, name: string, pos?: GetStmt['order'][number]['pos']): Field {
-  const field = collection.byName.get(name);
-  if (field === undefined) {
-    throw new FenecError('unknown_field', `${collection.name} has no field ${name}`, {
-      position: pos,
-      hint: `its fields: id, ${collection.fields.map((f) => f.name).join(', ')}`,
-    });
-  }
-  return field;
-}
-
-/** A limit or offset: an int literal or a parameter, never negative. */
-function bindCount(expr: Expr, what: 'limit' | 'offset'): ArgSource {
-  if (expr.kind === 'Literal' && expr.type === 'int' && (expr.value as number) >= 0) {
-    const value = expr.value as number;
-    return () => value;
-  }
-  if (expr.kind !== 'Param') {
-    throw new FenecError('invalid_value', `${what} takes a whole number ≥ 0 or a parameter; ${printExpr(expr)} is neither`, { position: expr.pos });
-  }
-  const index = expr.index;
-  return (ctx) => {
-    const value = index <= ctx.params.length ? ctx.params[index - 1] : undefined;
-    if (value === undefined) throw new FenecError('missing_parameter', `${what} $${index}: params has ${ctx.params.length} values`);
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-      throw new FenecError('invalid_value', `${what} $${index} is ${JSON.stringify(value)}; it takes a whole number ≥ 0`);
-    }
-    return value;
-  };
-}
-
-function planGet(stmt: GetStmt, collection: Collection): Plan {
-  if (stmt.match !== undefined) throw notYet('match');
-  if (stmt.near !== undefined) throw notYet('near');
-  if (stmt.fuse) throw notYet('fuse');
-  const compiler = new Compiler(collection);
-  const where: Fragment | undefined = stmt.where === undefined ? undefined : compiler.cond(stmt.where);
-  const args: ArgSource[] = [...(where?.args ?? [])];
-  let sql = ` FROM ${collection.table}${where === undefined ? '' : ` WHERE ${where.sql}`}`;
-
-  // Without `order` SQLite picks the cheapest path, an index when the filter has one, and rows come in
-  // that path's order (id order for a scan). A forced `ORDER BY id` would make SQLite scan the whole
-  // table to spare itself a sort, even for a filter on an indexed field.
-  if (stmt.order.length > 0) {
-    const order = stmt.order.map((item) => {
-      const type: ExprType = item.field === 'id' ? ID_TYPE : fieldOf(collection, item.field, item.pos).type;
-      if (type.kind !== 'scalar' || type.scalar === 'json') {
-        throw new FenecError('invalid_statement', `cannot order by ${item.field}: it is ${typeName(type)}`, {
-          position: item.pos,
-          hint: 'order takes text, int, float, bool or timestamp fields',
-        });
-      }
-      return `${ident(item.field)} ${item.direction === 'desc' ? 'DESC' : 'ASC'}`;
-    });
-    // Rows that tie on every named field come in id order, so that paging with offset is stable.
-    if (!stmt.order.some((item) => item.field === 'id')) order.push('"id" ASC');
-    sql += ` ORDER BY ${order.join(', ')}`;
-  }
-  if (stmt.limit !== undefined || stmt.offset !== undefined) {
-    sql += ' LIMIT ?';
-    args.push(stmt.limit === undefined ? () => -1 : bindCount(stmt.limit, 'limit'));
-    if (stmt.offset !== undefined) {
-      sql += ' OFFSET ?';
-      args.push(bindCount(stmt.offset, 'offset'));
-    }
-  }
-  if (stmt.count) {
-    return { kind: 'count', step: { sql: `SELECT count(*) FROM (SELECT 1${sql})`, args } };
-  }
-  const fields = selectedFields(stmt, collection);
-  const columns: OutputColumn[] = [
-    { key: 'id', decode: null },
-    ...fields.map((f) => ({ key: f.name, decode: f.type.kind === 'scalar' && (f.type.scalar === 'text' || f.type.scalar === 'int' || f.type.scalar === 'float') ? null : f.decode })),
-  ];
-  const list = ['"id"', ...fields.map((f) => f.column)].join(', ');
-  return { kind: 'read', step: { sql: `SELECT ${list}${sql}`, args }, columns };
 }
 
 /** A written value: checked against the field's type now when it is a literal, at run time when it is a parameter. */
@@ -260,12 +153,13 @@ function planSet(stmt: SetStmt, collection: Collection): Plan {
     assignments.push(`${field.column} = ${value.sql}`);
     args.push(...value.args);
   }
-  const where = compiler.cond(stmt.where);
+  // Expired rows are out of every statement: set and del no more touch them than get reads them.
+  const where = rowFilter(stmt.where, collection, compiler)!;
   return { kind: 'change', step: { sql: `UPDATE ${collection.table} SET ${assignments.join(', ')} WHERE ${where.sql}`, args: [...args, ...where.args] } };
 }
 
 function planDel(stmt: DelStmt, collection: Collection): Plan {
-  const where = new Compiler(collection).cond(stmt.where);
+  const where = rowFilter(stmt.where, collection, new Compiler(collection))!;
   return { kind: 'change', step: { sql: `DELETE FROM ${collection.table} WHERE ${where.sql}`, args: where.args } };
 }
 

@@ -6,21 +6,23 @@ import { FenecError } from '../../shared/errors.js';
 import { printAnnotation, printExpr, printFieldType } from '../../shared/fenecql/print.js';
 import type { Catalog, Collection } from '../storage/catalog.js';
 import type { Connection } from '../storage/sqlite.js';
+import { textIndexSql } from '../search/text-index.js';
 import { Compiler } from './compile.js';
+import { deleteExpired } from './expiry.js';
 import type { Answer } from './executor.js';
 import { isValue, type BindContext } from './values.js';
 
 export type SchemaStatement = Extract<Statement, { kind: 'CreateCollection' | 'DropCollection' | 'AlterAdd' | 'AlterDrop' | 'Schema' | 'Compact' }>;
 
 /** Annotations whose behaviour arrives with the search release; until then refused rather than ignored. */
-const NOT_YET = new Set(['text', 'ttl', 'hnsw']);
+const NOT_YET = new Set(['hnsw']);
 
 function checkSupported(def: FieldDef): void {
   const pending = def.annotations.find((a) => NOT_YET.has(a.kind));
   if (pending !== undefined) {
     throw new FenecError('not_supported_yet', `${printAnnotation(pending)} on ${def.name} is not supported by this build yet`, {
       position: def.pos,
-      hint: 'full-text, vector and expiry indexes arrive with the search release; create the field without it meanwhile',
+      hint: 'the vector index arrives with the next release; create the field without it meanwhile (near then scans)',
     });
   }
 }
@@ -94,12 +96,20 @@ export function runSchemaStatement(stmt: SchemaStatement, catalog: Catalog, db: 
       inTransaction(db, catalog, () => catalog.dropField(stmt.collection, stmt.field));
       return { altered: true };
     case 'Compact': {
-      if (stmt.collection !== undefined) catalog.require(stmt.collection);
+      const collections = stmt.collection === undefined ? catalog.list() : [catalog.require(stmt.collection)];
       const before = fileBytes(db);
+      const expired = db.transaction(() => {
+        const count = deleteExpired(db, collections, ctx.now);
+        // A deleted row's words stay in the text index's segments until they are merged.
+        for (const collection of collections) {
+          if (collection.textFields.length > 0) db.exec(textIndexSql(collection.name, collection.textFields).optimize);
+        }
+        return count;
+      })();
       // VACUUM rewrites the whole file; the checkpoint then empties the write-ahead log into it.
       db.exec('VACUUM');
       db.pragma('wal_checkpoint(TRUNCATE)');
-      return { count: 0, bytes_before: before, bytes_after: fileBytes(db) };
+      return { count: expired, bytes_before: before, bytes_after: fileBytes(db) };
     }
   }
 }

@@ -10,6 +10,7 @@
 import type { FieldDef, FieldType } from '../../shared/fenecql/ast.js';
 import { FenecError } from '../../shared/errors.js';
 import { printFieldType } from '../../shared/fenecql/print.js';
+import { textIndexSql } from '../search/text-index.js';
 import { columnType, decoderFor } from './codec.js';
 import { ident, type Connection } from './sqlite.js';
 
@@ -30,6 +31,8 @@ export interface Collection {
   /** Fields in definition order, without the implicit id. */
   readonly fields: readonly Field[];
   readonly byName: ReadonlyMap<string, Field>;
+  /** The `@text` fields, in the order of the text index's columns. */
+  readonly textFields: readonly Field[];
 }
 
 /** The implicit `id int` every collection has. */
@@ -58,7 +61,23 @@ function buildCollection(name: string, defs: readonly FieldDef[]): Collection {
     decode: decoderFor(def.type),
     isVector: def.type.kind === 'vector',
   }));
-  return Object.freeze({ name, table: tableName(name), fields, byName: new Map(fields.map((f) => [f.name, f])) });
+  const textFields = fields.filter((f) => hasAnnotation(f.def, 'text'));
+  return Object.freeze({ name, table: tableName(name), fields, byName: new Map(fields.map((f) => [f.name, f])), textFields });
+}
+
+function hasAnnotation(def: FieldDef, kind: FieldDef['annotations'][number]['kind']): boolean {
+  return def.annotations.some((a) => a.kind === kind);
+}
+
+/**
+ * The indexes kept by triggers beside a collection's table (full-text today), as the statements that
+ * make and drop them. `key` names the fields they cover: a change that leaves it as it was leaves them be.
+ */
+function derivedIndexes(collection: string, defs: readonly FieldDef[]): { key: string; create: readonly string[]; drop: readonly string[] } {
+  const text = defs.filter((def) => hasAnnotation(def, 'text'));
+  if (text.length === 0) return { key: '', create: [], drop: [] };
+  const sql = textIndexSql(collection, text);
+  return { key: `text:${text.map((def) => def.name).join(',')}`, create: sql.create, drop: sql.drop };
 }
 
 /** A column's definition; required fields are NOT NULL, so SQLite itself refuses a null that slipped past us. */
@@ -87,7 +106,8 @@ function indexStatements(collection: string, def: FieldDef): string[] {
   const statements: string[] = [];
   if (def.unique) {
     statements.push(`CREATE UNIQUE INDEX ${indexName('u', collection, def.name)} ON ${table} (${ident(def.name)})`);
-  } else if (def.annotations.some((a) => a.kind === 'hash' || a.kind === 'sorted')) {
+  } else if (def.annotations.some((a) => a.kind === 'hash' || a.kind === 'sorted' || a.kind === 'ttl')) {
+    // @ttl too: reads filter on `field > now - D` and the sweeper deletes on `field <= now - D`.
     statements.push(`CREATE INDEX ${indexName('i', collection, def.name)} ON ${table} (${ident(def.name)})`);
   }
   return statements;
@@ -179,6 +199,7 @@ export class Catalog {
     const columns = ['"id" INTEGER PRIMARY KEY AUTOINCREMENT', ...stored.map((def) => columnSql(def))];
     this.#db.exec(`CREATE TABLE ${tableName(name)} (${columns.join(', ')}) STRICT`);
     for (const def of stored) for (const sql of indexStatements(name, def)) this.#db.exec(sql);
+    for (const sql of derivedIndexes(name, stored).create) this.#db.exec(sql);
     this.#db.prepare('INSERT INTO _fenec_collections (name, definition, created) VALUES (?, ?, ?)').run(name, JSON.stringify({ fields: stored }), Date.now());
     this.#collections.set(name, buildCollection(name, stored));
     this.#version++;
@@ -186,6 +207,7 @@ export class Catalog {
 
   drop(name: string): void {
     const collection = this.require(name);
+    for (const sql of derivedIndexes(name, collection.fields.map((f) => f.def)).drop) this.#db.exec(sql);
     this.#db.exec(`DROP TABLE ${collection.table}`);
     this.#db.prepare('DELETE FROM _fenec_collections WHERE name = ?').run(name);
     this.#collections.delete(name);
@@ -209,10 +231,11 @@ export class Catalog {
         hint: `give ${def.name} a default, or add it without required`,
       });
     }
-    this.#db.exec(`ALTER TABLE ${collection.table} ADD COLUMN ${columnSql(stored, zeroOf(stored.type))}`);
-    if (fill !== null) this.#db.prepare(`UPDATE ${collection.table} SET ${ident(def.name)} = ?`).run(fill);
-    for (const sql of indexStatements(name, stored)) this.#db.exec(sql);
-    this.#save(name, [...collection.fields.map((f) => f.def), stored]);
+    this.#alter(collection, [...collection.fields.map((f) => f.def), stored], () => {
+      this.#db.exec(`ALTER TABLE ${collection.table} ADD COLUMN ${columnSql(stored, zeroOf(stored.type))}`);
+      if (fill !== null) this.#db.prepare(`UPDATE ${collection.table} SET ${ident(def.name)} = ?`).run(fill);
+      for (const sql of indexStatements(name, stored)) this.#db.exec(sql);
+    });
   }
 
   dropField(name: string, field: string): void {
@@ -220,10 +243,25 @@ export class Catalog {
     if (!collection.byName.has(field)) {
       throw new FenecError('unknown_field', field === 'id' ? 'id cannot be dropped: every collection has it' : `${name} has no field ${field}`);
     }
-    this.#db.exec(`DROP INDEX IF EXISTS ${indexName('u', name, field)}`);
-    this.#db.exec(`DROP INDEX IF EXISTS ${indexName('i', name, field)}`);
-    this.#db.exec(`ALTER TABLE ${collection.table} DROP COLUMN ${ident(field)}`);
-    this.#save(name, collection.fields.filter((f) => f.name !== field).map((f) => f.def));
+    this.#alter(collection, collection.fields.filter((f) => f.name !== field).map((f) => f.def), () => {
+      this.#db.exec(`DROP INDEX IF EXISTS ${indexName('u', name, field)}`);
+      this.#db.exec(`DROP INDEX IF EXISTS ${indexName('i', name, field)}`);
+      this.#db.exec(`ALTER TABLE ${collection.table} DROP COLUMN ${ident(field)}`);
+    });
+  }
+
+  /**
+   * Changes a collection's table to hold `defs`. Indexes kept by triggers over fields the change
+   * touches are dropped first and made again after (SQLite refuses to drop a column they name).
+   */
+  #alter(collection: Collection, defs: readonly FieldDef[], change: () => void): void {
+    const before = derivedIndexes(collection.name, collection.fields.map((f) => f.def));
+    const after = derivedIndexes(collection.name, defs);
+    const rebuild = before.key !== after.key;
+    if (rebuild) for (const sql of before.drop) this.#db.exec(sql);
+    change();
+    if (rebuild) for (const sql of after.create) this.#db.exec(sql);
+    this.#save(collection.name, defs);
   }
 
   #save(name: string, defs: readonly FieldDef[]): void {

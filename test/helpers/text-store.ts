@@ -33,8 +33,8 @@ export class Store {
     this.name = stmt.name;
     this.fields = stmt.fields.filter((f) => f.annotations.some((a) => a.kind === 'text'));
     this.ddl = textIndexSql(this.name, this.fields);
+    // The catalogue makes the text index with the collection, as the product does.
     this.db.transaction(() => new Catalog(this.db).create(stmt.name, stmt.fields))();
-    this.createIndex();
   }
 
   createIndex(): void {

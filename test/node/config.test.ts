@@ -14,6 +14,7 @@ describe('serverConfig', () => {
       readOnly: false,
       maxBodyBytes: 1024 * 1024,
       httpCors: undefined,
+      sweepIntervalMs: 10_000,
     });
     expect(Object.isFrozen(config)).to.equal(true);
   });

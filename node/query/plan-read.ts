@@ -1,0 +1,177 @@
+/**
+ * `get` into a plan: a plain read, a count, or a full-text search (`match`), each over the rows that
+ * are live (not past an `@ttl`) and pass `where`.
+ */
+import type { Expr, GetStmt, Position } from '../../shared/fenecql/ast.js';
+import { FenecError } from '../../shared/errors.js';
+import { printExpr } from '../../shared/fenecql/print.js';
+import { matchExpression, textSearchSql } from '../search/text-index.js';
+import { ID_TYPE, type Collection, type Field } from '../storage/catalog.js';
+import { ident } from '../storage/sqlite.js';
+import { bindValue, Compiler, type Fragment } from './compile.js';
+import type { OutputColumn, Plan } from './plan.js';
+import { isValue, scalar, typeName, type ArgSource, type BindContext, type ExprType } from './values.js';
+
+export function fieldOf(collection: Collection, name: string, pos?: Position): Field {
+  const field = collection.byName.get(name);
+  if (field === undefined) {
+    throw new FenecError('unknown_field', `${collection.name} has no field ${name}`, {
+      position: pos,
+      hint: `its fields: id, ${collection.fields.map((f) => f.name).join(', ')}`,
+    });
+  }
+  return field;
+}
+
+function notYet(what: string): FenecError {
+  return new FenecError('not_supported_yet', `${what} is not supported by this build yet`, {
+    hint: 'vector search (near, fuse) arrives with the vector index; filter with where, or search words with match, meanwhile',
+  });
+}
+
+/** A limit or offset: an int literal or a parameter, never negative. */
+function bindCount(expr: Expr, what: 'limit' | 'offset'): ArgSource {
+  if (expr.kind === 'Literal' && expr.type === 'int' && (expr.value as number) >= 0) {
+    const value = expr.value as number;
+    return () => value;
+  }
+  if (expr.kind !== 'Param') {
+    throw new FenecError('invalid_value', `${what} takes a whole number ≥ 0 or a parameter; ${printExpr(expr)} is neither`, { position: expr.pos });
+  }
+  const index = expr.index;
+  return (ctx) => {
+    const value = index <= ctx.params.length ? ctx.params[index - 1] : undefined;
+    if (value === undefined) throw new FenecError('missing_parameter', `${what} $${index}: params has ${ctx.params.length} values`);
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+      throw new FenecError('invalid_value', `${what} $${index} is ${JSON.stringify(value)}; it takes a whole number ≥ 0`);
+    }
+    return value;
+  };
+}
+
+function selectedFields(stmt: GetStmt, collection: Collection): Field[] {
+  if (stmt.select === null) return collection.fields.filter((f) => !f.isVector);
+  if (stmt.select === '*') return [...collection.fields];
+  return stmt.select.filter((name) => name !== 'id').map((name) => fieldOf(collection, name));
+}
+
+/** Fields whose stored form is their JSON form need no decoding: most reads skip the call. */
+function outputColumns(fields: readonly Field[]): OutputColumn[] {
+  return [
+    { key: 'id', decode: null },
+    ...fields.map((f) => ({
+      key: f.name,
+      decode: f.type.kind === 'scalar' && (f.type.scalar === 'text' || f.type.scalar === 'int' || f.type.scalar === 'float') ? null : f.decode,
+    })),
+  ];
+}
+
+/** `ORDER BY` for the `order` clause (qualified by `prefix`), ties in id order; undefined without one. */
+function orderSql(stmt: GetStmt, collection: Collection, prefix: string): string | undefined {
+  if (stmt.order.length === 0) return undefined;
+  const order = stmt.order.map((item) => {
+    const type: ExprType = item.field === 'id' ? ID_TYPE : fieldOf(collection, item.field, item.pos).type;
+    if (type.kind !== 'scalar' || type.scalar === 'json') {
+      throw new FenecError('invalid_statement', `cannot order by ${item.field}: it is ${typeName(type)}`, {
+        position: item.pos,
+        hint: 'order takes text, int, float, bool or timestamp fields',
+      });
+    }
+    return `${prefix}${ident(item.field)} ${item.direction === 'desc' ? 'DESC' : 'ASC'}`;
+  });
+  // Rows that tie on every named field come in id order, so that paging with offset is stable.
+  if (!stmt.order.some((item) => item.field === 'id')) order.push(`${prefix}"id" ASC`);
+  return order.join(', ');
+}
+
+/** `LIMIT ? OFFSET ?` and their arguments, or nothing when the statement has neither. */
+function pageSql(stmt: GetStmt): { sql: string; args: ArgSource[] } {
+  if (stmt.limit === undefined && stmt.offset === undefined) return { sql: '', args: [] };
+  const args = [stmt.limit === undefined ? () => -1 : bindCount(stmt.limit, 'limit')];
+  if (stmt.offset === undefined) return { sql: ' LIMIT ?', args };
+  return { sql: ' LIMIT ? OFFSET ?', args: [...args, bindCount(stmt.offset, 'offset')] };
+}
+
+/**
+ * The condition a statement's rows must meet: its `where`, and for each `@ttl(D)` field that the row
+ * has not expired (`field + D` still ahead, or the field null). Reads filter by time; the sweeper only
+ * reclaims the space.
+ */
+export function rowFilter(where: GetStmt['where'], collection: Collection, compiler: Compiler): Fragment | undefined {
+  const parts: Fragment[] = [];
+  if (where !== undefined) parts.push(compiler.cond(where));
+  for (const field of collection.fields) {
+    for (const annotation of field.def.annotations) {
+      if (annotation.kind !== 'ttl') continue;
+      const ms = annotation.ms;
+      // `field > now - D` rather than `field + D > now`, so that an index on the field serves it.
+      parts.push({
+        sql: `(${collection.table}.${field.column} IS NULL OR ${collection.table}.${field.column} > ?)`,
+        args: [(ctx: BindContext) => ctx.now - ms],
+        type: scalar('bool'),
+      });
+    }
+  }
+  if (parts.length === 0) return undefined;
+  if (parts.length === 1) return parts[0];
+  return { sql: parts.map((p) => p.sql).join(' AND '), args: parts.flatMap((p) => p.args), type: scalar('bool') };
+}
+
+export function planGet(stmt: GetStmt, collection: Collection): Plan {
+  if (stmt.near !== undefined) throw notYet('near');
+  if (stmt.fuse) throw notYet('fuse');
+  const compiler = new Compiler(collection);
+  const filter = rowFilter(stmt.where, collection, compiler);
+  if (stmt.match !== undefined) return planMatch(stmt, stmt.match, collection, compiler, filter);
+
+  const page = pageSql(stmt);
+  // Without `order` SQLite picks the cheapest path, an index when the filter has one, and rows come in
+  // that path's order (id order for a scan). A forced `ORDER BY id` would make SQLite scan the whole
+  // table to spare itself a sort, even for a filter on an indexed field.
+  const order = orderSql(stmt, collection, '');
+  const from = ` FROM ${collection.table}${filter === undefined ? '' : ` WHERE ${filter.sql}`}${order === undefined ? '' : ` ORDER BY ${order}`}${page.sql}`;
+  const args = [...(filter?.args ?? []), ...page.args];
+  if (stmt.count) return { kind: 'count', step: { sql: `SELECT count(*) FROM (SELECT 1${from})`, args } };
+  const fields = selectedFields(stmt, collection);
+  const list = ['"id"', ...fields.map((f) => f.column)].join(', ');
+  return { kind: 'read', step: { sql: `SELECT ${list}${from}`, args }, columns: outputColumns(fields) };
+}
+
+/**
+ * `match FIELD "words"` or `match * "words"`: the rows best first by BM25 (unless `order` says
+ * otherwise), each with `snippet` and `_score`. The filter applies before the limit.
+ */
+function planMatch(stmt: GetStmt, match: NonNullable<GetStmt['match']>, collection: Collection, compiler: Compiler, filter: Fragment | undefined): Plan {
+  const textFields = collection.textFields;
+  if (textFields.length === 0 || (match.field !== '*' && !textFields.some((f) => f.name === match.field))) {
+    if (match.field !== '*') fieldOf(collection, match.field, match.pos);
+    throw new FenecError('invalid_statement', match.field === '*' ? `${collection.name} has no @text field to match` : `match ${match.field}: ${match.field} is not an @text field`, {
+      position: match.pos,
+      hint:
+        textFields.length === 0
+          ? `match searches fields declared with @text: alter collection ${collection.name} add FIELD text @text`
+          : `the @text fields of ${collection.name}: ${textFields.map((f) => f.name).join(', ')}; match * searches them all`,
+    });
+  }
+  if (!isValue(match.query)) {
+    throw new FenecError('type_mismatch', `match takes the words to search for, as text or a parameter; ${printExpr(match.query)} is neither`, {
+      position: match.query.pos,
+    });
+  }
+  const words = bindValue(match.query, scalar('text'), 'the words after match');
+  const query = (ctx: BindContext): string | null => {
+    const text = words(ctx);
+    return text === null ? null : matchExpression(String(text), match.field, textFields);
+  };
+  const search = textSearchSql(collection.name, textFields, match.field, filter?.sql);
+  const page = pageSql(stmt);
+  const order = orderSql(stmt, collection, 'c.') ?? search.order;
+  const from = ` FROM ${search.from} WHERE ${search.match}`;
+  const args: ArgSource[] = [...(filter?.args ?? []), query, ...page.args];
+  const guard = (ctx: BindContext): boolean => query(ctx) !== null;
+  if (stmt.count) return { kind: 'count', step: { sql: `SELECT count(*) FROM (SELECT 1${from}${page.sql})`, args }, guard };
+  const fields = selectedFields(stmt, collection);
+  const list = ['c."id"', ...fields.map((f) => `c.${f.column}`), `${search.snippet} AS "_snippet"`, `${search.score} AS "_score"`].join(', ');
+  const columns: OutputColumn[] = [...outputColumns(fields), { key: 'snippet', decode: null }, { key: '_score', decode: null }];
+  return { kind: 'read', step: { sql: `SELECT ${list}${from} ORDER BY ${order}${page.sql}`, args }, columns, guard };
+}
