@@ -11,6 +11,7 @@ import { acquireLock, type FileLock } from './storage/lock.js';
 import { openSnapshot, openWritable, type Connection } from './storage/sqlite.js';
 import { fromSqliteError, run, StatementCache, type Answer } from './query/executor.js';
 import { deleteExpired } from './query/expiry.js';
+import { VectorStore, type VectorStoreEvent } from './vector/store.js';
 import type { Plan } from './query/plan.js';
 import { plan, type RowStatement } from './query/planner.js';
 import { runSchemaStatement, type SchemaStatement } from './query/schema.js';
@@ -30,6 +31,8 @@ export interface DatabaseOptions {
    * Default 10 000. A read-only database never sweeps.
    */
   readonly sweepIntervalMs?: number;
+  /** Told when a vector index is found damaged, stored, or fails (searches then scan the rows): for the log. */
+  readonly onVectorEvent?: (event: VectorStoreEvent) => void;
 }
 
 export const DEFAULT_SWEEP_INTERVAL_MS = 10_000;
@@ -75,6 +78,8 @@ export class FenecDatabase {
   readonly #prepared = new Map<string, Prepared>();
   #cacheVersion: number;
   readonly #sweeper: NodeJS.Timeout | undefined;
+  /** The Faiss indexes of the `@hnsw` fields, repaired from the rows' change log at open and after each write. */
+  readonly #vectors: VectorStore;
 
   private constructor(options: DatabaseOptions, db: Connection, lock: FileLock | undefined) {
     this.file = options.file;
@@ -84,6 +89,7 @@ export class FenecDatabase {
     this.#catalog = new Catalog(db);
     this.#statements = new StatementCache(db);
     this.#cacheVersion = this.#catalog.version;
+    this.#vectors = VectorStore.open(db, this.#catalog.vectorFields(), { readOnly: options.readOnly, onEvent: options.onVectorEvent });
     const interval = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
     if (!options.readOnly && interval > 0) {
       // unref: a sweep that is due never keeps the process alive on its own.
@@ -94,7 +100,14 @@ export class FenecDatabase {
   /** Deletes the rows past their `@ttl`, with their index entries, in one transaction; answers how many. */
   sweepExpired(): number {
     if (this.readOnly || !this.#db.open) return 0;
-    return this.#db.transaction(() => deleteExpired(this.#db, this.#catalog.list(), Date.now()))();
+    const deleted = this.#db.transaction(() => deleteExpired(this.#db, this.#catalog.list(), Date.now()))();
+    if (deleted > 0) this.#vectors.catchUp();
+    return deleted;
+  }
+
+  /** Resolves when the vector indexes have no work left in the background (a build, a rebuild). */
+  idle(): Promise<void> {
+    return this.#vectors.idle();
   }
 
   /** Opens the file: a writer takes `F.lock` first (refused while a live process holds it). */
@@ -120,12 +133,15 @@ export class FenecDatabase {
     }
     const ctx: BindContext = { params, now: Date.now(), jwt: options.jwt };
     try {
-      if (isSchemaStatement(statement)) return runSchemaStatement(statement, this.#catalog, this.#db, ctx);
+      if (isSchemaStatement(statement)) return this.#runSchemaStatement(statement, ctx);
       if (prepared.plan === undefined || prepared.version !== this.#catalog.version) {
         prepared.plan = plan(statement as RowStatement, this.#catalog);
         prepared.version = this.#catalog.version;
       }
-      return run(prepared.plan, ctx, this.#statements, this.#db);
+      const answer = run(prepared.plan, ctx, this.#statements, this.#db, this.#vectors);
+      // The write has committed: the vector indexes apply what its triggers logged.
+      if (prepared.plan.kind !== 'read' && prepared.plan.kind !== 'count' && prepared.plan.kind !== 'vector') this.#vectors.catchUp();
+      return answer;
     } catch (err) {
       throw fromSqliteError(err);
     } finally {
@@ -134,6 +150,20 @@ export class FenecDatabase {
         this.#cacheVersion = this.#catalog.version;
       }
     }
+  }
+
+  #runSchemaStatement(statement: SchemaStatement, ctx: BindContext): Answer {
+    const answer = runSchemaStatement(statement, this.#catalog, this.#db, ctx);
+    if (statement.kind === 'Compact') {
+      const compacted = statement.collection === undefined ? undefined : statement.collection;
+      for (const spec of this.#catalog.vectorFields()) {
+        // The rebuild goes on in the background; searches stay right meanwhile, and failures reach onVectorEvent.
+        if (compacted === undefined || spec.collection === compacted) this.#vectors.rebuild(spec.collection, spec.field).catch(() => undefined);
+      }
+    } else if (statement.kind !== 'Schema') {
+      this.#vectors.sync(this.#catalog.vectorFields());
+    }
+    return answer;
   }
 
   /** The statement a text holds, parsed at most once while it stays among the recent ones. */
@@ -161,6 +191,7 @@ export class FenecDatabase {
 
   close(): void {
     clearInterval(this.#sweeper);
+    this.#vectors.close();
     if (this.#db.open) {
       if (this.#db.inTransaction) this.#db.exec('ROLLBACK');
       this.#db.close();

@@ -61,7 +61,6 @@ export const CATALOGUE = {
   missing_parameter: { status: 400, summary: 'The statement uses $N and params has fewer than N values.' },
   invalid_statement: { status: 400, summary: 'A statement that parses but cannot run as written (put without id, set on id, …).' },
   unique_violation: { status: 409, summary: 'A write would give two rows the same value of a unique field.' },
-  not_supported_yet: { status: 501, summary: 'A statement this build parses but does not run yet.' },
 
   // Programs
   invalid_option: { status: 400, summary: 'A program option (flag) with a value it does not take.' },

@@ -6,6 +6,8 @@ import { FenecError } from '../../shared/errors.js';
 import type { Connection, Statement } from '../storage/sqlite.js';
 import type { SqlValue } from '../storage/codec.js';
 import type { Plan, SqlStep } from './plan.js';
+import type { VectorStore } from '../vector/store.js';
+import { runVector } from './run-vector.js';
 import type { BindContext } from './values.js';
 
 export type Answer = { readonly [key: string]: unknown };
@@ -53,8 +55,10 @@ export function fromSqliteError(err: unknown): unknown {
   return err;
 }
 
-export function run(plan: Plan, ctx: BindContext, cache: StatementCache, db: Connection): Answer {
+export function run(plan: Plan, ctx: BindContext, cache: StatementCache, db: Connection, vectors: VectorStore | undefined): Answer {
   switch (plan.kind) {
+    case 'vector':
+      return runVector(plan, ctx, { statements: cache, vectors });
     case 'read': {
       if (plan.guard !== undefined && !plan.guard(ctx)) return { rows: [], count: 0 };
       const raw = cache.get(plan.step.sql).raw(true).all(bind(plan.step, ctx)) as unknown[][];

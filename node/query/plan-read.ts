@@ -10,6 +10,7 @@ import { ID_TYPE, type Collection, type Field } from '../storage/catalog.js';
 import { ident } from '../storage/sqlite.js';
 import { bindValue, Compiler, type Fragment } from './compile.js';
 import type { OutputColumn, Plan } from './plan.js';
+import { planVector, type ReadShape } from './plan-vector.js';
 import { isValue, scalar, typeName, type ArgSource, type BindContext, type ExprType } from './values.js';
 
 export function fieldOf(collection: Collection, name: string, pos?: Position): Field {
@@ -21,12 +22,6 @@ export function fieldOf(collection: Collection, name: string, pos?: Position): F
     });
   }
   return field;
-}
-
-function notYet(what: string): FenecError {
-  return new FenecError('not_supported_yet', `${what} is not supported by this build yet`, {
-    hint: 'vector search (near, fuse) arrives with the vector index; filter with where, or search words with match, meanwhile',
-  });
 }
 
 /** A limit or offset: an int literal or a parameter, never negative. */
@@ -118,11 +113,21 @@ export function rowFilter(where: GetStmt['where'], collection: Collection, compi
 }
 
 export function planGet(stmt: GetStmt, collection: Collection): Plan {
-  if (stmt.near !== undefined) throw notYet('near');
-  if (stmt.fuse) throw notYet('fuse');
   const compiler = new Compiler(collection);
   const filter = rowFilter(stmt.where, collection, compiler);
-  if (stmt.match !== undefined) return planMatch(stmt, stmt.match, collection, compiler, filter);
+  if (stmt.near !== undefined) {
+    const fields = selectedFields(stmt, collection);
+    const shape: ReadShape = {
+      fields,
+      columns: outputColumns(fields),
+      order: orderSql(stmt, collection, ''),
+      limit: stmt.limit === undefined ? undefined : bindCount(stmt.limit, 'limit'),
+      offset: stmt.offset === undefined ? undefined : bindCount(stmt.offset, 'offset'),
+    };
+    const textQuery = stmt.match === undefined ? undefined : matchQuery(stmt.match, collection);
+    return planVector(stmt, collection, fieldOf(collection, stmt.near.field, stmt.near.pos), filter, shape, textQuery);
+  }
+  if (stmt.match !== undefined) return planMatch(stmt, stmt.match, collection, filter);
 
   const page = pageSql(stmt);
   // Without `order` SQLite picks the cheapest path, an index when the filter has one, and rows come in
@@ -138,10 +143,10 @@ export function planGet(stmt: GetStmt, collection: Collection): Plan {
 }
 
 /**
- * `match FIELD "words"` or `match * "words"`: the rows best first by BM25 (unless `order` says
- * otherwise), each with `snippet` and `_score`. The filter applies before the limit.
+ * The MATCH expression of `match FIELD "words"` (or `*`) when bound: null when the words hold no word,
+ * and the statement answers no rows.
  */
-function planMatch(stmt: GetStmt, match: NonNullable<GetStmt['match']>, collection: Collection, compiler: Compiler, filter: Fragment | undefined): Plan {
+function matchQuery(match: NonNullable<GetStmt['match']>, collection: Collection): (ctx: BindContext) => string | null {
   const textFields = collection.textFields;
   if (textFields.length === 0 || (match.field !== '*' && !textFields.some((f) => f.name === match.field))) {
     if (match.field !== '*') fieldOf(collection, match.field, match.pos);
@@ -159,11 +164,19 @@ function planMatch(stmt: GetStmt, match: NonNullable<GetStmt['match']>, collecti
     });
   }
   const words = bindValue(match.query, scalar('text'), 'the words after match');
-  const query = (ctx: BindContext): string | null => {
+  return (ctx) => {
     const text = words(ctx);
     return text === null ? null : matchExpression(String(text), match.field, textFields);
   };
-  const search = textSearchSql(collection.name, textFields, match.field, filter?.sql);
+}
+
+/**
+ * `match FIELD "words"` or `match * "words"`: the rows best first by BM25 (unless `order` says
+ * otherwise), each with `snippet` and `_score`. The filter applies before the limit.
+ */
+function planMatch(stmt: GetStmt, match: NonNullable<GetStmt['match']>, collection: Collection, filter: Fragment | undefined): Plan {
+  const query = matchQuery(match, collection);
+  const search = textSearchSql(collection.name, collection.textFields, match.field, filter?.sql);
   const page = pageSql(stmt);
   const order = orderSql(stmt, collection, 'c.') ?? search.order;
   const from = ` FROM ${search.from} WHERE ${search.match}`;

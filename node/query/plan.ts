@@ -2,6 +2,7 @@
  * Plans: what the planner makes of a row statement and the executor runs. SQL text with the sources
  * of its arguments, made once per statement text and schema version, run many times.
  */
+import type { Metric } from '../../shared/fenecql/ast.js';
 import type { ArgSource, BindContext } from './values.js';
 
 /** One column of a read's answer: its key and, where the stored form differs from JSON, how to turn it. */
@@ -23,5 +24,33 @@ export type Plan =
   | { readonly kind: 'count'; readonly step: SqlStep; readonly guard?: Guard }
   | { readonly kind: 'insert'; readonly rows: readonly SqlStep[] }
   | { readonly kind: 'put'; readonly step: SqlStep; readonly id: ArgSource }
-  | { readonly kind: 'change'; readonly step: SqlStep };
+  | { readonly kind: 'change'; readonly step: SqlStep }
+  | VectorPlan;
+
+/** `near`, alone or fused with `match`: a ranking from the vector index (or a scan), then a read of its rows. */
+export interface VectorPlan {
+  readonly kind: 'vector';
+  readonly collection: string;
+  readonly field: string;
+  readonly dims: number;
+  readonly metric: Metric;
+  /** The field has @hnsw: the ranking comes from its Faiss index; otherwise from an exact scan. */
+  readonly indexed: boolean;
+  /** The query vector, as given. */
+  readonly vector: (ctx: BindContext) => unknown;
+  /** The ids of the rows that pass the filter (where and expiry); undefined when every row does. */
+  readonly passing: SqlStep | undefined;
+  /** Ids and vectors of the rows that pass, for an exact scan. */
+  readonly scan: SqlStep;
+  /** With fuse: the text ranking's candidates (id, snippet), best first. Its arguments: the filter's, the MATCH expression, the LIMIT. */
+  readonly text: { readonly sql: string; readonly filterArgs: readonly ArgSource[]; readonly query: (ctx: BindContext) => string | null } | undefined;
+  /** Reads the chosen rows: its one argument is their ids as a JSON array. */
+  readonly read: string;
+  readonly columns: readonly OutputColumn[];
+  /** The statement has `order`: rows come in the read's order, not the ranking's. */
+  readonly ordered: boolean;
+  readonly limit: ArgSource | undefined;
+  readonly offset: ArgSource | undefined;
+  readonly count: boolean;
+}
 

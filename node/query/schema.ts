@@ -14,19 +14,6 @@ import { isValue, type BindContext } from './values.js';
 
 export type SchemaStatement = Extract<Statement, { kind: 'CreateCollection' | 'DropCollection' | 'AlterAdd' | 'AlterDrop' | 'Schema' | 'Compact' }>;
 
-/** Annotations whose behaviour arrives with the search release; until then refused rather than ignored. */
-const NOT_YET = new Set(['hnsw']);
-
-function checkSupported(def: FieldDef): void {
-  const pending = def.annotations.find((a) => NOT_YET.has(a.kind));
-  if (pending !== undefined) {
-    throw new FenecError('not_supported_yet', `${printAnnotation(pending)} on ${def.name} is not supported by this build yet`, {
-      position: def.pos,
-      hint: 'the vector index arrives with the next release; create the field without it meanwhile (near then scans)',
-    });
-  }
-}
-
 /** The stored value a field's default has now (for alter … add, which fills the rows there are). */
 function defaultNow(def: FieldDef, db: Connection, ctx: BindContext): unknown {
   if (def.default === undefined) return null;
@@ -76,7 +63,6 @@ export function runSchemaStatement(stmt: SchemaStatement, catalog: Catalog, db: 
     }
     case 'CreateCollection': {
       if (stmt.ifNotExists && catalog.get(stmt.name) !== undefined) return { created: false };
-      stmt.fields.forEach(checkSupported);
       stmt.fields.forEach((def) => checkDefault(def, ctx));
       inTransaction(db, catalog, () => catalog.create(stmt.name, stmt.fields));
       return { created: true };
@@ -87,7 +73,6 @@ export function runSchemaStatement(stmt: SchemaStatement, catalog: Catalog, db: 
       return { dropped: true };
     }
     case 'AlterAdd': {
-      checkSupported(stmt.field);
       checkDefault(stmt.field, ctx);
       inTransaction(db, catalog, () => catalog.addField(stmt.collection, stmt.field, defaultNow(stmt.field, db, ctx)));
       return { altered: true };

@@ -11,6 +11,8 @@ import type { FieldDef, FieldType } from '../../shared/fenecql/ast.js';
 import { FenecError } from '../../shared/errors.js';
 import { printFieldType } from '../../shared/fenecql/print.js';
 import { textIndexSql } from '../search/text-index.js';
+import type { VectorFieldSpec } from '../vector/vector-field.js';
+import { vectorFieldSql } from '../vector/vector-log.js';
 import { columnType, decoderFor } from './codec.js';
 import { ident, type Connection } from './sqlite.js';
 
@@ -69,16 +71,29 @@ function hasAnnotation(def: FieldDef, kind: FieldDef['annotations'][number]['kin
   return def.annotations.some((a) => a.kind === kind);
 }
 
-/**
- * The indexes kept by triggers beside a collection's table (full-text today), as the statements that
- * make and drop them. `key` names the fields they cover: a change that leaves it as it was leaves them be.
- */
-function derivedIndexes(collection: string, defs: readonly FieldDef[]): { key: string; create: readonly string[]; drop: readonly string[] } {
-  const text = defs.filter((def) => hasAnnotation(def, 'text'));
-  if (text.length === 0) return { key: '', create: [], drop: [] };
-  const sql = textIndexSql(collection, text);
-  return { key: `text:${text.map((def) => def.name).join(',')}`, create: sql.create, drop: sql.drop };
+/** One index kept by triggers beside a collection's table, as the statements that make and drop it. */
+interface DerivedIndex {
+  /** What it covers: a change that leaves the key as it was leaves the index be. */
+  readonly key: string;
+  readonly create: readonly string[];
+  readonly drop: readonly string[];
 }
+
+/** The full-text index over the `@text` fields, and the change log of each `@hnsw` field. */
+function derivedIndexes(collection: string, defs: readonly FieldDef[]): DerivedIndex[] {
+  const indexes: DerivedIndex[] = [];
+  const text = defs.filter((def) => hasAnnotation(def, 'text'));
+  if (text.length > 0) {
+    const sql = textIndexSql(collection, text);
+    indexes.push({ key: `text:${text.map((def) => def.name).join(',')}`, create: sql.create, drop: sql.drop });
+  }
+  for (const def of defs.filter((d) => hasAnnotation(d, 'hnsw'))) {
+    const sql = vectorFieldSql(collection, def.name);
+    indexes.push({ key: `vector:${def.name}`, create: sql.create, drop: sql.drop });
+  }
+  return indexes;
+}
+
 
 /** A column's definition; required fields are NOT NULL, so SQLite itself refuses a null that slipped past us. */
 function columnSql(def: FieldDef, notNullDefault?: string): string {
@@ -180,6 +195,19 @@ export class Catalog {
     return [...this.#collections.values()];
   }
 
+  /** Every `@hnsw` field, as the vector store opens its indexes. */
+  vectorFields(): VectorFieldSpec[] {
+    return this.list().flatMap((collection) =>
+      collection.fields.flatMap((field) =>
+        field.def.annotations.flatMap((a) =>
+          a.kind === 'hnsw' && field.type.kind === 'vector'
+            ? [{ collection: collection.name, field: field.name, dims: field.type.dims, metric: a.metric, m: a.m, ef: a.ef }]
+            : [],
+        ),
+      ),
+    );
+  }
+
   /** Creates a collection's table, indexes and catalogue row. The caller holds the transaction. */
   create(name: string, defs: readonly FieldDef[]): void {
     const clash = clashes(this.#collections.keys(), name);
@@ -199,7 +227,7 @@ export class Catalog {
     const columns = ['"id" INTEGER PRIMARY KEY AUTOINCREMENT', ...stored.map((def) => columnSql(def))];
     this.#db.exec(`CREATE TABLE ${tableName(name)} (${columns.join(', ')}) STRICT`);
     for (const def of stored) for (const sql of indexStatements(name, def)) this.#db.exec(sql);
-    for (const sql of derivedIndexes(name, stored).create) this.#db.exec(sql);
+    for (const index of derivedIndexes(name, stored)) for (const sql of index.create) this.#db.exec(sql);
     this.#db.prepare('INSERT INTO _fenec_collections (name, definition, created) VALUES (?, ?, ?)').run(name, JSON.stringify({ fields: stored }), Date.now());
     this.#collections.set(name, buildCollection(name, stored));
     this.#version++;
@@ -207,7 +235,7 @@ export class Catalog {
 
   drop(name: string): void {
     const collection = this.require(name);
-    for (const sql of derivedIndexes(name, collection.fields.map((f) => f.def)).drop) this.#db.exec(sql);
+    for (const index of derivedIndexes(name, collection.fields.map((f) => f.def))) for (const sql of index.drop) this.#db.exec(sql);
     this.#db.exec(`DROP TABLE ${collection.table}`);
     this.#db.prepare('DELETE FROM _fenec_collections WHERE name = ?').run(name);
     this.#collections.delete(name);
@@ -257,10 +285,10 @@ export class Catalog {
   #alter(collection: Collection, defs: readonly FieldDef[], change: () => void): void {
     const before = derivedIndexes(collection.name, collection.fields.map((f) => f.def));
     const after = derivedIndexes(collection.name, defs);
-    const rebuild = before.key !== after.key;
-    if (rebuild) for (const sql of before.drop) this.#db.exec(sql);
+    const kept = new Set(before.map((index) => index.key).filter((key) => after.some((index) => index.key === key)));
+    for (const index of before) if (!kept.has(index.key)) for (const sql of index.drop) this.#db.exec(sql);
     change();
-    if (rebuild) for (const sql of after.create) this.#db.exec(sql);
+    for (const index of after) if (!kept.has(index.key)) for (const sql of index.create) this.#db.exec(sql);
     this.#save(collection.name, defs);
   }
 

@@ -3,8 +3,21 @@
  * its trailing comment says it answers.
  *
  * A statement starts on a line that starts with a letter; lines that start otherwise (indented, or a
- * closing `)` or `]`) continue it. Its comment is `-- [params: JSON] (→ JSON | ✗ CODE | ✓ JSON)`.
+ * closing `)` or `]`) continue it. Its comment is `-- [params: JSON] (→ JSON | ✗ CODE | ✓ JSON)`:
+ * → the exact answer, ✗ the code it is refused with, ✓ the answer but for its figures (see figureless).
  */
+
+/** Keys whose values are figures that vary from run to run: scores and file sizes. */
+const FIGURES = new Set(['_score', 'bytes_before', 'bytes_after']);
+
+/** An answer with every figure replaced by "…", so that two answers compare on everything else. */
+export function figureless(answer: unknown): unknown {
+  if (Array.isArray(answer)) return answer.map(figureless);
+  if (answer !== null && typeof answer === 'object') {
+    return Object.fromEntries(Object.entries(answer).map(([key, value]) => [key, FIGURES.has(key) ? '…' : figureless(value)]));
+  }
+  return answer;
+}
 export interface Example {
   readonly page: string;
   readonly line: number;
@@ -12,7 +25,7 @@ export interface Example {
   readonly params: unknown[];
   readonly expect:
     | { readonly kind: 'answer'; readonly answer: unknown }
-    | { readonly kind: 'keys'; readonly keys: string[] }
+    | { readonly kind: 'shape'; readonly answer: unknown }
     | { readonly kind: 'error'; readonly code: string }
     | { readonly kind: 'ok' };
 }
@@ -27,7 +40,7 @@ function parseExample(page: string, line: number, text: string): Example {
   const parsedParams = params === undefined ? [] : (JSON.parse(params) as unknown[]);
   if (mark === '✗') return { page, line, statement, params: parsedParams, expect: { kind: 'error', code: rest.trim() } };
   const answer = JSON.parse(rest) as Record<string, unknown>;
-  if (mark === '✓') return { page, line, statement, params: parsedParams, expect: { kind: 'keys', keys: Object.keys(answer) } };
+  if (mark === '✓') return { page, line, statement, params: parsedParams, expect: { kind: 'shape', answer } };
   return { page, line, statement, params: parsedParams, expect: { kind: 'answer', answer } };
 }
 

@@ -251,12 +251,6 @@ describe('FenecDatabase', () => {
       expect((q('schema') as { collections: unknown[] }).collections).to.have.length(1);
     });
 
-    it('answers not_supported_yet for vector search and its index, never a wrong answer', () => {
-      for (const statement of ['create collection m (v vector<3> @hnsw(cosine))', 'get docs near vec [1, 2, 3]', 'get docs match body "x" near vec [1, 2, 3] fuse']) {
-        expect(refusal(() => q(statement)).code, statement).to.equal('not_supported_yet');
-      }
-    });
-
     it('compacts the file', () => {
       q('insert into docs [{title: "a"}, {title: "b"}]');
       q('del docs where true');

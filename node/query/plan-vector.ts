@@ -1,0 +1,93 @@
+/**
+ * `near` (nearest neighbours of a vector field) and `match … near … fuse` (reciprocal rank fusion of
+ * the text and the vector rankings) into plans. Their rankings come from outside SQL (Faiss, or an
+ * exact scan), so a plan holds the SQL around the ranking: the rows that pass the filter, the text
+ * ranking's candidates, and the read of the rows chosen.
+ */
+import type { GetStmt, Metric } from '../../shared/fenecql/ast.js';
+import { FenecError } from '../../shared/errors.js';
+import { printExpr } from '../../shared/fenecql/print.js';
+import { textSearchSql } from '../search/text-index.js';
+import type { Collection, Field } from '../storage/catalog.js';
+import type { Fragment } from './compile.js';
+import type { OutputColumn, VectorPlan } from './plan.js';
+import { evaluate, isValue, type ArgSource, type BindContext } from './values.js';
+
+/** How a plain read would answer: the fields, their output columns, its order and its page. */
+export interface ReadShape {
+  readonly fields: readonly Field[];
+  readonly columns: readonly OutputColumn[];
+  /** ORDER BY of the `order` clause over the table's columns, when the statement has one. */
+  readonly order: string | undefined;
+  readonly limit: ArgSource | undefined;
+  readonly offset: ArgSource | undefined;
+}
+
+function metricOf(field: Field): { metric: Metric; indexed: boolean } {
+  const hnsw = field.def.annotations.find((a) => a.kind === 'hnsw');
+  // Without @hnsw, near scans the rows exactly, by cosine similarity (what embeddings are compared by).
+  return hnsw?.kind === 'hnsw' ? { metric: hnsw.metric, indexed: true } : { metric: 'cosine', indexed: false };
+}
+
+export function planVector(
+  stmt: GetStmt,
+  collection: Collection,
+  field: Field,
+  filter: Fragment | undefined,
+  shape: ReadShape,
+  textQuery: ((ctx: BindContext) => string | null) | undefined,
+): VectorPlan {
+  const near = stmt.near!;
+  if (field.type.kind !== 'vector') {
+    const vectors = collection.fields.filter((f) => f.isVector).map((f) => f.name);
+    throw new FenecError('invalid_statement', `near ${near.field}: ${near.field} is not a vector field`, {
+      position: near.pos,
+      hint: vectors.length === 0 ? `${collection.name} has no vector<N> field` : `the vector fields of ${collection.name}: ${vectors.join(', ')}`,
+    });
+  }
+  if (!isValue(near.vector)) {
+    throw new FenecError('type_mismatch', `near takes a vector, as an array of numbers or a parameter; ${printExpr(near.vector)} is neither`, {
+      position: near.vector.pos,
+    });
+  }
+  if (stmt.match !== undefined && !stmt.fuse) {
+    throw new FenecError('invalid_statement', 'match and near together need fuse, which fuses their two rankings into one', {
+      position: near.pos,
+      hint: `get ${collection.name} match ${stmt.match.field} "…" near ${near.field} [...] fuse limit 10`,
+    });
+  }
+  const vector = near.vector;
+  const { metric, indexed } = metricOf(field);
+  const where = filter === undefined ? '' : ` WHERE ${filter.sql}`;
+  const list = ['"id"', ...shape.fields.map((f) => f.column)].join(', ');
+  let text: VectorPlan['text'];
+  if (stmt.match !== undefined && textQuery !== undefined) {
+    const search = textSearchSql(collection.name, collection.textFields, stmt.match.field, filter?.sql);
+    text = {
+      sql: `SELECT c."id", ${search.snippet} AS "_snippet" FROM ${search.from} WHERE ${search.match} ORDER BY ${search.order} LIMIT ?`,
+      filterArgs: filter?.args ?? [],
+      query: textQuery,
+    };
+  }
+  return {
+    kind: 'vector',
+    collection: collection.name,
+    field: field.name,
+    dims: field.type.dims,
+    metric,
+    indexed,
+    vector: (ctx) => evaluate(vector, ctx),
+    passing: filter === undefined ? undefined : { sql: `SELECT "id" FROM ${collection.table}${where}`, args: filter.args },
+    scan: {
+      sql: `SELECT "id", ${field.column} FROM ${collection.table} WHERE ${field.column} IS NOT NULL${filter === undefined ? '' : ` AND ${filter.sql}`}`,
+      args: filter?.args ?? [],
+    },
+    text,
+    read: `SELECT ${list} FROM ${collection.table} WHERE "id" IN (SELECT value FROM json_each(?))${shape.order === undefined ? '' : ` ORDER BY ${shape.order}`}`,
+    columns: shape.columns,
+    ordered: shape.order !== undefined,
+    limit: shape.limit,
+    offset: shape.offset,
+    count: stmt.count,
+  };
+}

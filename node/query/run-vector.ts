@@ -1,0 +1,112 @@
+/**
+ * Runs a vector plan: the ranking (the field's Faiss index, or an exact scan of the rows that pass),
+ * fused with the text ranking when the statement says `fuse`, then one read of the rows chosen.
+ */
+import { FenecError } from '../../shared/errors.js';
+import type { SqlValue } from '../storage/codec.js';
+import { exactSearch, type ScoredRow, type VectorStore } from '../vector/store.js';
+import type { StatementCache } from './executor.js';
+import type { OutputColumn, SqlStep, VectorPlan } from './plan.js';
+import type { BindContext } from './values.js';
+
+/** Rows a `near` answers when the statement gives no limit. */
+export const DEFAULT_NEAR_LIMIT = 10;
+/** Reciprocal rank fusion's constant: a row ranked r-th (from 1) by one ranking scores 1 / (RRF_K + r). */
+export const RRF_K = 60;
+/** Candidates each ranking brings to a fusion: this many times the rows asked for, and at least FUSE_MIN. */
+export const FUSE_DEPTH = 3;
+export const FUSE_MIN = 50;
+
+export interface VectorRunner {
+  readonly statements: StatementCache;
+  readonly vectors: VectorStore | undefined;
+}
+
+function bind(args: readonly ((ctx: BindContext) => SqlValue)[], ctx: BindContext): SqlValue[] {
+  return args.map((arg) => arg(ctx));
+}
+
+function queryVector(plan: VectorPlan, ctx: BindContext): number[] {
+  const value = plan.vector(ctx);
+  if (!Array.isArray(value) || !value.every((x) => typeof x === 'number')) {
+    throw new FenecError('type_mismatch', `near ${plan.field} takes vector<${plan.dims}>, an array of ${plan.dims} numbers`);
+  }
+  return value;
+}
+
+/** The k rows nearest the query among those that pass the filter, best first. */
+function vectorRanking(plan: VectorPlan, query: number[], k: number, runner: VectorRunner, ctx: BindContext): ScoredRow[] {
+  if (plan.indexed && runner.vectors !== undefined) {
+    const allowed = plan.passing === undefined ? null : (runner.statements.get(plan.passing.sql).pluck(true).all(bind(plan.passing.args, ctx)) as number[]);
+    if (allowed !== null && allowed.length === 0) return [];
+    return runner.vectors.search(plan.collection, plan.field, query, k, allowed);
+  }
+  const rows = runner.statements.get(plan.scan.sql).raw(true).iterate(bind(plan.scan.args, ctx)) as IterableIterator<[number, Buffer]>;
+  return exactSearch(
+    (function* () {
+      for (const [rowId, blob] of rows) yield { rowId, blob };
+    })(),
+    query,
+    plan.metric,
+    k,
+    plan.field,
+  );
+}
+
+/** Reciprocal rank fusion: each ranking adds 1 / (RRF_K + rank) to the rows it holds. */
+function fuse(rankings: readonly (readonly number[])[]): ScoredRow[] {
+  const scores = new Map<number, number>();
+  for (const ranking of rankings) {
+    ranking.forEach((rowId, index) => scores.set(rowId, (scores.get(rowId) ?? 0) + 1 / (RRF_K + index + 1)));
+  }
+  return [...scores].map(([rowId, score]) => ({ rowId, score })).sort((a, b) => b.score - a.score || a.rowId - b.rowId);
+}
+
+/** The chosen rows, read in one statement, in the ranking's order unless `order` gave another. */
+function readRows(plan: VectorPlan, chosen: readonly ScoredRow[], snippets: ReadonlyMap<number, string | null> | undefined, runner: VectorRunner): Record<string, unknown>[] {
+  const raw = runner.statements.get(plan.read).raw(true).all(JSON.stringify(chosen.map((r) => r.rowId))) as unknown[][];
+  const scores = new Map(chosen.map((r) => [r.rowId, r.score]));
+  const rows = raw.map((values) => toRow(plan.columns, values, snippets, scores));
+  if (plan.ordered) return rows;
+  const rank = new Map(chosen.map((r, i) => [r.rowId, i]));
+  return rows.sort((a, b) => rank.get(a.id as number)! - rank.get(b.id as number)!);
+}
+
+function toRow(columns: readonly OutputColumn[], values: unknown[], snippets: ReadonlyMap<number, string | null> | undefined, scores: ReadonlyMap<number, number>): Record<string, unknown> {
+  const row: Record<string, unknown> = {};
+  columns.forEach((column, c) => {
+    row[column.key] = column.decode === null ? values[c] : column.decode(values[c]);
+  });
+  const id = values[0] as number;
+  // Fused rows found by their vector alone have no passage to show.
+  if (snippets !== undefined) row.snippet = snippets.get(id) ?? null;
+  row._score = scores.get(id);
+  return row;
+}
+
+export function runVector(plan: VectorPlan, ctx: BindContext, runner: VectorRunner): { [key: string]: unknown } {
+  const query = queryVector(plan, ctx);
+  const limit = plan.limit === undefined ? DEFAULT_NEAR_LIMIT : (plan.limit(ctx) as number);
+  const offset = plan.offset === undefined ? 0 : (plan.offset(ctx) as number);
+  const wanted = limit + offset;
+  let chosen: ScoredRow[];
+  const snippets = new Map<number, string | null>();
+  if (plan.text === undefined) {
+    chosen = vectorRanking(plan, query, wanted, runner, ctx);
+  } else {
+    const depth = Math.max(FUSE_MIN, FUSE_DEPTH * wanted);
+    const match = plan.text.query(ctx);
+    const textRows =
+      match === null
+        ? []
+        : (runner.statements.get(plan.text.sql).raw(true).all([...bind(plan.text.filterArgs, ctx), match, depth]) as [number, string | null][]);
+    for (const [rowId, snippet] of textRows) snippets.set(rowId, snippet);
+    const vectorRows = vectorRanking(plan, query, depth, runner, ctx);
+    chosen = fuse([textRows.map(([rowId]) => rowId), vectorRows.map((r) => r.rowId)]);
+  }
+  chosen = chosen.slice(offset, wanted);
+  if (plan.count) return { count: chosen.length };
+  if (chosen.length === 0) return { rows: [], count: 0 };
+  const rows = readRows(plan, chosen, plan.text === undefined ? undefined : snippets, runner);
+  return { rows, count: rows.length };
+}
