@@ -1,0 +1,87 @@
+/**
+ * The rows behind a vector index: one field's column read by id or scanned, and the batches of
+ * floats an index is given.
+ */
+import type { Connection, Statement } from '../storage/sqlite.js';
+import { ident } from '../storage/sqlite.js';
+import { normaliseInto, vectorOf } from './distance.js';
+
+export interface StoredVector {
+  readonly rowId: number;
+  readonly blob: Buffer;
+}
+
+/** One vector field's column in `c_<collection>`. Statements are prepared on first use. */
+export class VectorRows {
+  readonly #db: Connection;
+  readonly #table: string;
+  readonly #column: string;
+  #byId: Statement | undefined;
+  #all: Statement | undefined;
+
+  constructor(db: Connection, collection: string, field: string) {
+    this.#db = db;
+    this.#table = ident(`c_${collection}`);
+    this.#column = ident(field);
+  }
+
+  /** The row's stored vector, or null when the row is gone or the field is null. */
+  blob(rowId: number): Buffer | null {
+    this.#byId ??= this.#db.prepare(`SELECT ${this.#column} FROM ${this.#table} WHERE "id" = ?`).pluck();
+    const value = this.#byId.get(rowId) as unknown;
+    return Buffer.isBuffer(value) ? value : null;
+  }
+
+  /** Every row with a non-null vector, in id order. */
+  scan(): IterableIterator<StoredVector> {
+    this.#all ??= this.#db.prepare(`SELECT "id" AS rowId, ${this.#column} AS blob FROM ${this.#table} WHERE ${this.#column} IS NOT NULL ORDER BY "id"`);
+    return this.#all.iterate() as IterableIterator<StoredVector>;
+  }
+
+  /** The stored vectors of the given rows that exist and are not null (for an exact search over few rows). */
+  *only(rowIds: Iterable<number>): IterableIterator<StoredVector> {
+    for (const rowId of rowIds) {
+      const blob = this.blob(rowId);
+      if (blob !== null) yield { rowId, blob };
+    }
+  }
+}
+
+/** Vectors gathered for one add: n × dims floats (normalised for cosine) and their rows, grown by doubling. */
+export class VectorBatch {
+  readonly rowIds: number[] = [];
+  readonly #dims: number;
+  readonly #normalise: boolean;
+  #data: Float32Array;
+
+  constructor(dims: number, normalise: boolean) {
+    this.#dims = dims;
+    this.#normalise = normalise;
+    this.#data = new Float32Array(dims * 64);
+  }
+
+  get count(): number {
+    return this.rowIds.length;
+  }
+
+  /** Adds the row's vector; false (and nothing added) when the BLOB is not a vector of the field (see distance.ts). */
+  push(rowId: number, blob: Uint8Array): boolean {
+    const v = vectorOf(blob, this.#dims);
+    if (v === null) return false;
+    const at = this.rowIds.length * this.#dims;
+    if (at + this.#dims > this.#data.length) {
+      const data = new Float32Array(this.#data.length * 2);
+      data.set(this.#data);
+      this.#data = data;
+    }
+    if (this.#normalise) normaliseInto(v, this.#data, at);
+    else this.#data.set(v, at);
+    this.rowIds.push(rowId);
+    return true;
+  }
+
+  /** The floats gathered (a view). */
+  vectors(): Float32Array {
+    return this.#data.subarray(0, this.rowIds.length * this.#dims);
+  }
+}
