@@ -1,0 +1,281 @@
+import { expect } from 'chai';
+import { openSnapshot, openWritable, type Connection } from '../../../node/storage/sqlite.js';
+import { VectorStore, type VectorFieldSpec, type VectorStoreEvent, type VectorStoreOptions } from '../../../node/vector/store.js';
+import { tempDir } from '../../helpers/temp.js';
+import { seededRandom } from '../../helpers/vectors.js';
+import { blob, bruteForce, createCollection, expectSameAnswer, randomVector } from '../../helpers/vector-table.js';
+
+const DIMS = 16;
+const SPEC: VectorFieldSpec = { collection: 'docs', field: 'vec', dims: DIMS, metric: 'cosine' };
+/** Exact on these sizes: at least every node of the graph is visited. */
+const EF_EXACT = 8192;
+
+/** A file with `docs (vec vector<16> @hnsw(cosine))`, its writes, and stores opened over it. */
+class Fixture {
+  readonly temp = tempDir();
+  readonly file = this.temp.file('v.fenec');
+  db: Connection;
+  store: VectorStore | undefined;
+  readonly events: VectorStoreEvent[] = [];
+  readonly random = seededRandom(31);
+
+  constructor() {
+    this.db = openWritable(this.file);
+    createCollection(this.db, 'docs (vec vector<16> @hnsw(cosine))');
+  }
+
+  open(options: Partial<VectorStoreOptions> = {}): VectorStore {
+    this.store = VectorStore.open(this.db, [SPEC], { readOnly: false, onEvent: (e) => this.events.push(e), ...options });
+    return this.store;
+  }
+
+  reopen(options: Partial<VectorStoreOptions> = {}): VectorStore {
+    this.store?.close();
+    this.events.length = 0;
+    return this.open(options);
+  }
+
+  /** n inserts (a share of them without a vector), in one transaction, then catchUp. */
+  insert(n: number, withoutVector = 0.05): number[] {
+    const insert = this.db.prepare('INSERT INTO c_docs (vec) VALUES (?)');
+    const ids = this.db.transaction(() =>
+      Array.from({ length: n }, () => Number(insert.run(this.random() < withoutVector ? null : blob(randomVector(DIMS, this.random))).lastInsertRowid)),
+    )();
+    this.store?.catchUp();
+    return ids;
+  }
+
+  /** Random updates, clears and deletes of existing rows, in one transaction, then catchUp. */
+  churn(n: number): void {
+    const max = this.db.prepare('SELECT max(id) FROM c_docs').pluck().get() as number;
+    this.db.transaction(() => {
+      for (let i = 0; i < n; i++) {
+        const id = 1 + Math.floor(this.random() * max);
+        const r = this.random();
+        if (r < 0.5) this.db.prepare('UPDATE c_docs SET vec = ? WHERE id = ?').run(blob(randomVector(DIMS, this.random)), id);
+        else if (r < 0.6) this.db.prepare('UPDATE c_docs SET vec = NULL WHERE id = ?').run(id);
+        else this.db.prepare('DELETE FROM c_docs WHERE id = ?').run(id);
+      }
+    })();
+    this.store?.catchUp();
+  }
+
+  /** `queries` searches, each equal to the brute-force answer. */
+  check(queries: number, context: string, store = this.store!, db = this.db): void {
+    for (let i = 0; i < queries; i++) {
+      const q = randomVector(DIMS, this.random);
+      expectSameAnswer(store.search('docs', 'vec', q, 10, null, EF_EXACT), bruteForce(db, 'docs', 'vec', q, 'cosine', 10), `${context} query ${i}`);
+    }
+  }
+
+  snapshotRow(): { seq: number; parts: number } | undefined {
+    return this.db.prepare("SELECT seq, parts FROM _fenec_vector_index WHERE collection = 'docs' AND field = 'vec'").get() as { seq: number; parts: number } | undefined;
+  }
+
+  logCount(): number {
+    return this.db.prepare('SELECT count(*) FROM _fenec_vector_log').pluck().get() as number;
+  }
+
+  remove(): void {
+    this.store?.close();
+    if (this.db.open) this.db.close();
+    this.temp.remove();
+  }
+}
+
+describe('VectorStore persistence (node/vector/store)', () => {
+  let f: Fixture;
+  beforeEach(() => (f = new Fixture()));
+  afterEach(() => f.remove());
+
+  describe('snapshots', () => {
+    it('stores the index at close; reopened, it loads it and replays the log after it', () => {
+      f.insert(3000);
+      f.open();
+      f.churn(200);
+      f.store!.close();
+      const stored = f.snapshotRow()!;
+      expect(f.logCount(), 'the snapshot took the log with it').to.equal(0);
+      // Writes with no store open: only the triggers see them.
+      f.store = undefined;
+      f.insert(300);
+      f.churn(300);
+      const store = f.open();
+      const info = store.info('docs', 'vec')!;
+      expect(info).to.include({ serving: true, snapshotSeq: stored.seq });
+      expect(info.seq).to.be.greaterThan(stored.seq);
+      expect(f.events.filter((e) => e.kind !== 'snapshot_written')).to.deep.equal([]);
+      f.check(50, 'after replay');
+    });
+
+    it('writes a snapshot once the backlog reaches max(minimum, share × live), trimming the log', () => {
+      f.insert(2000, 0);
+      f.open({ snapshotMinBacklog: 100, snapshotShare: 0.1 });
+      const live = f.store!.info('docs', 'vec')!.live; // due at 10 % of it: 200
+      const first = f.snapshotRow()!.seq; // the build from the rows is stored at once
+      const update = f.db.prepare('UPDATE c_docs SET vec = ? WHERE id = ?');
+      let id = 1;
+      const updateNext = (): void => {
+        update.run(blob(randomVector(DIMS, f.random)), id++);
+        f.store!.catchUp();
+      };
+      while (id < Math.ceil(0.1 * live)) updateNext();
+      expect(f.snapshotRow()!.seq, `not yet: ${id - 1} rows changed`).to.equal(first);
+      expect(f.logCount()).to.equal(id - 1);
+      updateNext();
+      expect(f.snapshotRow()!.seq, `due at ${id - 1} rows changed`).to.be.greaterThan(first);
+      expect(f.logCount()).to.equal(0);
+      f.check(10, 'after the snapshot');
+    });
+
+    /** Rewrites a BLOB column of the snapshot tables through `change`. */
+    const rewrite = (table: string, column: string, change: (bytes: Buffer) => Buffer) => (db: Connection): void => {
+      const rows = db.prepare(`SELECT rowid, ${column} AS b FROM ${table}`).all() as { rowid: number; b: Buffer }[];
+      for (const { rowid, b } of rows) db.prepare(`UPDATE ${table} SET ${column} = ? WHERE rowid = ?`).run(change(Buffer.from(b)), rowid);
+    };
+    const damages: [string, (db: Connection) => void][] = [
+      ['flipped bytes in the index', rewrite('_fenec_vector_index_part', 'bytes', (b) => b.fill(0x5a, 1000, 1016))],
+      ['a truncated index', rewrite('_fenec_vector_index_part', 'bytes', (b) => b.subarray(0, b.length >> 1))],
+      ['a missing part', (db) => db.exec('DELETE FROM _fenec_vector_index_part')],
+      ['flipped bytes in the labels', rewrite('_fenec_vector_index', 'labels', (b) => b.fill(0x5a, 200, 208))],
+      ['labels of another index', rewrite('_fenec_vector_index', 'labels', (b) => b.subarray(0, b.length - 8))],
+    ];
+    for (const [what, damage] of damages) {
+      it(`builds the index from the rows when the snapshot has ${what}`, () => {
+        f.insert(1500);
+        f.open().close();
+        f.store = undefined;
+        f.churn(100);
+        damage(f.db);
+        const store = f.open();
+        expect(f.events.map((e) => e.kind)).to.include('snapshot_damaged');
+        expect(store.info('docs', 'vec')).to.include({ serving: true, tombstones: 0 });
+        f.check(20, 'rebuilt');
+        f.reopen(); // the rebuilt index was stored
+        expect(f.events.map((e) => e.kind)).to.not.include('snapshot_damaged');
+        f.check(5, 'stored again');
+      });
+    }
+
+    it('reads a snapshot and the log read-only, writing nothing, and sees the file as of its transaction', () => {
+      f.insert(1000);
+      f.open().close();
+      f.store = undefined;
+      f.churn(100);
+      const before = { snapshot: f.snapshotRow(), log: f.logCount() };
+      const lastSeq = f.db.prepare('SELECT max(seq) FROM _fenec_vector_log').pluck().get() as number;
+      const reader = openSnapshot(f.file);
+      const store = VectorStore.open(reader, [SPEC], { readOnly: true, snapshotMinBacklog: 1, snapshotShare: 0 });
+      try {
+        expect(store.info('docs', 'vec')).to.include({ serving: true, snapshotSeq: before.snapshot!.seq });
+        f.churn(100); // a writer beside it: the reader's transaction does not see this
+        f.check(20, 'read-only', store, reader);
+      } finally {
+        store.close();
+        reader.close();
+      }
+      expect(f.snapshotRow(), 'no snapshot written').to.deep.equal(before.snapshot);
+      expect(f.db.prepare('SELECT count(*) FROM _fenec_vector_log WHERE seq <= ?').pluck().get(lastSeq), 'no log entry deleted').to.equal(before.log);
+    });
+
+    it('creates the triggers a field lacks (a file from before) and builds its index from the rows', () => {
+      f.db.exec('DROP TRIGGER "v.docs.vec.insert"; DROP TRIGGER "v.docs.vec.update"; DROP TRIGGER "v.docs.vec.delete"');
+      f.insert(500);
+      f.open();
+      expect(f.events.map((e) => e.kind)).to.include('triggers_missing');
+      f.churn(50);
+      f.check(10, 'with triggers');
+    });
+  });
+
+  describe('tombstones and rebuilds', () => {
+    it('rebuilds itself once tombstones pass 20 % of the index, and stays exact', () => {
+      f.insert(2000);
+      const store = f.open();
+      const ntotal = store.info('docs', 'vec')!.ntotal;
+      const ids = f.db.prepare('SELECT id FROM c_docs WHERE vec IS NOT NULL ORDER BY id').pluck().all() as number[];
+      let rebuiltAt = -1;
+      for (let i = 0; i < 500 && rebuiltAt < 0; i++) {
+        f.db.prepare('DELETE FROM c_docs WHERE id = ?').run(ids[i]);
+        store.catchUp();
+        const info = store.info('docs', 'vec')!;
+        if (info.tombstones === 0) rebuiltAt = i + 1;
+        else expect(info.tombstones).to.equal(i + 1);
+        if (i % 100 === 50) f.check(3, `${i + 1} deleted`);
+      }
+      expect(rebuiltAt).to.equal(Math.floor(0.2 * ntotal) + 1);
+      expect(store.info('docs', 'vec')).to.include({ ntotal: ntotal - rebuiltAt, live: ntotal - rebuiltAt, tombstones: 0 });
+      f.check(20, 'after the rebuild');
+    });
+
+    it('rebuild() drops every tombstone and stores the index (compact)', async () => {
+      f.insert(1000);
+      const store = f.open();
+      f.churn(100);
+      expect(store.info('docs', 'vec')!.tombstones).to.be.greaterThan(0);
+      await store.rebuild('docs', 'vec');
+      const info = store.info('docs', 'vec')!;
+      expect(info).to.include({ tombstones: 0, snapshotSeq: info.seq });
+      expect(info.ntotal).to.equal(info.live);
+      f.check(10, 'compacted');
+    });
+  });
+
+  describe('background jobs', () => {
+    const small = { syncLimit: 50 * DIMS }; // more than 50 vectors go to Faiss's worker thread
+
+    it('builds a large index in the background, and answers exactly meanwhile', async () => {
+      f.insert(3000);
+      const store = f.open(small);
+      expect(store.info('docs', 'vec')).to.include({ state: 'building', serving: false });
+      f.check(5, 'while building (an exact scan)');
+      f.churn(20); // writes while it builds: caught up at the swap
+      await store.idle();
+      expect(store.info('docs', 'vec')).to.include({ state: 'ready', serving: true });
+      f.check(20, 'built');
+    });
+
+    it('adds a large batch in the background, and answers exactly meanwhile', async () => {
+      f.insert(2000);
+      const store = f.open(small);
+      await store.idle();
+      f.insert(400); // 400 > 50: a job; 400 < half the index: added, not rebuilt
+      expect(store.info('docs', 'vec')).to.include({ state: 'adding', serving: false });
+      f.check(5, 'while adding');
+      await store.idle();
+      expect(store.info('docs', 'vec')).to.include({ state: 'ready', serving: true, tombstones: 0 });
+      expect(store.info('docs', 'vec')!.ntotal).to.equal(f.db.prepare('SELECT count(vec) FROM c_docs').pluck().get());
+      f.check(20, 'added');
+    });
+
+    it('keeps the log entries a running build needs when a snapshot of the old index falls meanwhile', async () => {
+      f.insert(3000);
+      const store = f.open({ ...small, snapshotMinBacklog: 5, snapshotShare: 0 });
+      await store.idle();
+      const rebuilding = store.rebuild('docs', 'vec');
+      for (let i = 0; i < 20 && store.info('docs', 'vec')!.state !== 'building'; i++) await Promise.resolve();
+      expect(store.info('docs', 'vec')).to.include({ state: 'building', serving: true });
+      const before = f.snapshotRow()!.seq;
+      for (let i = 0; i < 30; i++) f.churn(3); // small batches: applied to the old index, which is stored every few
+      expect(f.snapshotRow()!.seq).to.be.greaterThan(before);
+      await rebuilding;
+      expect(store.info('docs', 'vec')).to.include({ state: 'ready', serving: true });
+      f.check(20, 'after the swap');
+      f.reopen();
+      f.check(10, 'reopened');
+    });
+
+    it('closes while a job runs, and frees its index when the job ends', async () => {
+      f.insert(3000);
+      const store = f.open(small);
+      expect(store.info('docs', 'vec')!.state).to.equal('building');
+      store.close();
+      f.store = undefined;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      f.db.close();
+      f.db = openWritable(f.file);
+      f.open();
+      f.check(5, 'after a close mid-build');
+    });
+  });
+});
