@@ -34,12 +34,22 @@ function queryVector(plan: VectorPlan, ctx: BindContext): number[] {
   return value;
 }
 
+/**
+ * Rows with the same score come in id order, as an exact scan gives them; the index may meet tied rows
+ * in any order, so it is asked for a few more than k and its answer sorted.
+ */
+const TIE_MARGIN = 16;
+
+function byScoreThenId(a: ScoredRow, b: ScoredRow): number {
+  return b.score - a.score || a.rowId - b.rowId;
+}
+
 /** The k rows nearest the query among those that pass the filter, best first. */
 function vectorRanking(plan: VectorPlan, query: number[], k: number, runner: VectorRunner, ctx: BindContext): ScoredRow[] {
   if (plan.indexed && runner.vectors !== undefined) {
     const allowed = plan.passing === undefined ? null : (runner.statements.get(plan.passing.sql).pluck(true).all(bind(plan.passing.args, ctx)) as number[]);
     if (allowed !== null && allowed.length === 0) return [];
-    return runner.vectors.search(plan.collection, plan.field, query, k, allowed);
+    return runner.vectors.search(plan.collection, plan.field, query, k + TIE_MARGIN, allowed).sort(byScoreThenId).slice(0, k);
   }
   const rows = runner.statements.get(plan.scan.sql).raw(true).iterate(bind(plan.scan.args, ctx)) as IterableIterator<[number, Buffer]>;
   return exactSearch(
@@ -59,7 +69,7 @@ function fuse(rankings: readonly (readonly number[])[]): ScoredRow[] {
   for (const ranking of rankings) {
     ranking.forEach((rowId, index) => scores.set(rowId, (scores.get(rowId) ?? 0) + 1 / (RRF_K + index + 1)));
   }
-  return [...scores].map(([rowId, score]) => ({ rowId, score })).sort((a, b) => b.score - a.score || a.rowId - b.rowId);
+  return [...scores].map(([rowId, score]) => ({ rowId, score })).sort(byScoreThenId);
 }
 
 /** The chosen rows, read in one statement, in the ranking's order unless `order` gave another. */
