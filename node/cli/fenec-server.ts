@@ -4,7 +4,7 @@
  * ServerConfig; nothing below reads process.env or process.argv.
  */
 import { asFenecError } from '../../shared/errors.js';
-import { createLogger } from '../../shared/logger.js';
+import { createLogger, type Logger } from '../../shared/logger.js';
 import { parseByteSize, parseDuration, parsePort, serverConfig, SERVER_DEFAULTS, type ServerConfig } from '../config.js';
 import { FenecDatabase } from '../database.js';
 import { startServer } from '../http/server.js';
@@ -58,7 +58,7 @@ async function main(): Promise<void> {
 
 async function serve(config: ServerConfig): Promise<void> {
   const logger = createLogger(NAME);
-  const db = openOrExit(config);
+  const db = openOrExit(config, logger);
   let closed = false;
   const closeDb = (): void => {
     if (closed) return;
@@ -98,9 +98,19 @@ async function serve(config: ServerConfig): Promise<void> {
   );
 }
 
-function openOrExit(config: ServerConfig): FenecDatabase {
+function openOrExit(config: ServerConfig, logger: Logger): FenecDatabase {
   try {
-    return FenecDatabase.open({ file: config.file, readOnly: config.readOnly, program: NAME, sweepIntervalMs: config.sweepIntervalMs });
+    return FenecDatabase.open({
+      file: config.file,
+      readOnly: config.readOnly,
+      program: NAME,
+      sweepIntervalMs: config.sweepIntervalMs,
+      onVectorEvent: (event) => {
+        const fields = { collection: event.collection, field: event.field, err: event.error };
+        if (event.kind === 'snapshot_written') logger.debug(fields, event.message);
+        else logger.warn(fields, event.message);
+      },
+    });
   } catch (err) {
     return refuseStart(err);
   }

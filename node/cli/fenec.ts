@@ -74,11 +74,15 @@ interface Outcome {
   readonly body: unknown;
 }
 
-function queryFile(file: string, statement: string, params: unknown[], readOnly: boolean): Outcome {
-  const db = FenecDatabase.open({ file, readOnly, program: 'fenec query' });
+async function queryFile(file: string, statement: string, params: unknown[], readOnly: boolean): Promise<Outcome> {
+  const db = FenecDatabase.open({ file, readOnly, program: 'fenec query', sweepIntervalMs: 0 });
   // A signal or fault while the statement runs must still release the file's lock.
   onExit(() => db.close());
-  return { ok: true, body: db.execute(statement, params, { readOnly }) };
+  const body = db.execute(statement, params, { readOnly });
+  // A vector index built or rebuilt in the background (a bulk insert, compact) is stored before the
+  // process ends, rather than built again from the rows at the next open.
+  await db.idle();
+  return { ok: true, body };
 }
 
 /** @throws FenecError `unavailable` when no fenecdb server answers at `url`. */
