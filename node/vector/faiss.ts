@@ -21,19 +21,8 @@ import type {
   VectorSearchResult,
 } from '../../shared/vector-index.js';
 
-/** What native/faiss/src/addon.cc exports. */
-interface NativeIndex {
-  readonly kind: VectorIndexKind;
-  readonly metric: VectorMetric;
-  readonly dims: number;
-  readonly ntotal: number;
-  readonly busy: boolean;
-  add(vectors: Float32Array): number;
-  addAsync(vectors: Float32Array): Promise<number>;
-  search(queries: Float32Array, k: number, options?: VectorSearchOptions): VectorSearchResult;
-  serialize(): Buffer;
-  dispose(): void;
-}
+/** What native/faiss/src/addon.cc exports: an index of the shape the wrapper below presents. */
+type NativeIndex = VectorIndex;
 
 interface NativeAddon {
   readonly FaissIndex: {
