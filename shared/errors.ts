@@ -34,6 +34,7 @@ export const CATALOGUE = {
   forbidden_host: { status: 403, summary: 'The Host header does not name this machine and no token is configured.' },
   forbidden_origin: { status: 403, summary: 'The Origin header names a site this server does not serve.' },
   read_only: { status: 403, summary: 'The server or file is read-only and the statement writes.' },
+  forbidden: { status: 403, summary: 'The token\'s grants or policy refuse the statement.' },
 
   // Parsing
   syntax_error: { status: 400, summary: 'The statement does not follow the grammar: what was expected and what was found.' },
