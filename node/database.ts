@@ -5,6 +5,7 @@
 import type { Statement } from '../shared/fenecql/ast.js';
 import { WRITE_KINDS } from '../shared/fenecql/ast.js';
 import { parseStatement } from '../shared/fenecql/parser.js';
+import type { Policy, PolicyRule } from '../shared/auth/policy.js';
 import { FenecError } from '../shared/errors.js';
 import { Catalog } from './storage/catalog.js';
 import { acquireLock, type FileLock } from './storage/lock.js';
@@ -42,6 +43,12 @@ export interface ExecuteOptions {
   readonly readOnly?: boolean;
   /** The caller's verified token claims, for `$jwt.NAME`. */
   readonly jwt?: Readonly<Record<string, unknown>>;
+  /**
+   * The policy a JSON Web Token is held to: it reaches only the collections the policy names, with
+   * their grants, its condition ANDed into every statement, and never a schema change or compact.
+   * Absent for the server token, which reaches everything.
+   */
+  readonly policy?: Policy;
 }
 
 /** A statement parsed once, and its plan for the schema version it was made under. */
@@ -49,6 +56,8 @@ interface Prepared {
   readonly statement: Statement;
   plan: Plan | undefined;
   version: number;
+  /** Plans under a token's policy, by the rule they were made under. */
+  readonly scoped: WeakMap<PolicyRule, { plan: Plan; version: number }>;
 }
 
 /** Parsed statements kept per text; agents and apps send the same few statements again and again. */
@@ -133,14 +142,11 @@ export class FenecDatabase {
     }
     const ctx: BindContext = { params, now: Date.now(), jwt: options.jwt };
     try {
-      if (isSchemaStatement(statement)) return this.#runSchemaStatement(statement, ctx);
-      if (prepared.plan === undefined || prepared.version !== this.#catalog.version) {
-        prepared.plan = plan(statement as RowStatement, this.#catalog);
-        prepared.version = this.#catalog.version;
-      }
-      const answer = run(prepared.plan, ctx, this.#statements, this.#db, this.#vectors);
+      if (isSchemaStatement(statement)) return this.#runSchemaStatement(statement, ctx, options.policy);
+      const rowPlan = this.#planFor(prepared, statement as RowStatement, options.policy);
+      const answer = run(rowPlan, ctx, this.#statements, this.#db, this.#vectors);
       // The write has committed: the vector indexes apply what its triggers logged.
-      if (prepared.plan.kind !== 'read' && prepared.plan.kind !== 'count' && prepared.plan.kind !== 'vector') this.#vectors.catchUp();
+      if (rowPlan.kind !== 'read' && rowPlan.kind !== 'count' && rowPlan.kind !== 'vector') this.#vectors.catchUp();
       return answer;
     } catch (err) {
       throw fromSqliteError(err);
@@ -152,8 +158,48 @@ export class FenecDatabase {
     }
   }
 
-  #runSchemaStatement(statement: SchemaStatement, ctx: BindContext): Answer {
-    const answer = runSchemaStatement(statement, this.#catalog, this.#db, ctx);
+  /** The statement's plan, made again only when the schema changed; under a policy, the rule's own. */
+  #planFor(prepared: Prepared, statement: RowStatement, policy: Policy | undefined): Plan {
+    const version = this.#catalog.version;
+    if (policy === undefined) {
+      if (prepared.plan === undefined || prepared.version !== version) {
+        prepared.plan = plan(statement, this.#catalog);
+        prepared.version = version;
+      }
+      return prepared.plan;
+    }
+    const rule = this.#ruleFor(statement, policy);
+    let scoped = prepared.scoped.get(rule);
+    if (scoped === undefined || scoped.version !== version) {
+      scoped = { plan: plan(statement, this.#catalog, rule.where), version };
+      prepared.scoped.set(rule, scoped);
+    }
+    return scoped.plan;
+  }
+
+  /** The policy rule a token's statement runs under: a collection the policy does not name is as unknown as one that does not exist. */
+  #ruleFor(statement: RowStatement, policy: Policy): PolicyRule {
+    const rule = policy.rules.get(statement.collection);
+    if (rule === undefined || this.#catalog.get(statement.collection) === undefined) {
+      throw new FenecError('unknown_collection', `no collection named ${statement.collection}`, { hint: 'schema lists the collections this token reaches' });
+    }
+    const writes = statement.kind !== 'Get';
+    if (writes ? !rule.write : !rule.read) {
+      throw new FenecError('forbidden', `this token may not ${writes ? 'write' : 'read'} ${statement.collection}: its policy grants ${[rule.read && 'read', rule.write && 'write'].filter(Boolean).join(' and ')} only`, {
+        hint: `the grant comes from ${rule.source}`,
+      });
+    }
+    return rule;
+  }
+
+  #runSchemaStatement(statement: SchemaStatement, ctx: BindContext, policy: Policy | undefined): Answer {
+    if (policy !== undefined && statement.kind !== 'Schema') {
+      throw new FenecError('forbidden', 'schema changes and compact are for the server token; a JSON Web Token runs reads and writes of rows', {
+        hint: 'run it with the server token (--http-token)',
+      });
+    }
+    const visible = policy === undefined ? undefined : (name: string) => policy.rules.get(name)?.read === true;
+    const answer = runSchemaStatement(statement, this.#catalog, this.#db, ctx, visible);
     if (statement.kind === 'Compact') {
       const compacted = statement.collection === undefined ? undefined : statement.collection;
       for (const spec of this.#catalog.vectorFields()) {
@@ -170,7 +216,7 @@ export class FenecDatabase {
   #prepare(text: string): Prepared {
     let prepared = this.#prepared.get(text);
     if (prepared === undefined) {
-      prepared = { statement: parseStatement(text), plan: undefined, version: -1 };
+      prepared = { statement: parseStatement(text), plan: undefined, version: -1, scoped: new WeakMap() };
       if (this.#prepared.size >= PREPARED_LIMIT) this.#prepared.delete(this.#prepared.keys().next().value!);
       this.#prepared.set(text, prepared);
     }

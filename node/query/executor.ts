@@ -5,7 +5,7 @@
 import { FenecError } from '../../shared/errors.js';
 import type { Connection, Statement } from '../storage/sqlite.js';
 import type { SqlValue } from '../storage/codec.js';
-import type { Plan, SqlStep } from './plan.js';
+import type { Plan, PolicyCheck, SqlStep } from './plan.js';
 import type { VectorStore } from '../vector/store.js';
 import { runVector } from './run-vector.js';
 import type { BindContext } from './values.js';
@@ -55,6 +55,17 @@ export function fromSqliteError(err: unknown): unknown {
   return err;
 }
 
+/** Refuses (and so rolls back) a write whose rows the token's policy condition does not hold for. */
+function verify(check: PolicyCheck, ids: readonly number[], ctx: BindContext, cache: StatementCache): void {
+  if (ids.length === 0) return;
+  const outside = cache.get(check.step.sql).pluck(true).get([JSON.stringify(ids), ...bind(check.step, ctx)]) as number;
+  if (outside > 0) {
+    throw new FenecError('forbidden', `the token's policy holds its rows to ${check.condition}; this write would leave ${outside === 1 ? 'a row' : `${outside} rows`} outside it`, {
+      hint: 'write only rows that meet the condition; a field it pins to a claim is filled when left out',
+    });
+  }
+}
+
 export function run(plan: Plan, ctx: BindContext, cache: StatementCache, db: Connection, vectors: VectorStore | undefined): Answer {
   switch (plan.kind) {
     case 'vector':
@@ -79,20 +90,38 @@ export function run(plan: Plan, ctx: BindContext, cache: StatementCache, db: Con
     case 'count':
       if (plan.guard !== undefined && !plan.guard(ctx)) return { count: 0 };
       return { count: cache.get(plan.step.sql).pluck(true).get(bind(plan.step, ctx)) as number };
-    case 'change':
-      return { count: cache.get(plan.step.sql).run(bind(plan.step, ctx)).changes };
+    case 'change': {
+      const { check } = plan;
+      if (check === undefined) return { count: cache.get(plan.step.sql).run(bind(plan.step, ctx)).changes };
+      return db.transaction(() => {
+        const ids = cache.get(plan.step.sql).pluck(true).all(bind(plan.step, ctx)) as number[];
+        verify(check, ids, ctx, cache);
+        return { count: ids.length };
+      })();
+    }
     case 'put': {
+      const { check } = plan;
       const args = bind(plan.step, ctx);
-      cache.get(plan.step.sql).run(args);
-      return { count: 1, ids: [args[0]] };
+      const id = args[0] as number;
+      if (check === undefined) {
+        cache.get(plan.step.sql).run(args);
+        return { count: 1, ids: [id] };
+      }
+      return db.transaction(() => {
+        // The row the id names, if there is one, must be the token's to replace; the new row too.
+        verify(check, [id], ctx, cache);
+        cache.get(plan.step.sql).run(args);
+        verify(check, [id], ctx, cache);
+        return { count: 1, ids: [id] };
+      })();
     }
     case 'insert': {
       // All or nothing: one transaction for every row of the statement.
-      const insertAll = db.transaction(() =>
-        plan.rows.map((step) => Number(cache.get(step.sql).run(bind(step, ctx)).lastInsertRowid)),
-      );
-      const ids = insertAll();
-      return { count: ids.length, ids };
+      return db.transaction(() => {
+        const ids = plan.rows.map((step) => Number(cache.get(step.sql).run(bind(step, ctx)).lastInsertRowid));
+        if (plan.check !== undefined) verify(plan.check, ids, ctx, cache);
+        return { count: ids.length, ids };
+      })();
     }
   }
 }

@@ -2,7 +2,7 @@
  * `get` into a plan: a plain read, a count, or a full-text search (`match`), each over the rows that
  * are live (not past an `@ttl`) and pass `where`.
  */
-import type { Expr, GetStmt, Position } from '../../shared/fenecql/ast.js';
+import type { Cond, Expr, GetStmt, Position } from '../../shared/fenecql/ast.js';
 import { FenecError } from '../../shared/errors.js';
 import { printExpr } from '../../shared/fenecql/print.js';
 import { matchExpression, textSearchSql } from '../search/text-index.js';
@@ -88,13 +88,14 @@ function pageSql(stmt: GetStmt): { sql: string; args: ArgSource[] } {
 }
 
 /**
- * The condition a statement's rows must meet: its `where`, and for each `@ttl(D)` field that the row
- * has not expired (`field + D` still ahead, or the field null). Reads filter by time; the sweeper only
+ * The condition a statement's rows must meet: its `where`, the token's policy condition when a JSON
+ * Web Token runs it, and for each `@ttl(D)` field that the row has not expired (`field + D` still ahead, or the field null). Reads filter by time; the sweeper only
  * reclaims the space.
  */
-export function rowFilter(where: GetStmt['where'], collection: Collection, compiler: Compiler): Fragment | undefined {
+export function rowFilter(where: GetStmt['where'], collection: Collection, compiler: Compiler, policy?: Cond): Fragment | undefined {
   const parts: Fragment[] = [];
   if (where !== undefined) parts.push(compiler.cond(where));
+  if (policy !== undefined) parts.push(compiler.cond(policy));
   for (const field of collection.fields) {
     for (const annotation of field.def.annotations) {
       if (annotation.kind !== 'ttl') continue;
@@ -112,9 +113,9 @@ export function rowFilter(where: GetStmt['where'], collection: Collection, compi
   return { sql: parts.map((p) => p.sql).join(' AND '), args: parts.flatMap((p) => p.args), type: scalar('bool') };
 }
 
-export function planGet(stmt: GetStmt, collection: Collection): Plan {
+export function planGet(stmt: GetStmt, collection: Collection, policy?: Cond): Plan {
   const compiler = new Compiler(collection);
-  const filter = rowFilter(stmt.where, collection, compiler);
+  const filter = rowFilter(stmt.where, collection, compiler, policy);
   if (stmt.near !== undefined) {
     const fields = selectedFields(stmt, collection);
     const shape: ReadShape = {

@@ -16,15 +16,26 @@ export interface SqlStep {
   readonly args: readonly ArgSource[];
 }
 
+/**
+ * The rows a token's write touched must meet its policy condition. The step counts, among the rows
+ * whose ids its first argument holds (a JSON array), those that do not; its other arguments follow.
+ * A `set` under a check answers the ids it changed (`RETURNING "id"`).
+ */
+export interface PolicyCheck {
+  readonly step: SqlStep;
+  /** The condition as written in the policy, for the refusal's message. */
+  readonly condition: string;
+}
+
 /** A read may depend on a value known only when bound: `match ""` has no word, and answers no rows. */
 export type Guard = (ctx: BindContext) => boolean;
 
 export type Plan =
   | { readonly kind: 'read'; readonly step: SqlStep; readonly columns: readonly OutputColumn[]; readonly guard?: Guard }
   | { readonly kind: 'count'; readonly step: SqlStep; readonly guard?: Guard }
-  | { readonly kind: 'insert'; readonly rows: readonly SqlStep[] }
-  | { readonly kind: 'put'; readonly step: SqlStep; readonly id: ArgSource }
-  | { readonly kind: 'change'; readonly step: SqlStep }
+  | { readonly kind: 'insert'; readonly rows: readonly SqlStep[]; readonly check?: PolicyCheck }
+  | { readonly kind: 'put'; readonly step: SqlStep; readonly id: ArgSource; readonly check?: PolicyCheck }
+  | { readonly kind: 'change'; readonly step: SqlStep; readonly check?: PolicyCheck }
   | VectorPlan;
 
 /** `near`, alone or fused with `match`: a ranking from the vector index (or a scan), then a read of its rows. */

@@ -3,31 +3,72 @@
  * arguments, checked against the collection's fields. A plan is made once per statement text and
  * schema version, and run many times with different params.
  */
-import type { DelStmt, Expr, GetStmt, InsertStmt, ObjectExpr, PutStmt, SetStmt } from '../../shared/fenecql/ast.js';
+import type { Cond, DelStmt, Expr, GetStmt, InsertStmt, ObjectExpr, PutStmt, SetStmt } from '../../shared/fenecql/ast.js';
 import { FenecError } from '../../shared/errors.js';
-import { printExpr, printFieldType } from '../../shared/fenecql/print.js';
+import { printCondition, printExpr, printFieldType } from '../../shared/fenecql/print.js';
 import { ID_TYPE, type Catalog, type Collection, type Field } from '../storage/catalog.js';
 import { Compiler, type Fragment } from './compile.js';
 import { fieldOf, planGet, rowFilter } from './plan-read.js';
-import type { Plan, SqlStep } from './plan.js';
+import type { Plan, PolicyCheck, SqlStep } from './plan.js';
 import { isScalar, isValue, typeName, type ArgSource } from './values.js';
 
 export type RowStatement = GetStmt | InsertStmt | PutStmt | SetStmt | DelStmt;
 
-export function plan(stmt: RowStatement, catalog: Catalog): Plan {
+/**
+ * A row statement's plan. `policy` is the condition of the token's policy rule for the collection: it
+ * is ANDed into what the statement reads, sets and deletes, fills the fields it pins in the rows a
+ * write leaves them out of, and the rows written must meet it.
+ */
+export function plan(stmt: RowStatement, catalog: Catalog, policy?: Cond): Plan {
   const collection = catalog.require(stmt.collection);
+  const check = policy === undefined ? undefined : policyCheck(collection, policy);
   switch (stmt.kind) {
     case 'Get':
-      return planGet(stmt, collection);
+      return planGet(stmt, collection, policy);
     case 'Insert':
-      return { kind: 'insert', rows: stmt.rows.map((row) => planInsertRow(row, collection)) };
+      return { kind: 'insert', rows: stmt.rows.map((row) => planInsertRow(withPinned(row, policy), collection)), check };
     case 'Put':
-      return planPut(stmt, collection);
+      return planPut({ ...stmt, row: withPinned(stmt.row, policy) }, collection, check);
     case 'Set':
-      return planSet(stmt, collection);
+      return planSet(stmt, collection, policy, check);
     case 'Del':
-      return planDel(stmt, collection);
+      return planDel(stmt, collection, policy);
   }
+}
+
+/** The fields a policy condition pins to a claim: the `field = $jwt.claim` among its top-level `and`s. */
+function pinnedFields(policy: Cond): Map<string, Expr> {
+  const pins = new Map<string, Expr>();
+  const visit = (cond: Cond): void => {
+    if (cond.kind === 'And') {
+      visit(cond.left);
+      visit(cond.right);
+    } else if (cond.kind === 'Compare' && cond.op === '=') {
+      if (cond.left.kind === 'Field' && cond.right.kind === 'Jwt') pins.set(cond.left.name, cond.right);
+      if (cond.right.kind === 'Field' && cond.left.kind === 'Jwt') pins.set(cond.right.name, cond.left);
+    }
+  };
+  visit(policy);
+  return pins;
+}
+
+/** A written row with the pinned fields it leaves out filled from the token: a memory without owner gets `sub`. */
+function withPinned(row: ObjectExpr, policy: Cond | undefined): ObjectExpr {
+  if (policy === undefined) return row;
+  const given = new Set(row.entries.map((e) => e.key));
+  const filled = [...pinnedFields(policy)].filter(([field]) => !given.has(field)).map(([key, value]) => ({ key, value }));
+  return filled.length === 0 ? row : { ...row, entries: [...row.entries, ...filled] };
+}
+
+function policyCheck(collection: Collection, policy: Cond): PolicyCheck {
+  const condition = new Compiler(collection).cond(policy);
+  return {
+    step: {
+      sql: `SELECT count(*) FROM ${collection.table} WHERE ${collection.table}."id" IN (SELECT value FROM json_each(?)) AND NOT coalesce(${condition.sql}, 0)`,
+      args: condition.args,
+    },
+    condition: printCondition(policy),
+  };
 }
 
 /** A written value: checked against the field's type now when it is a literal, at run time when it is a parameter. */
@@ -111,7 +152,7 @@ function planInsertRow(row: ObjectExpr, collection: Collection): SqlStep {
   return { sql: insertSql(collection, columns, values), args: values.flatMap((v) => v.args) };
 }
 
-function planPut(stmt: PutStmt, collection: Collection): Plan {
+function planPut(stmt: PutStmt, collection: Collection, check: PolicyCheck | undefined): Plan {
   const idEntry = stmt.row.entries.find((e) => e.key === 'id');
   if (idEntry === undefined || !isValue(idEntry.value)) {
     throw new FenecError('invalid_statement', 'put replaces or creates the row its id names; the object has no id', {
@@ -134,10 +175,10 @@ function planPut(stmt: PutStmt, collection: Collection): Plan {
   const assignments = collection.fields.map((f) => (columns.includes(f.column) ? `${f.column} = excluded.${f.column}` : `${f.column} = NULL`));
   const insert = insertSql(collection, ['"id"', ...columns], [{ sql: '?', args: [], type: ID_TYPE }, ...values]);
   const conflict = assignments.length === 0 ? ' ON CONFLICT ("id") DO NOTHING' : ` ON CONFLICT ("id") DO UPDATE SET ${assignments.join(', ')}`;
-  return { kind: 'put', step: { sql: insert + conflict, args: [id, ...values.flatMap((v) => v.args)] }, id };
+  return { kind: 'put', step: { sql: insert + conflict, args: [id, ...values.flatMap((v) => v.args)] }, id, check };
 }
 
-function planSet(stmt: SetStmt, collection: Collection): Plan {
+function planSet(stmt: SetStmt, collection: Collection, policy: Cond | undefined, check: PolicyCheck | undefined): Plan {
   if (stmt.changes.entries.length === 0) {
     throw new FenecError('invalid_statement', 'set names no field to change', { position: stmt.changes.pos, hint: `set ${collection.name} {field: value} where …` });
   }
@@ -154,12 +195,14 @@ function planSet(stmt: SetStmt, collection: Collection): Plan {
     args.push(...value.args);
   }
   // Expired rows are out of every statement: set and del no more touch them than get reads them.
-  const where = rowFilter(stmt.where, collection, compiler)!;
-  return { kind: 'change', step: { sql: `UPDATE ${collection.table} SET ${assignments.join(', ')} WHERE ${where.sql}`, args: [...args, ...where.args] } };
+  const where = rowFilter(stmt.where, collection, compiler, policy)!;
+  // Under a policy the rows changed are checked afterwards, so the update names them.
+  const returning = check === undefined ? '' : ' RETURNING "id"';
+  return { kind: 'change', step: { sql: `UPDATE ${collection.table} SET ${assignments.join(', ')} WHERE ${where.sql}${returning}`, args: [...args, ...where.args] }, check };
 }
 
-function planDel(stmt: DelStmt, collection: Collection): Plan {
-  const where = rowFilter(stmt.where, collection, new Compiler(collection))!;
+function planDel(stmt: DelStmt, collection: Collection, policy: Cond | undefined): Plan {
+  const where = rowFilter(stmt.where, collection, new Compiler(collection), policy)!;
   return { kind: 'change', step: { sql: `DELETE FROM ${collection.table} WHERE ${where.sql}`, args: where.args } };
 }
 

@@ -55,10 +55,17 @@ function describeCollection(collection: Collection): Answer {
   };
 }
 
-export function runSchemaStatement(stmt: SchemaStatement, catalog: Catalog, db: Connection, ctx: BindContext): Answer {
+/**
+ * Runs a statement about collections. `visible`, for a token held to a policy, names the collections
+ * `schema` shows it: the others are as unknown to it as ones that do not exist.
+ */
+export function runSchemaStatement(stmt: SchemaStatement, catalog: Catalog, db: Connection, ctx: BindContext, visible?: (name: string) => boolean): Answer {
   switch (stmt.kind) {
     case 'Schema': {
-      const collections = stmt.collection === undefined ? catalog.list() : [catalog.require(stmt.collection)];
+      if (stmt.collection !== undefined && visible !== undefined && !visible(stmt.collection)) {
+        throw new FenecError('unknown_collection', `no collection named ${stmt.collection}`, { hint: 'schema lists the collections this token reaches' });
+      }
+      const collections = stmt.collection === undefined ? catalog.list().filter((c) => visible?.(c.name) ?? true) : [catalog.require(stmt.collection)];
       return { collections: collections.map(describeCollection) };
     }
     case 'CreateCollection': {
