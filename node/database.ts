@@ -5,6 +5,7 @@
 import type { Statement } from '../shared/fenecql/ast.js';
 import { WRITE_KINDS } from '../shared/fenecql/ast.js';
 import { parseStatement } from '../shared/fenecql/parser.js';
+import { printStatement } from '../shared/fenecql/print.js';
 import type { Policy, PolicyRule } from '../shared/auth/policy.js';
 import { FenecError } from '../shared/errors.js';
 import { Catalog } from './storage/catalog.js';
@@ -133,7 +134,24 @@ export class FenecDatabase {
 
   /** Parses (or finds parsed) and runs one statement. Throws FenecError; a refused statement changes nothing. */
   execute(text: string, params: readonly unknown[] = [], options: ExecuteOptions = {}): Answer {
-    const prepared = this.#prepare(text);
+    return this.#execute(this.#prepare(text), params, options);
+  }
+
+  /**
+   * Runs a statement given as a tree (what the MCP tools build: a filter embedded as the condition it
+   * parsed to, never as text). Its plan is kept under the tree's canonical text.
+   */
+  executeStatement(statement: Statement, params: readonly unknown[] = [], options: ExecuteOptions = {}): Answer {
+    const key = printStatement(statement);
+    let prepared = this.#prepared.get(key);
+    if (prepared === undefined) {
+      prepared = { statement, plan: undefined, version: -1, scoped: new WeakMap() };
+      this.#remember(key, prepared);
+    }
+    return this.#execute(prepared, params, options);
+  }
+
+  #execute(prepared: Prepared, params: readonly unknown[], options: ExecuteOptions): Answer {
     const { statement } = prepared;
     if (WRITE_KINDS.has(statement.kind) && (options.readOnly === true || this.readOnly)) {
       throw new FenecError('read_only', this.readOnly ? `${this.file} is open read-only; the statement writes` : 'this server is read-only; the statement writes', {
@@ -217,10 +235,14 @@ export class FenecDatabase {
     let prepared = this.#prepared.get(text);
     if (prepared === undefined) {
       prepared = { statement: parseStatement(text), plan: undefined, version: -1, scoped: new WeakMap() };
-      if (this.#prepared.size >= PREPARED_LIMIT) this.#prepared.delete(this.#prepared.keys().next().value!);
-      this.#prepared.set(text, prepared);
+      this.#remember(text, prepared);
     }
     return prepared;
+  }
+
+  #remember(key: string, prepared: Prepared): void {
+    if (this.#prepared.size >= PREPARED_LIMIT) this.#prepared.delete(this.#prepared.keys().next().value!);
+    this.#prepared.set(key, prepared);
   }
 
   /** The SQLite plan of a read, for tests and `explain`-style diagnostics. */

@@ -210,6 +210,17 @@ describe('FenecDatabase', () => {
     });
   });
 
+  describe('statements as trees', () => {
+    it('runs a tree with a condition embedded as parsed, never as text', async () => {
+      const { parseCondition, parseStatement } = await import('../../shared/fenecql/parser.js');
+      q('insert into docs [{title: "a", year: 2020}, {title: "b", year: 2025}]');
+      const get = parseStatement('get docs select title') as import('../../shared/fenecql/ast.js').GetStmt;
+      const tree = { ...get, where: parseCondition('year >= $1') };
+      expect(db.executeStatement(tree, [2024])).to.deep.equal({ rows: [{ id: 2, title: 'b' }], count: 1 });
+      expect(db.executeStatement(tree, [2000])).to.deep.equal({ rows: [{ id: 1, title: 'a' }, { id: 2, title: 'b' }], count: 2 });
+    });
+  });
+
   describe('schema', () => {
     it('describes collections with their fields, types and annotations', () => {
       q('create collection notes (text text required, at timestamp @sorted, v vector<4>)');
