@@ -63,6 +63,10 @@ export const CATALOGUE = {
   invalid_statement: { status: 400, summary: 'A statement that parses but cannot run as written (put without id, set on id, …).' },
   unique_violation: { status: 409, summary: 'A write would give two rows the same value of a unique field.' },
 
+  // MCP tools
+  invalid_argument: { status: 400, summary: 'An MCP tool argument the tool does not take, or a value of the wrong shape for it.' },
+  answer_too_large: { status: 413, summary: 'An MCP tool\'s answer is past its bounds (100 rows, 64 KB): refused whole, never cut; the hint is a narrower call that fits.' },
+
   // Programs
   invalid_option: { status: 400, summary: 'A program option (flag) with a value it does not take.' },
 
