@@ -2,6 +2,9 @@
  * The server's options, parsed once at the edge (the CLI) and passed down frozen. Nothing below
  * the CLI reads process.env or process.argv: whatever the server does differently is in here.
  */
+import type { AuditTarget } from '../shared/audit.js';
+import { JwtVerifier } from '../shared/auth/jwt.js';
+import type { Policy } from '../shared/auth/policy.js';
 import { FenecError } from '../shared/errors.js';
 
 export interface ServerConfig {
@@ -26,10 +29,41 @@ export interface ServerConfig {
   readonly httpCors: string | undefined;
   /** How often rows past their `@ttl` are deleted, in ms; 0 never. Default 10 s. Reads leave them out either way. */
   readonly sweepIntervalMs: number;
+  /**
+   * The verifier of JSON Web Tokens, built from `jwtSecret` (HS256) or `jwtPublicKey` (RS256, ES256)
+   * with `jwtIssuer` and `jwtAudience`. Default: none, and only the server's token is taken. The
+   * secret itself is not kept here: only the key made of it, inside the verifier.
+   */
+  readonly jwt: JwtVerifier | undefined;
+  /**
+   * The policy every JWT is held to (`--policy FILE`, parsed). Default: none, and a JWT reaches no
+   * collection (it is held to the empty policy). Needs `jwt`.
+   */
+  readonly policy: Policy | undefined;
+  /** Where audit lines go (`--audit [FILE]`: a file, or stderr when no file is named). Default: no audit. */
+  readonly audit: AuditTarget | undefined;
+}
+
+/** A public key for JWTs: its PEM text, and the file it came from (for messages). */
+export interface PublicKeyInput {
+  readonly pem: string;
+  readonly source: string;
+}
+
+/** The JWT key material and claims checks a caller gives; serverConfig turns them into `jwt`. */
+export interface JwtInput {
+  /** HS256 secret, at least 32 bytes. */
+  readonly jwtSecret?: string;
+  /** RS256 or ES256 public key (PEM), the algorithm pinned to the key's type. */
+  readonly jwtPublicKey?: PublicKeyInput;
+  /** A token's `iss` must equal it. Default: not checked. */
+  readonly jwtIssuer?: string;
+  /** A token's `aud` must be or contain it. Default: not checked. */
+  readonly jwtAudience?: string;
 }
 
 /** What a caller gives: `file`, and any option it does not leave to its default. */
-export type ServerConfigInput = Pick<ServerConfig, 'file'> & Partial<Omit<ServerConfig, 'file'>>;
+export type ServerConfigInput = Pick<ServerConfig, 'file'> & Partial<Omit<ServerConfig, 'file' | 'jwt'>> & JwtInput;
 
 export const SERVER_DEFAULTS = Object.freeze({
   host: '127.0.0.1',
@@ -56,6 +90,9 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     maxBodyBytes: input.maxBodyBytes ?? SERVER_DEFAULTS.maxBodyBytes,
     httpCors: input.httpCors,
     sweepIntervalMs: input.sweepIntervalMs ?? SERVER_DEFAULTS.sweepIntervalMs,
+    jwt: jwtVerifier(input),
+    policy: input.policy,
+    audit: input.audit,
   };
   if (config.file === '') throw invalidOption('--file', 'must name a file');
   if (config.host === '') throw invalidOption('--host', 'must name an address, e.g. 127.0.0.1 or 0.0.0.0');
@@ -70,7 +107,28 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
   if (!Number.isSafeInteger(config.sweepIntervalMs) || config.sweepIntervalMs < 0) {
     throw invalidOption('--sweep-interval', `takes a duration such as 500ms, 10s or 1m (0: never), not ${config.sweepIntervalMs}`);
   }
+  if (config.policy !== undefined && config.jwt === undefined) {
+    throw invalidOption('--policy', 'holds JSON Web Tokens to a policy: give --jwt-secret or --jwt-public-key too');
+  }
+  if (config.audit?.kind === 'file' && config.audit.path === '') throw invalidOption('--audit', 'must name a file, or nothing for stderr');
   return Object.freeze(config);
+}
+
+/** The JWT verifier of the key given, if any; issuer and audience alone are refused. */
+function jwtVerifier(input: JwtInput): JwtVerifier | undefined {
+  if (input.jwtSecret === undefined && input.jwtPublicKey === undefined) {
+    if (input.jwtIssuer !== undefined) throw invalidOption('--jwt-issuer', 'checks JSON Web Tokens: give --jwt-secret or --jwt-public-key too');
+    if (input.jwtAudience !== undefined) throw invalidOption('--jwt-audience', 'checks JSON Web Tokens: give --jwt-secret or --jwt-public-key too');
+    return undefined;
+  }
+  if (input.jwtSecret === '') throw invalidOption('--jwt-secret', 'must not be empty');
+  return JwtVerifier.create({
+    secret: input.jwtSecret,
+    publicKey: input.jwtPublicKey?.pem,
+    publicKeySource: input.jwtPublicKey === undefined ? undefined : `--jwt-public-key ${input.jwtPublicKey.source}`,
+    issuer: input.jwtIssuer,
+    audience: input.jwtAudience,
+  });
 }
 
 /** Reads a port number as typed on a command line. */

@@ -3,12 +3,15 @@
  * fenec-server: one `.fenec` file over HTTP. Options are read here, once, into a frozen
  * ServerConfig; nothing below reads process.env or process.argv.
  */
-import { asFenecError } from '../../shared/errors.js';
+import * as fs from 'node:fs';
+import { Audit, type AuditTarget } from '../../shared/audit.js';
+import { parsePolicy, type Policy } from '../../shared/auth/policy.js';
+import { asFenecError, FenecError } from '../../shared/errors.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
-import { parseByteSize, parseDuration, parsePort, serverConfig, SERVER_DEFAULTS, type ServerConfig } from '../config.js';
+import { parseByteSize, parseDuration, parsePort, serverConfig, SERVER_DEFAULTS, type PublicKeyInput, type ServerConfig } from '../config.js';
 import { FenecDatabase } from '../database.js';
 import { startServer } from '../http/server.js';
-import { createProgram, onExit, parseCommandLine } from './command-line.js';
+import { createProgram, onExit, parseCommandLine, usageError } from './command-line.js';
 
 const NAME = 'fenec-server';
 
@@ -22,6 +25,12 @@ interface Options {
   maxBody: string;
   httpCors?: string;
   sweepInterval: string;
+  jwtSecret?: string;
+  jwtPublicKey?: string;
+  jwtIssuer?: string;
+  jwtAudience?: string;
+  policy?: string;
+  audit?: string | true;
 }
 
 async function main(): Promise<void> {
@@ -38,7 +47,20 @@ async function main(): Promise<void> {
     .option('--max-body <size>', 'largest request body, e.g. 512kb, 1mb or a number of bytes', '1mb')
     .option('--http-cors <origin>', 'a browser origin (https://app.example.com) allowed besides the server\'s own')
     .option('--sweep-interval <duration>', 'how often rows past their @ttl are deleted from the file (reads leave them out at once); 0: never', '10s')
+    .option('--jwt-secret <secret>', 'take JSON Web Tokens signed HS256 with this secret, at least 32 bytes '
+      + '(default: $FENEC_JWT_SECRET unless --jwt-public-key is given)')
+    .option('--jwt-public-key <file>', 'take JSON Web Tokens signed with the private half of this PEM public key: '
+      + 'RS256 for an RSA key (2048 bits or more), ES256 for an EC P-256 key')
+    .option('--jwt-issuer <iss>', 'take only JSON Web Tokens whose iss claim is this')
+    .option('--jwt-audience <aud>', 'take only JSON Web Tokens whose aud claim is or contains this')
+    .option('--policy <file>', 'the policy JSON Web Tokens are held to: lines COLLECTION GRANTS [where COND], '
+      + 'e.g. "memories read,write where owner = $jwt.sub" (without it, a JWT reaches no collection)')
+    .option('--audit [file]', 'write one JSON line per refused token and schema change to this file (appended), or to stderr when no file is named')
     .action((options: Options) => {
+      // The secret from the environment only when no key is named on the command line: an empty
+      // FENEC_JWT_SECRET is unset, as FENEC_TOKEN's is.
+      const jwtSecret = options.jwtSecret
+        ?? (options.jwtPublicKey === undefined ? process.env.FENEC_JWT_SECRET || undefined : undefined);
       config = serverConfig({
         file: options.file,
         host: options.host,
@@ -50,14 +72,55 @@ async function main(): Promise<void> {
         maxBodyBytes: parseByteSize(options.maxBody),
         httpCors: options.httpCors,
         sweepIntervalMs: parseDuration('--sweep-interval', options.sweepInterval),
+        jwtSecret,
+        jwtPublicKey: options.jwtPublicKey === undefined ? undefined : readPublicKey(options.jwtPublicKey),
+        jwtIssuer: options.jwtIssuer,
+        jwtAudience: options.jwtAudience,
+        policy: options.policy === undefined ? undefined : readPolicy(options.policy),
+        audit: auditTarget(options.audit),
       });
     });
   await parseCommandLine(program, process.argv);
   if (config !== undefined) await serve(config);
 }
 
+function readPublicKey(file: string): PublicKeyInput {
+  return { pem: readOptionFile('--jwt-public-key', file), source: file };
+}
+
+/** The policy file, parsed: a bad line stops the start with `FILE:LINE: …` and status 2. */
+function readPolicy(file: string): Policy {
+  return parsePolicy(readOptionFile('--policy', file), file);
+}
+
+function readOptionFile(option: string, file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new FenecError('invalid_option', `${option} cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}
+
+function auditTarget(value: string | true | undefined): AuditTarget | undefined {
+  if (value === undefined) return undefined;
+  return value === true ? { kind: 'stderr' } : { kind: 'file', path: value };
+}
+
+/** The audit's file opened for appending before anything is served; one that cannot be is a bad flag. */
+function openAudit(config: ServerConfig, logger: Logger): Audit {
+  if (config.audit === undefined) return Audit.off;
+  const target = config.audit;
+  try {
+    return Audit.open(target, (err) => logger.error({ err }, 'an audit line could not be written'));
+  } catch (err) {
+    const path = target.kind === 'file' ? target.path : 'stderr';
+    return usageError(NAME, `--audit cannot open ${path} for appending: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}
+
 async function serve(config: ServerConfig): Promise<void> {
   const logger = createLogger(NAME);
+  const audit = openAudit(config, logger);
   const db = openOrExit(config, logger);
   let closed = false;
   const closeDb = (): void => {
@@ -70,7 +133,7 @@ async function serve(config: ServerConfig): Promise<void> {
   // The lock is released by db.close(), on every way out: a signal, an exit, an uncaught fault.
   onExit(closeDb, (signal) => stop(signal));
 
-  const server = await startServer(config, db, logger).catch((err: unknown) => refuseStart(err));
+  const server = await startServer(config, db, logger, audit).catch((err: unknown) => refuseStart(err));
   stop = (signal) => {
     logger.info({ signal }, 'stopping');
     server.close().then(
@@ -92,10 +155,19 @@ async function serve(config: ServerConfig): Promise<void> {
       file: config.file,
       readOnly: config.readOnly,
       httpReadOnly: config.httpReadOnly,
-      auth: config.httpToken === undefined ? 'local Host only' : 'token',
+      auth: authText(config),
+      policy: config.jwt === undefined ? undefined : config.policy === undefined ? 'none: JWTs reach no collection' : `${config.policy.rules.size} collection(s)`,
+      audit: config.audit === undefined ? undefined : config.audit.kind === 'file' ? config.audit.path : 'stderr',
     },
     'listening',
   );
+}
+
+/** What the startup line says of credentials: never a token or a secret. */
+function authText(config: ServerConfig): string {
+  const kinds = [config.httpToken === undefined ? undefined : 'token', config.jwt === undefined ? undefined : `JWT ${config.jwt.algorithm}`];
+  const given = kinds.filter((kind) => kind !== undefined);
+  return given.length === 0 ? 'local Host only' : given.join(' + ');
 }
 
 function openOrExit(config: ServerConfig, logger: Logger): FenecDatabase {

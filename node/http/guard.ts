@@ -1,46 +1,103 @@
 /**
  * Who may ask: the checks every request but `GET /_health` passes before its body is read, in the
- * order SPEC gives — where it comes from (Origin) before what it carries (the token).
+ * order SPEC gives — where it comes from (Origin) before what it carries (the token) — and who the
+ * caller is once they pass: the server's token (everything), or a JSON Web Token (its policy).
+ *
+ * A server with neither a token nor a JWT key answers without credentials, but only a Host naming
+ * this machine (DNS rebinding reaches nothing). Once either is configured, every request carries
+ * one. Each refused credential is an audit line (`"event":"auth"`), never the token itself.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import * as os from 'node:os';
+import { Audit } from '../../shared/audit.js';
+import type { JwtClaims, JwtVerifier } from '../../shared/auth/jwt.js';
 import { FenecError } from '../../shared/errors.js';
 import type { ServerConfig } from '../config.js';
 
+/** Who a request is from, once it passed the guard. */
+export type Caller = { readonly kind: 'server' } | { readonly kind: 'jwt'; readonly claims: JwtClaims };
+
+/** The server's token, or any request to a server that asks for no credentials: everything. */
+export const SERVER_CALLER: Caller = Object.freeze({ kind: 'server' });
+
+const BEARER_HINT = 'send the header "Authorization: Bearer <token>"';
+
 export class RequestGuard {
   readonly #tokenDigest: Buffer | undefined;
+  readonly #jwt: JwtVerifier | undefined;
   readonly #cors: string | undefined;
   readonly #localNames: ReadonlySet<string>;
+  readonly #audit: Audit;
   /** The last Host header accepted: clients send the same one on every request. */
   #lastHost = '';
 
-  constructor(config: Pick<ServerConfig, 'httpToken' | 'httpCors' | 'host'>) {
+  constructor(config: Pick<ServerConfig, 'httpToken' | 'httpCors' | 'host' | 'jwt'>, audit: Audit = Audit.off) {
     this.#tokenDigest = config.httpToken === undefined ? undefined : sha256(config.httpToken);
+    this.#jwt = config.jwt;
     this.#cors = config.httpCors;
     this.#localNames = localNames(config.host);
+    this.#audit = audit;
   }
 
   /**
-   * Why the request is refused, or undefined when it may go on. `withToken` is false for CORS
-   * preflights, which browsers send without credentials.
+   * Who is asking, or why the request is refused. `route` names the request in audit lines;
+   * `jwt: false` takes the server's token only (`/_metrics`).
    */
-  refusal(req: IncomingMessage, withToken: boolean): FenecError | undefined {
-    const origin = req.headers.origin;
-    if (origin !== undefined && origin !== this.#cors && !isOwnOrigin(origin, req.headers.host)) {
-      return new FenecError(
-        'forbidden_origin',
-        `Origin ${quote(origin)} is not this server's own; a page may call it only from its own origin ` +
-          'or the one --http-cors names',
-      );
+  caller(req: IncomingMessage, route: string, jwt = true): Caller | FenecError {
+    const refusal = this.#originRefusal(req);
+    if (refusal !== undefined) return refusal;
+    if (this.#tokenDigest === undefined && this.#jwt === undefined) return this.#hostRefusal(req.headers.host) ?? SERVER_CALLER;
+    const authorization = req.headers.authorization;
+    if (authorization === undefined || authorization === '') {
+      this.#audit.auth('missing', req.socket.remoteAddress, route);
+      return new FenecError('unauthorized', 'this server takes requests with a token only', { hint: BEARER_HINT });
     }
-    if (this.#tokenDigest === undefined) return this.#hostRefusal(req.headers.host);
-    return withToken ? this.#tokenRefusal(req.headers.authorization) : undefined;
+    const token = /^Bearer +(\S+) *$/i.exec(authorization)?.[1];
+    if (token === undefined) {
+      this.#audit.auth('not_bearer', req.socket.remoteAddress, route);
+      return new FenecError('invalid_token', 'the Authorization header is not "Bearer <token>"', { hint: BEARER_HINT });
+    }
+    // Both sides hashed: equal lengths for timingSafeEqual, and no timing clue to the token's length.
+    if (this.#tokenDigest !== undefined && timingSafeEqual(sha256(token), this.#tokenDigest)) return SERVER_CALLER;
+    if (this.#jwt === undefined || !jwt) {
+      this.#audit.auth('not_server_token', req.socket.remoteAddress, route);
+      const only = this.#jwt === undefined ? 'this server' : `${route} takes the server's token only; it`;
+      return new FenecError('invalid_token', `the token given is not valid for ${only}`, {
+        hint: `${BEARER_HINT} with the server's token`,
+      });
+    }
+    const verification = this.#jwt.check(token);
+    if (verification.ok) return { kind: 'jwt', claims: verification.claims };
+    this.#audit.auth(verification.why, req.socket.remoteAddress, route);
+    return new FenecError('invalid_token', verification.message, {
+      hint: 'mint a valid token (fenec token) with this server\'s key, issuer and audience',
+    });
+  }
+
+  /**
+   * Why a CORS preflight is refused, or undefined when it may be answered. Browsers send preflights
+   * without credentials: only where it comes from is asked (and the Host, on a server without any).
+   */
+  preflightRefusal(req: IncomingMessage): FenecError | undefined {
+    const refusal = this.#originRefusal(req);
+    if (refusal !== undefined) return refusal;
+    return this.#tokenDigest === undefined && this.#jwt === undefined ? this.#hostRefusal(req.headers.host) : undefined;
   }
 
   /** True when the request comes from the origin that --http-cors names: its answers carry CORS headers. */
   isCorsOrigin(req: IncomingMessage): boolean {
     return this.#cors !== undefined && req.headers.origin === this.#cors;
+  }
+
+  #originRefusal(req: IncomingMessage): FenecError | undefined {
+    const origin = req.headers.origin;
+    if (origin === undefined || origin === this.#cors || isOwnOrigin(origin, req.headers.host)) return undefined;
+    return new FenecError(
+      'forbidden_origin',
+      `Origin ${quote(origin)} is not this server's own; a page may call it only from its own origin ` +
+        'or the one --http-cors names',
+    );
   }
 
   #hostRefusal(host: string | undefined): FenecError | undefined {
@@ -59,22 +116,6 @@ export class RequestGuard {
   #isLocal(host: string): boolean {
     const name = hostname(host).toLowerCase();
     return this.#localNames.has(name) || name.endsWith('.localhost');
-  }
-
-  #tokenRefusal(authorization: string | undefined): FenecError | undefined {
-    if (authorization === undefined || authorization === '') {
-      return new FenecError('unauthorized', 'this server takes requests with its token only', {
-        hint: 'send the header "Authorization: Bearer <token>"',
-      });
-    }
-    const token = /^Bearer +(\S+) *$/i.exec(authorization)?.[1];
-    // Both sides hashed: equal lengths for timingSafeEqual, and no timing clue to the token's length.
-    if (token === undefined || !timingSafeEqual(sha256(token), this.#tokenDigest!)) {
-      return new FenecError('invalid_token', 'the token given is not valid for this server', {
-        hint: 'send the header "Authorization: Bearer <token>" with the server\'s token',
-      });
-    }
-    return undefined;
   }
 }
 

@@ -7,13 +7,16 @@
  */
 import { IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { Audit, subjectOf } from '../../shared/audit.js';
+import { EMPTY_POLICY, type Policy } from '../../shared/auth/policy.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ServerConfig } from '../config.js';
 import type { ExecuteOptions, FenecDatabase } from '../database.js';
-import type { RequestGuard } from './guard.js';
+import { SERVER_CALLER, type Caller, type RequestGuard } from './guard.js';
 import type { HttpMetrics, RouteLabel } from './metrics.js';
 import { parseQueryBody } from './query-body.js';
+import { mayChangeSchema, schemaChangeOf } from './schema-change.js';
 
 /** What the handler needs of a database: statements in, answers out. */
 export type Executor = Pick<FenecDatabase, 'execute'>;
@@ -24,6 +27,8 @@ export class FenecRequest extends IncomingMessage {
   started = 0;
   /** The request comes from the --http-cors origin: its answers carry CORS headers. */
   cors = false;
+  /** Who it is from, once the guard let it through. */
+  caller: Caller = SERVER_CALLER;
   handler: HttpHandler | undefined;
   response: ServerResponse | undefined;
   received = 0;
@@ -43,22 +48,30 @@ export class HttpHandler {
   readonly #logger: Logger;
   readonly #maxBody: number;
   readonly #executeOptions: ExecuteOptions;
+  readonly #readOnly: boolean;
+  /** What every JWT is held to: --policy, or the empty policy (no collection) without one. */
+  readonly #policy: Policy;
   readonly #cors: string | undefined;
+  readonly #audit: Audit;
 
   constructor(
-    config: Pick<ServerConfig, 'maxBodyBytes' | 'httpReadOnly' | 'httpCors'>,
+    config: Pick<ServerConfig, 'maxBodyBytes' | 'httpReadOnly' | 'httpCors' | 'policy'>,
     db: Executor,
     guard: RequestGuard,
     metrics: HttpMetrics,
     logger: Logger,
+    audit: Audit = Audit.off,
   ) {
     this.#db = db;
     this.#guard = guard;
     this.#metrics = metrics;
     this.#logger = logger;
     this.#maxBody = config.maxBodyBytes;
+    this.#readOnly = config.httpReadOnly;
     this.#executeOptions = Object.freeze({ readOnly: config.httpReadOnly });
+    this.#policy = config.policy ?? EMPTY_POLICY;
     this.#cors = config.httpCors;
+    this.#audit = audit;
   }
 
   /** The `request` listener of the node:http server (requests are FenecRequest, see startServer). */
@@ -90,8 +103,9 @@ export class HttpHandler {
 
   #query(req: FenecRequest, res: ServerResponse): void {
     req.cors = this.#cors !== undefined && this.#guard.isCorsOrigin(req);
-    const refusal = this.#guard.refusal(req, true);
-    if (refusal !== undefined) return this.#fail(req, res, refusal);
+    const caller = this.#guard.caller(req, '/query');
+    if (caller instanceof FenecError) return this.#fail(req, res, caller);
+    req.caller = caller;
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > this.#maxBody) return this.#tooLarge(req, res);
     if (req.headers.expect !== undefined) res.writeContinue();
@@ -124,13 +138,26 @@ export class HttpHandler {
 
   #answer(req: FenecRequest, res: ServerResponse, body: Buffer): void {
     let text: string;
+    const caller = req.caller;
     try {
       const { statement, params } = parseQueryBody(body);
-      text = JSON.stringify(this.#db.execute(statement, params, this.#executeOptions));
+      const options: ExecuteOptions = caller.kind === 'server'
+        ? this.#executeOptions
+        : { readOnly: this.#readOnly, jwt: caller.claims, policy: this.#policy };
+      text = JSON.stringify(this.#db.execute(statement, params, options));
+      // Written (and flushed) before the answer leaves: an answered change is an audited one.
+      if (this.#audit.enabled && mayChangeSchema(statement)) this.#auditSchema(statement, caller);
     } catch (err) {
       return this.#fail(req, res, err);
     }
     this.#send(req, res, 200, text);
+  }
+
+  #auditSchema(statement: string, caller: Caller): void {
+    const change = schemaChangeOf(statement);
+    if (change === undefined) return;
+    const who = caller.kind === 'server' ? caller : { kind: 'jwt' as const, sub: subjectOf(caller.claims) };
+    this.#audit.schema(change.statement, change.collection, who);
   }
 
   #tooLarge(req: FenecRequest, res: ServerResponse): void {
@@ -142,8 +169,9 @@ export class HttpHandler {
   }
 
   #metricsText(req: FenecRequest, res: ServerResponse): void {
-    const refusal = this.#guard.refusal(req, true);
-    if (refusal !== undefined) return this.#fail(req, res, refusal);
+    // The server's figures are the operator's: a JWT, whatever its policy, is not taken here.
+    const caller = this.#guard.caller(req, '/_metrics', false);
+    if (caller instanceof FenecError) return this.#fail(req, res, caller);
     this.#metrics.text().then(
       (text) => this.#send(req, res, 200, text, { 'content-type': this.#metrics.contentType }),
       (err: unknown) => this.#fail(req, res, err),
@@ -157,7 +185,7 @@ export class HttpHandler {
       return this.#fail(req, res, new FenecError('method_not_allowed', `${req.route} takes ${allowed}, not ${req.method}`), { allow });
     }
     req.cors = this.#cors !== undefined && this.#guard.isCorsOrigin(req);
-    const refusal = this.#guard.refusal(req, false);
+    const refusal = this.#guard.preflightRefusal(req);
     if (refusal !== undefined) return this.#fail(req, res, refusal);
     const headers: OutgoingHttpHeaders = { allow };
     if (req.cors) {

@@ -4,6 +4,7 @@
  */
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Audit } from '../../shared/audit.js';
 import { FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ServerConfig } from '../config.js';
@@ -28,13 +29,13 @@ const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 const CLOSE_GRACE_MS = 5_000;
 
 /**
- * Starts serving `db` as `config` says.
+ * Starts serving `db` as `config` says, writing refused tokens and schema changes to `audit`.
  *
  * @throws FenecError `invalid_option` when the address cannot be listened on (in use, not this
  *   machine's, a privileged port).
  */
-export function startServer(config: ServerConfig, db: Executor, logger: Logger): Promise<RunningServer> {
-  const handler = new HttpHandler(config, db, new RequestGuard(config), new HttpMetrics(), logger);
+export function startServer(config: ServerConfig, db: Executor, logger: Logger, audit: Audit = Audit.off): Promise<RunningServer> {
+  const handler = new HttpHandler(config, db, new RequestGuard(config, audit), new HttpMetrics(), logger, audit);
   const server = http.createServer({ IncomingMessage: FenecRequest }, handler.handle);
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   // A client that sends `Expect: 100-continue` (curl, for large bodies) is told to go on only once

@@ -15,6 +15,9 @@ describe('serverConfig', () => {
       maxBodyBytes: 1024 * 1024,
       httpCors: undefined,
       sweepIntervalMs: 10_000,
+      jwt: undefined,
+      policy: undefined,
+      audit: undefined,
     });
     expect(Object.isFrozen(config)).to.equal(true);
   });
