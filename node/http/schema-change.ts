@@ -6,7 +6,7 @@
 import type { SchemaChange } from '../../shared/audit.js';
 import { parseStatement } from '../../shared/fenecql/parser.js';
 
-const SCHEMA_WORD = /^(?:[ \t\r\n]|--[^\n]*)*(?:create|drop|alter|compact)(?![A-Za-z0-9_])/i;
+const SCHEMA_WORD = /^(?:[ \t\r\n]|--[^\n]*(?:\n|$))*(?:create|drop|alter|compact)(?![A-Za-z0-9_])/i;
 
 export interface SchemaEvent {
   readonly statement: SchemaChange;
