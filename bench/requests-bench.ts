@@ -1,6 +1,8 @@
 /**
  * `make requests-bench`: one row by id through `POST /query` of a real fenec-server, beside a bare
- * node:http server answering the same JSON, at 1 and 8 concurrent clients, measured in one run.
+ * node:http server answering the same JSON, at 1 and 8 concurrent clients, measured in one run. The
+ * fenec-server is asked twice: with its server token, and with a JSON Web Token (HS256, its key a
+ * KeyObject built at start) held to the policy `notes read where owner = $jwt.sub`.
  *
  * Each server runs in a process of its own and the load generator (autocannon) in this one: on a
  * two-core machine that is one core for the generator and one for the server. Latency percentiles
@@ -12,7 +14,8 @@
  *
  * Env: BENCH_SECONDS (default 5) per measured run, each after a 1 s warm-up; BENCH_ROUNDS (default 5).
  * Writes bench/results/requests.json. Targets (issue 2): at 8 clients at least 0.40 of the bare
- * server's requests/s; at 1 client a p50 under 0.3 ms.
+ * server's requests/s; at 1 client a p50 under 0.3 ms. Issue 4: JWT requests at least 0.9 of the
+ * server token's requests/s, at 8 clients.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -22,6 +25,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { mintToken } from '../shared/auth/token.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const FENEC_SERVER = path.join(ROOT, 'dist/node/cli/fenec-server.js');
@@ -36,13 +40,20 @@ const ROWS = 1000;
 const ROW_ID = 500;
 const STATEMENT = 'get notes where id = $1';
 const TOKEN = randomBytes(16).toString('hex');
+const JWT_SECRET = randomBytes(32).toString('hex');
+const SUB = 'bench';
+const POLICY = 'notes read where owner = $jwt.sub\n';
+const JWT = mintToken({ secret: JWT_SECRET, tenant: 'bench', sub: SUB, ttlSeconds: 86_400 });
 const TARGET_RATIO = 0.4;
 const TARGET_P50_MS = 0.3;
+const TARGET_JWT_RATIO = 0.9;
 
 interface Target {
   readonly name: string;
   readonly url: string;
   readonly child: ChildProcess;
+  /** The bearer token its requests carry. */
+  readonly token: string;
 }
 
 interface Measure {
@@ -55,6 +66,9 @@ interface Measure {
   ratioToBare?: number;
   /** The lowest and highest of the per-round ratios to the bare server. */
   ratioSpread?: [number, number];
+  /** JWT runs: requests/s over the server token's (medians), and the per-round spread. */
+  ratioToServerToken?: number;
+  ratioToServerTokenSpread?: [number, number];
 }
 
 async function main(): Promise<void> {
@@ -63,26 +77,39 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-bench-'));
   const targets: Target[] = [];
   try {
-    const fenec = await startFenec(path.join(dir, 'bench.fenec'));
+    const policy = path.join(dir, 'policy.txt');
+    fs.writeFileSync(policy, POLICY);
+    const fenec = await startFenec(path.join(dir, 'bench.fenec'), policy);
     targets.push(fenec);
     const answer = await seed(fenec.url);
     const bare = await startBare(answer);
     targets.push(bare);
+    // The same server process, asked with a JWT: the only difference is the credential and its policy.
+    const fenecJwt: Target = { ...fenec, name: 'fenec-server (JWT)', token: JWT };
+    await checkJwtAnswer(fenecJwt, answer);
 
     const measures: Measure[] = [];
     for (const clients of CLIENTS) {
-      const bareRuns: Measure[] = [];
-      const fenecRuns: Measure[] = [];
+      const order = [bare, fenec, fenecJwt];
+      const runs = new Map<Target, Measure[]>(order.map((target) => [target, []]));
       for (let round = 0; round < ROUNDS; round++) {
-        const order = round % 2 === 0 ? [bare, fenec] : [fenec, bare];
-        for (const target of order) (target === bare ? bareRuns : fenecRuns).push(await measure(target, clients));
+        // Each target goes first, second and third in turn, and the two fenec runs swap every round.
+        const turn = order.map((_, i) => order[(i + round) % order.length]!);
+        if (round % 2 === 1) turn.reverse();
+        for (const target of turn) runs.get(target)!.push(await measure(target, clients));
       }
+      const bareRuns = runs.get(bare)!;
       const baseline = median(bareRuns);
-      const ours = median(fenecRuns);
-      ours.ratioToBare = ours.requestsPerSecond / baseline.requestsPerSecond;
-      const ratios = fenecRuns.map((run, i) => run.requestsPerSecond / bareRuns[i]!.requestsPerSecond);
-      ours.ratioSpread = [Math.min(...ratios), Math.max(...ratios)];
-      measures.push(baseline, ours);
+      measures.push(baseline);
+      for (const target of [fenec, fenecJwt]) {
+        const ours = median(runs.get(target)!);
+        ours.ratioToBare = ours.requestsPerSecond / baseline.requestsPerSecond;
+        ours.ratioSpread = spread(runs.get(target)!, bareRuns);
+        measures.push(ours);
+      }
+      const jwtMeasure = measures.at(-1)!;
+      jwtMeasure.ratioToServerToken = jwtMeasure.requestsPerSecond / measures.at(-2)!.requestsPerSecond;
+      jwtMeasure.ratioToServerTokenSpread = spread(runs.get(fenecJwt)!, runs.get(fenec)!);
     }
     report(measures);
   } finally {
@@ -91,12 +118,17 @@ async function main(): Promise<void> {
   }
 }
 
-async function startFenec(file: string): Promise<Target> {
-  const child = spawn(process.execPath, [FENEC_SERVER, '--file', file, '--port', '0', '--http-token', TOKEN], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+/** The lowest and highest of the per-round ratios of `runs` to `baseline`. */
+function spread(runs: readonly Measure[], baseline: readonly Measure[]): [number, number] {
+  const ratios = runs.map((run, i) => run.requestsPerSecond / baseline[i]!.requestsPerSecond);
+  return [Math.min(...ratios), Math.max(...ratios)];
+}
+
+async function startFenec(file: string, policy: string): Promise<Target> {
+  const args = [FENEC_SERVER, '--file', file, '--port', '0', '--http-token', TOKEN, '--jwt-secret', JWT_SECRET, '--policy', policy];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   const line = await firstLine(child, child.stderr!, (entry) => entry.msg === 'listening');
-  return { name: 'fenec-server', url: String(line.url), child };
+  return { name: 'fenec-server', url: String(line.url), child, token: TOKEN };
 }
 
 async function startBare(answer: string): Promise<Target> {
@@ -105,7 +137,7 @@ async function startBare(answer: string): Promise<Target> {
     env: { ...process.env, BARE_ANSWER: answer },
   });
   const line = await firstLine(child, child.stdout!, (entry) => typeof entry.port === 'number');
-  return { name: 'bare node:http', url: `http://127.0.0.1:${String(line.port)}`, child };
+  return { name: 'bare node:http', url: `http://127.0.0.1:${String(line.port)}`, child, token: TOKEN };
 }
 
 /** The first JSON line a child writes on `stream` that `accept` takes. */
@@ -133,19 +165,25 @@ function firstLine(
 
 /** Creates the collection and its rows; answers the JSON of the row the bench reads. */
 async function seed(url: string): Promise<string> {
-  await post(url, 'create collection notes (title text, body text, n int)', []);
+  await post(url, 'create collection notes (title text, body text, n int, owner text @hash)', []);
   const rows = Array.from({ length: ROWS }, (_, i) =>
-    `{title: ${JSON.stringify(`note ${i + 1}`)}, body: ${JSON.stringify(`the body of note ${i + 1}, a few words long`)}, n: ${i + 1}}`);
+    `{title: ${JSON.stringify(`note ${i + 1}`)}, body: ${JSON.stringify(`the body of note ${i + 1}, a few words long`)}, n: ${i + 1}, owner: ${JSON.stringify(SUB)}}`);
   await post(url, `insert into notes [${rows.join(', ')}]`, []);
   const answer = await post(url, STATEMENT, [ROW_ID]);
   if ((JSON.parse(answer) as { count: number }).count !== 1) throw new Error(`row ${ROW_ID} not found: ${answer}`);
   return answer;
 }
 
-async function post(url: string, statement: string, params: unknown[]): Promise<string> {
+/** The JWT reads the same row, under its policy, as the server token does. */
+async function checkJwtAnswer(target: Target, answer: string): Promise<void> {
+  const seen = await post(target.url, STATEMENT, [ROW_ID], target.token);
+  if (seen !== answer) throw new Error(`the JWT reads ${seen}, the server token ${answer}`);
+}
+
+async function post(url: string, statement: string, params: unknown[], token = TOKEN): Promise<string> {
   const response = await fetch(`${url}/query`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: JSON.stringify({ statement, params }),
   });
   const text = await response.text();
@@ -169,7 +207,7 @@ async function load(target: Target, clients: number, seconds: number): Promise<M
     connections: clients,
     duration: seconds,
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${target.token}` },
     body: JSON.stringify({ statement: STATEMENT, params: [ROW_ID] }),
   });
   instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
@@ -207,7 +245,7 @@ function percentile(sorted: Float64Array, p: number): number {
 }
 
 function report(measures: readonly Measure[]): void {
-  const header = ['target', 'clients', 'req/s', 'p50 ms', 'p99 ms', 'vs bare', 'per round'];
+  const header = ['target', 'clients', 'req/s', 'p50 ms', 'p99 ms', 'vs bare', 'per round', 'vs token', 'per round'];
   const lines = measures.map((m) => [
     m.target,
     String(m.clients),
@@ -216,11 +254,14 @@ function report(measures: readonly Measure[]): void {
     m.p99Ms.toFixed(3),
     m.ratioToBare === undefined ? '' : m.ratioToBare.toFixed(2),
     m.ratioSpread === undefined ? '' : `${m.ratioSpread[0].toFixed(2)}–${m.ratioSpread[1].toFixed(2)}`,
+    m.ratioToServerToken === undefined ? '' : m.ratioToServerToken.toFixed(2),
+    m.ratioToServerTokenSpread === undefined ? '' : `${m.ratioToServerTokenSpread[0].toFixed(2)}–${m.ratioToServerTokenSpread[1].toFixed(2)}`,
   ]);
   const widths = header.map((cell, i) => Math.max(cell.length, ...lines.map((line) => line[i]!.length)));
   const row = (cells: string[]): string => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
   const at8 = measures.find((m) => m.target === 'fenec-server' && m.clients === 8);
   const at1 = measures.find((m) => m.target === 'fenec-server' && m.clients === 1);
+  const jwtAt8 = measures.find((m) => m.ratioToServerToken !== undefined && m.clients === 8);
   const failures = measures.reduce((sum, m) => sum + m.failed, 0);
   process.stdout.write(
     `\nrequests-bench: ${STATEMENT} [${ROW_ID}] over ${ROWS} rows, medians of ${ROUNDS} rounds of ${SECONDS} s, ` +
@@ -228,6 +269,8 @@ function report(measures: readonly Measure[]): void {
       `${[row(header), ...lines.map(row)].join('\n')}\n\n` +
       `target: ≥ ${TARGET_RATIO} of bare at 8 clients — ${at8?.ratioToBare?.toFixed(2)} ${at8 !== undefined && at8.ratioToBare! >= TARGET_RATIO ? 'met' : 'MISSED'}\n` +
       `target: p50 < ${TARGET_P50_MS} ms at 1 client — ${at1?.p50Ms.toFixed(3)} ms ${at1 !== undefined && at1.p50Ms < TARGET_P50_MS ? 'met' : 'MISSED'}\n` +
+      `target: JWT ≥ ${TARGET_JWT_RATIO} of the server token at 8 clients — ${jwtAt8?.ratioToServerToken?.toFixed(2)} ` +
+      `${jwtAt8 !== undefined && jwtAt8.ratioToServerToken! >= TARGET_JWT_RATIO ? 'met' : 'MISSED'}\n` +
       (failures > 0 ? `${failures} requests failed or were refused: the figures are not to be trusted\n` : ''),
   );
   fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
@@ -240,7 +283,8 @@ function report(measures: readonly Measure[]): void {
     rows: ROWS,
     seconds: SECONDS,
     rounds: ROUNDS,
-    targets: { ratioToBareAt8: TARGET_RATIO, p50MsAt1: TARGET_P50_MS },
+    policy: POLICY.trim(),
+    targets: { ratioToBareAt8: TARGET_RATIO, p50MsAt1: TARGET_P50_MS, jwtRatioToServerTokenAt8: TARGET_JWT_RATIO },
     results: measures,
   };
   fs.writeFileSync(RESULTS, `${JSON.stringify(json, null, 2)}\n`);

@@ -6,6 +6,10 @@
  * HS256 token on a server with a public key (the public key's PEM used as an HMAC secret). Keys are
  * `KeyObject`s made at start: given a string, jsonwebtoken would try to parse it as a public key on
  * every verify (~350 µs, against ~8.5 µs).
+ *
+ * An agent sends the same token with every request: the last VERIFIED_CACHE_SIZE tokens that verified
+ * are remembered with their claims, so that a repeated one costs a map lookup and its `exp` and
+ * `nbf` checked again against the clock. Only tokens that verified are kept: garbage cannot fill it.
  */
 import { createPublicKey, createSecretKey, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
@@ -54,15 +58,27 @@ export const CLOCK_TOLERANCE_SECONDS = 30;
 export const MIN_SECRET_BYTES = 32;
 /** A longer bearer token is refused unread: no issuer of ours makes one (a minted token is ~250 bytes). */
 export const MAX_TOKEN_LENGTH = 8192;
+/** How many verified tokens are remembered; past it the oldest is forgotten. */
+export const VERIFIED_CACHE_SIZE = 1024;
+
+interface Verified {
+  readonly accepted: Verification & { ok: true };
+  /** `exp` and `nbf` in seconds, as the token says them. */
+  readonly exp: number;
+  readonly nbf: number | undefined;
+}
 
 export class JwtVerifier {
   readonly algorithm: JwtAlgorithm;
   readonly #key: KeyObject;
   readonly #options: jwt.VerifyOptions & { complete?: false };
+  readonly #tolerance: number;
+  readonly #verified = new Map<string, Verified>();
 
   private constructor(algorithm: JwtAlgorithm, key: KeyObject, options: JwtVerifierOptions) {
     this.algorithm = algorithm;
     this.#key = key;
+    this.#tolerance = options.clockToleranceSeconds ?? CLOCK_TOLERANCE_SECONDS;
     this.#options = Object.freeze({
       algorithms: [algorithm],
       clockTolerance: options.clockToleranceSeconds ?? CLOCK_TOLERANCE_SECONDS,
@@ -104,6 +120,13 @@ export class JwtVerifier {
 
   /** Verifies a token: its claims, or why it is refused. Never throws, never repeats the token. */
   check(token: string): Verification {
+    const known = this.#verified.get(token);
+    if (known !== undefined) {
+      const now = Date.now() / 1000;
+      // As jsonwebtoken decides: expired once now ≥ exp + tolerance, early while nbf > now + tolerance.
+      if (now < known.exp + this.#tolerance && (known.nbf === undefined || known.nbf <= now + this.#tolerance)) return known.accepted;
+      this.#verified.delete(token);
+    }
     if (token.length > MAX_TOKEN_LENGTH) return refused('malformed', `the token is longer than ${MAX_TOKEN_LENGTH} characters`);
     let payload: unknown;
     try {
@@ -114,10 +137,12 @@ export class JwtVerifier {
     if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
       return refused('malformed', 'the token\'s payload is not a JSON object');
     }
-    if (typeof (payload as { exp?: unknown }).exp !== 'number') {
-      return refused('no_expiry', 'the token has no exp claim; this server takes only tokens that expire');
-    }
-    return { ok: true, claims: payload as JwtClaims };
+    const { exp, nbf } = payload as { exp?: unknown; nbf?: unknown };
+    if (typeof exp !== 'number') return refused('no_expiry', 'the token has no exp claim; this server takes only tokens that expire');
+    const accepted = Object.freeze({ ok: true as const, claims: Object.freeze(payload) as JwtClaims });
+    if (this.#verified.size >= VERIFIED_CACHE_SIZE) this.#verified.delete(this.#verified.keys().next().value!);
+    this.#verified.set(token, { accepted, exp, nbf: typeof nbf === 'number' ? nbf : undefined });
+    return accepted;
   }
 
   /**

@@ -47,6 +47,26 @@ describe('JwtVerifier', () => {
     expect(hs.check(sign({ ...claims, nbf: now() + 40 }))).to.include({ ok: false, why: 'not_yet_valid' });
   });
 
+  it('remembers a verified token, and still refuses it once it expires or before it starts', () => {
+    const verifier = JwtVerifier.create({ secret: SECRET });
+    const token = sign({ sub: 'ada', exp: now() + 5 });
+    const first = verifier.check(token);
+    expect(first.ok).to.equal(true);
+    expect(verifier.check(token)).to.equal(first);
+    const later = sign({ sub: 'ada', nbf: now() + 60, exp: now() + 600 });
+    const realNow = Date.now;
+    try {
+      Date.now = () => realNow() + 60_000;
+      expect(verifier.check(later).ok).to.equal(true);
+      Date.now = () => realNow() + 40_000;
+      expect(verifier.check(token)).to.include({ ok: false, why: 'expired' });
+      Date.now = realNow;
+      expect(verifier.check(later)).to.include({ ok: false, why: 'not_yet_valid' });
+    } finally {
+      Date.now = realNow;
+    }
+  });
+
   describe('refuses forged and broken tokens with invalid_token saying why, never repeating the token', () => {
     const good = sign(claims);
     const cases: Array<[name: string, verifier: () => JwtVerifier, token: () => string, why: string, says: string]> = [
