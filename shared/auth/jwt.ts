@@ -17,7 +17,7 @@ import { FenecError } from '../errors.js';
 
 export type JwtAlgorithm = 'HS256' | 'RS256' | 'ES256';
 
-/** A verified token's claims (its payload), as JSON. */
+/** A verified token's claims (its payload), as JSON: a frozen object without a prototype. */
 export type JwtClaims = Readonly<Record<string, unknown>>;
 
 /** Why a token was refused: short, stable words for the audit log and for tests. */
@@ -139,7 +139,9 @@ export class JwtVerifier {
     }
     const { exp, nbf } = payload as { exp?: unknown; nbf?: unknown };
     if (typeof exp !== 'number') return refused('no_expiry', 'the token has no exp claim; this server takes only tokens that expire');
-    const accepted = Object.freeze({ ok: true as const, claims: Object.freeze(payload) as JwtClaims });
+    // Without a prototype: a policy's $jwt.constructor or $jwt.toString names no claim, as it should not.
+    const claims = Object.freeze(Object.assign(Object.create(null) as Record<string, unknown>, payload));
+    const accepted = Object.freeze({ ok: true as const, claims });
     if (this.#verified.size >= VERIFIED_CACHE_SIZE) this.#verified.delete(this.#verified.keys().next().value!);
     this.#verified.set(token, { accepted, exp, nbf: typeof nbf === 'number' ? nbf : undefined });
     return accepted;

@@ -40,6 +40,13 @@ describe('JwtVerifier', () => {
     expect(es.verify(esToken)).to.include({ sub: 'cy' });
   });
 
+  it('answers claims without a prototype, so that no inherited name reads as a claim', () => {
+    const claims = plain.verify(sign({ sub: 'ada' }));
+    expect(Object.getPrototypeOf(claims)).to.equal(null);
+    expect(Object.isFrozen(claims)).to.equal(true);
+    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) expect(claims[name], name).to.equal(undefined);
+  });
+
   it(`forgives ${CLOCK_TOLERANCE_SECONDS} s of clock difference on exp and nbf, and no more`, () => {
     expect(hs.check(sign({ ...claims, exp: now() - 20 })).ok).to.equal(true);
     expect(hs.check(sign({ ...claims, nbf: now() + 20 })).ok).to.equal(true);
