@@ -6,6 +6,7 @@
 import { createHmac, generateKeyPairSync } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import jwt from 'jsonwebtoken';
 import { FENEC, query, request, Sandbox, type ServerProcess } from './processes.js';
@@ -153,9 +154,17 @@ describe('tokens, policies, Origin and Host over HTTP', function () {
 
     it('writes audit lines to stderr under --audit with no file', async () => {
       await query(es.url, 'get notes', [], 'garbage');
-      const lines = es.stderr().split('\n').filter((line) => line.includes('"event":"auth"'));
-      expect(lines.length).to.be.greaterThan(0);
-      expect(JSON.parse(lines.at(-1)!)).to.include({ event: 'auth', why: 'malformed', route: '/query' });
+      // The line was written before the answer; the pipe from the child may bring it a moment after.
+      const malformed = async (): Promise<AuditLine | undefined> => {
+        for (let tries = 0; tries < 50; tries++) {
+          const lines = es.stderr().split('\n').filter((line) => line.includes('"event":"auth"')).map((line) => JSON.parse(line) as AuditLine);
+          const found = lines.find((line) => line.why === 'malformed');
+          if (found !== undefined) return found;
+          await sleep(20);
+        }
+        return undefined;
+      };
+      expect(await malformed()).to.include({ event: 'auth', why: 'malformed', ip: '127.0.0.1', route: '/query' });
     });
 
     it('holds a JWT to the empty policy on a server without --policy: no collection is visible', async () => {
