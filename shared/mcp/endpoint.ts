@@ -1,0 +1,189 @@
+/**
+ * The MCP endpoint, the same over HTTP and stdio: one JSON-RPC message in, at most one answer out.
+ *
+ * A request carrying `_meta`'s revision (or an HTTP MCP-Protocol-Version of 2026-07-28 or later) is
+ * served by 2026-07-28's rules: stateless, headers checked against the body, `server/discover`,
+ * an unknown method a 404. Anything else is served as the handshake revisions are — `initialize`,
+ * `ping`, tools — without a session: each message stands alone, whatever came before.
+ */
+import { trace, SpanStatusCode, type Tracer } from '@opentelemetry/api';
+import { performance } from 'node:perf_hooks';
+import type { FenecError } from '../errors.js';
+import { errorAnswer, parseMessage, resultAnswer, RpcCode, RpcFault, type Message, type RpcAnswer, type RpcRequest } from './json-rpc.js';
+import { agreedRevision, checkEnvelope, checkHeaders, HANDSHAKE, META_SERVER_INFO, META_VERSION, MODERN, SUPPORTED, unsupportedVersion, type HeaderReader } from './revisions.js';
+import type { ToolCaller, ToolOutcome, ToolRunner } from './tool-runner.js';
+import type { ToolName } from './tools.js';
+
+/** What goes back: an HTTP status and one JSON-RPC answer, or none (a notification: 202, or nothing on stdio). */
+export interface McpReply {
+  readonly status: number;
+  readonly answer: RpcAnswer | undefined;
+}
+
+/** How a tool call ended, for metrics and audit: `refused` is an isError result, `failed` a fault. */
+export type ToolCallOutcome = 'ok' | 'refused' | 'failed';
+
+export interface ToolCallEvent {
+  /** The tool's name, or `unknown` for a name this server does not offer (never a caller's text as a label). */
+  readonly tool: ToolName | 'unknown';
+  readonly outcome: ToolCallOutcome;
+  readonly error: FenecError | undefined;
+  readonly seconds: number;
+}
+
+export interface McpEndpointOptions {
+  readonly serverInfo: { readonly name: string; readonly version: string };
+  /** Told of every tools/call, after its answer is made. */
+  readonly onToolCall?: (event: ToolCallEvent) => void;
+  /** Told of a fault inside the server (a bug), answered as -32603: for the log. */
+  readonly onFault?: (err: unknown) => void;
+}
+
+const ACCEPTED: McpReply = Object.freeze({ status: 202, answer: undefined });
+const CAPABILITIES = Object.freeze({ tools: {} });
+const CACHE = Object.freeze({ ttlMs: 0, cacheScope: 'private' });
+
+export class McpEndpoint<O> {
+  readonly #runner: ToolRunner<O>;
+  readonly #options: McpEndpointOptions;
+  readonly #instructions: string;
+  readonly #modernMeta: Readonly<Record<string, unknown>>;
+  readonly #tracer: Tracer = trace.getTracer('fenecdb');
+  readonly #offered: string;
+
+  constructor(runner: ToolRunner<O>, options: McpEndpointOptions) {
+    this.#runner = runner;
+    this.#options = options;
+    this.#instructions = instructions(runner);
+    this.#modernMeta = Object.freeze({ [META_SERVER_INFO]: options.serverInfo });
+    this.#offered = runner.tools.map((t) => t.name).join(', ');
+  }
+
+  /**
+   * Answers one message. `header` reads the HTTP request's headers; it is absent over stdio, where
+   * only the body's rules apply. Never throws.
+   */
+  handle(text: string, caller: ToolCaller<O>, header?: HeaderReader): McpReply {
+    let message: Message;
+    try {
+      message = parseMessage(text);
+    } catch (err) {
+      return fault(err as RpcFault);
+    }
+    const { method, params } = message.kind === 'request' ? message.request : message.notification;
+    const id = message.kind === 'request' ? message.request.id : null;
+    try {
+      const meta = params._meta as Record<string, unknown> | undefined;
+      const headerVersion = header?.('mcp-protocol-version')?.trim();
+      const modern = (meta !== undefined && meta[META_VERSION] !== undefined) || (headerVersion !== undefined && headerVersion >= MODERN);
+      if (modern) {
+        if (header !== undefined) checkHeaders(header, method, params, message.kind === 'request');
+        checkEnvelope(meta);
+        if (message.kind === 'notification') return ACCEPTED;
+        return { status: 200, answer: resultAnswer(message.request.id, this.#modern(message.request, caller)) };
+      }
+      if (headerVersion !== undefined && !(HANDSHAKE as readonly string[]).includes(headerVersion)) throw unsupportedVersion(headerVersion);
+      if (message.kind === 'notification') return ACCEPTED;
+      return { status: 200, answer: resultAnswer(message.request.id, this.#handshake(message.request, caller)) };
+    } catch (err) {
+      if (err instanceof RpcFault) return fault(err, id);
+      this.#options.onFault?.(err);
+      return fault(new RpcFault(RpcCode.internalError, 'Internal error; the request changed nothing', 500), id);
+    }
+  }
+
+  #modern(request: RpcRequest, caller: ToolCaller<O>): unknown {
+    switch (request.method) {
+      case 'server/discover':
+        return {
+          resultType: 'complete',
+          supportedVersions: SUPPORTED,
+          capabilities: CAPABILITIES,
+          instructions: this.#instructions,
+          ...CACHE,
+          _meta: this.#modernMeta,
+        };
+      case 'tools/list':
+        return { resultType: 'complete', tools: this.#runner.tools, ...CACHE, _meta: this.#modernMeta };
+      case 'tools/call':
+        return { resultType: 'complete', ...this.#call(request, caller), _meta: this.#modernMeta };
+      default:
+        throw new RpcFault(RpcCode.methodNotFound, `Method not found: ${request.method}; under ${MODERN} this server answers server/discover, tools/list and tools/call`, 404);
+    }
+  }
+
+  #handshake(request: RpcRequest, caller: ToolCaller<O>): unknown {
+    switch (request.method) {
+      case 'initialize':
+        return {
+          protocolVersion: agreedRevision(request.params.protocolVersion),
+          capabilities: CAPABILITIES,
+          serverInfo: this.#options.serverInfo,
+          instructions: this.#instructions,
+        };
+      case 'ping':
+        return {};
+      case 'tools/list':
+        return { tools: this.#runner.tools };
+      case 'tools/call':
+        return this.#call(request, caller);
+      default:
+        throw new RpcFault(RpcCode.methodNotFound, `Method not found: ${request.method}; this server answers initialize, ping, tools/list and tools/call`, 200);
+    }
+  }
+
+  /** tools/call: an unknown tool or malformed params is a fault; anything the tool refuses is its result. */
+  #call(request: RpcRequest, caller: ToolCaller<O>): Record<string, unknown> {
+    const started = performance.now();
+    const name = request.params.name;
+    const tool = typeof name === 'string' ? this.#runner.tool(name) : undefined;
+    if (tool === undefined) {
+      this.#options.onToolCall?.({ tool: 'unknown', outcome: 'failed', error: undefined, seconds: (performance.now() - started) / 1000 });
+      if (typeof name !== 'string') throw new RpcFault(RpcCode.invalidParams, 'Invalid params: tools/call needs params.name, the tool to call', 200);
+      throw new RpcFault(RpcCode.invalidParams, `Unknown tool: ${JSON.stringify(name.slice(0, 100))}; this server offers ${this.#offered}${offWhy(name)}`, 200);
+    }
+    const span = this.#tracer.startSpan(`mcp.tool ${tool.name}`, { attributes: { 'mcp.tool': tool.name } });
+    let outcome: ToolOutcome;
+    try {
+      outcome = this.#runner.call(tool, request.params.arguments, caller);
+    } finally {
+      span.end();
+    }
+    const failed = !outcome.ok && outcome.error.status >= 500;
+    const label: ToolCallOutcome = outcome.ok ? 'ok' : failed ? 'failed' : 'refused';
+    span.setAttribute('mcp.outcome', label);
+    if (!outcome.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error.code });
+    this.#options.onToolCall?.({ tool: tool.name, outcome: label, error: outcome.ok ? undefined : outcome.error, seconds: (performance.now() - started) / 1000 });
+    if (outcome.ok) return { content: [{ type: 'text', text: outcome.text }], structuredContent: outcome.answer, isError: false };
+    if (failed) throw new RpcFault(RpcCode.internalError, `Internal error: ${outcome.error.message}`, 200, { data: { code: outcome.error.code } });
+    const { error } = outcome.error.toJSON();
+    const refusal = { error: { ...error, status: outcome.error.status, ...outcome.details } };
+    return { content: [{ type: 'text', text: JSON.stringify(refusal) }], structuredContent: refusal, isError: true };
+  }
+}
+
+function fault(err: RpcFault, id: RpcAnswer['id'] | null = err.id): McpReply {
+  return { status: err.httpStatus, answer: errorAnswer(id, err.body()) };
+}
+
+/** Why a tool a fenecdb server can offer is not offered here. */
+function offWhy(name: string): string {
+  if (name === 'write') return '; write is offered by a server started with --mcp-write (and without --http-read-only)';
+  if (name === 'remember' || name === 'recall' || name === 'forget') return `; ${name} is offered by a server started with --mcp-memory NAME`;
+  return '';
+}
+
+/** What a model is told first: what is here, and how to keep an answer small. */
+function instructions(runner: ToolRunner<unknown>): string {
+  const names = new Set(runner.tools.map((t) => t.name));
+  const parts = [
+    'fenecdb holds collections of rows. Call schema first: it lists the collections, their fields and which are searchable (@text by words, @hnsw by vector).',
+    'search finds rows by words or a vector, best first, with a filter (a FenecQL condition such as "year >= $1"); query runs a FenecQL read (get …).',
+    'Values go in params ($1, $2, …), never into the text.',
+    'An answer past 100 rows or 64 KB is refused, not cut: narrow it with limit, fields or a filter — the refusal names a call that fits.',
+  ];
+  if (names.has('write')) parts.push('write inserts, puts, sets or deletes rows.');
+  if (names.has('remember')) parts.push('remember keeps a sentence for later conversations; recall finds memories by words, vector or tags; forget drops one by id.');
+  else if (names.has('recall')) parts.push('recall finds memories by words, vector or tags.');
+  return parts.join(' ');
+}

@@ -1,0 +1,42 @@
+/**
+ * The memory collection of --mcp-memory: made at the first `remember` exactly as the seed page writes
+ * it, with a vector field if that memory brings a vector, and given one at the first memory that does.
+ *
+ *   create collection if not exists memories (text text required @text, tags [text], owner text @hash,
+ *     at timestamp @sorted, expires timestamp @ttl(1ms)[, vector vector<N> @hnsw(cosine)])
+ */
+import type { AlterAddStmt, CreateCollectionStmt, FieldDef } from '../fenecql/ast.js';
+import { parseStatement } from '../fenecql/parser.js';
+
+const DEFINITION = parseStatement(
+  'create collection if not exists memories (text text required @text, tags [text], owner text @hash, at timestamp @sorted, expires timestamp @ttl(1ms))',
+) as CreateCollectionStmt;
+
+/** The field a memory's vector goes in. */
+export const VECTOR_FIELD = 'vector';
+
+function withoutPositions(field: FieldDef): FieldDef {
+  const { pos: _pos, ...rest } = field;
+  return rest;
+}
+
+const FIELDS = DEFINITION.fields.map(withoutPositions);
+
+export function vectorField(dims: number): FieldDef {
+  return { name: VECTOR_FIELD, type: { kind: 'vector', dims }, required: false, unique: false, annotations: [{ kind: 'hnsw', metric: 'cosine' }] };
+}
+
+/** `create collection if not exists NAME (…)`, with `vector vector<dims> @hnsw(cosine)` when dims is given. */
+export function createMemories(collection: string, dims: number | undefined): CreateCollectionStmt {
+  return {
+    kind: 'CreateCollection',
+    name: collection,
+    ifNotExists: true,
+    fields: dims === undefined ? FIELDS : [...FIELDS, vectorField(dims)],
+  };
+}
+
+/** `alter collection NAME add vector vector<dims> @hnsw(cosine)`: a memory collection's first vector. */
+export function addMemoryVector(collection: string, dims: number): AlterAddStmt {
+  return { kind: 'AlterAdd', collection, field: vectorField(dims) };
+}

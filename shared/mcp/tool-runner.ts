@@ -1,0 +1,258 @@
+/**
+ * Runs a tool: its arguments checked, its statement built as a tree and run under the caller's own
+ * options (a token's policy is the database's to enforce, exactly as for /query), vector fields
+ * left out, and the answer held to the bounds.
+ */
+import type { GetStmt, Statement } from '../fenecql/ast.js';
+import { printStatement } from '../fenecql/print.js';
+import { asFenecError, FenecError } from '../errors.js';
+import { checkArguments, type Arguments } from './arguments.js';
+import { checkBounds, type Narrowing } from './bounds.js';
+import { addMemoryVector, createMemories, VECTOR_FIELD } from './memory.js';
+import {
+  forgetStatement,
+  queryStatement,
+  recallStatement,
+  rememberStatement,
+  schemaStatement,
+  searchStatement,
+  writeStatement,
+  type Bound,
+} from './statements.js';
+import { BOUNDS, toolDefinitions, type ToolDefinition, type ToolName, type ToolSetOptions } from './tools.js';
+
+export type Answer = { readonly [key: string]: unknown };
+
+/** What the tools need of a database: a statement tree run under the caller's options. */
+export interface StatementRunner<O> {
+  executeStatement(statement: Statement, params: readonly unknown[], options: O): Answer;
+}
+
+/** Who calls: the options their statements run under (token claims, policy, read-only), passed through as is. */
+export interface ToolCaller<O> {
+  readonly options: O;
+  /** A JSON Web Token held to a policy, not the server's token: it cannot make the memory collection. */
+  readonly scoped: boolean;
+}
+
+export type ToolOutcome =
+  | { readonly ok: true; readonly answer: Answer; readonly text: string }
+  | { readonly ok: false; readonly error: FenecError; readonly details?: Readonly<Record<string, unknown>> };
+
+/** One row more than the bound: when it comes back, the answer is past the bound. */
+const PROBE_LIMIT = BOUNDS.rows + 1;
+
+export class ToolRunner<O> {
+  readonly tools: readonly ToolDefinition[];
+  readonly #byName: ReadonlyMap<string, ToolDefinition>;
+  readonly #db: StatementRunner<O>;
+  readonly #memory: string | undefined;
+
+  constructor(db: StatementRunner<O>, options: ToolSetOptions) {
+    this.#db = db;
+    this.#memory = options.memory;
+    this.tools = toolDefinitions(options);
+    this.#byName = new Map(this.tools.map((t) => [t.name, t]));
+  }
+
+  /** The tool of that name on this server, or undefined (an unknown tool is a protocol fault, not a result). */
+  tool(name: string): ToolDefinition | undefined {
+    return this.#byName.get(name);
+  }
+
+  /** Runs a tool this server offers. Never throws: a refusal is an outcome for the model to correct. */
+  call(tool: ToolDefinition, rawArgs: unknown, caller: ToolCaller<O>): ToolOutcome {
+    try {
+      const args = checkArguments(tool, rawArgs);
+      return this.#run(tool.name, args, caller);
+    } catch (err) {
+      return { ok: false, error: asFenecError(err) };
+    }
+  }
+
+  #run(name: ToolName, args: Arguments, caller: ToolCaller<O>): ToolOutcome {
+    switch (name) {
+      case 'query':
+        return this.#query(args, caller);
+      case 'search':
+        return this.#search(args, caller);
+      case 'schema':
+        return this.#bounded('schema', this.#exec(schemaStatement(args), caller), { choosesFields: false, call: () => undefined });
+      case 'write':
+        return this.#small('write', this.#exec(writeStatement(args), caller));
+      case 'remember':
+        return this.#small('remember', this.#remember(args, caller));
+      case 'recall':
+        return this.#recall(args, caller);
+      case 'forget':
+        return this.#small('forget', this.#orNothing(() => this.#exec(forgetStatement(this.#memory!, args), caller), caller, { count: 0 }));
+    }
+  }
+
+  #exec(bound: Bound, caller: ToolCaller<O>): Answer {
+    return this.#db.executeStatement(bound.statement, bound.params, caller.options);
+  }
+
+  #query(args: Arguments, caller: ToolCaller<O>): ToolOutcome {
+    const bound = queryStatement(args);
+    if (bound.statement.kind === 'Schema') return this.#bounded('query', this.#exec(bound, caller), { choosesFields: false, call: () => undefined });
+    const requested = bound.statement;
+    let select = requested.select;
+    if (args.include_vectors === true) {
+      if (select === null) select = '*';
+    } else if (select === '*') {
+      select = null;
+    } else if (select !== null) {
+      const vectors = this.#vectorFields(requested.collection, caller);
+      if (select.some((f) => vectors.includes(f))) select = select.filter((f) => !vectors.includes(f));
+    }
+    const statement: GetStmt = { ...requested, select };
+    return this.#read('query', { statement, params: bound.params }, caller, {
+      choosesFields: true,
+      call: (limit, fields) => ({
+        name: 'query',
+        arguments: { ...args, statement: printStatement({ ...requested, select: fields ?? requested.select, limit: { kind: 'Literal', type: 'int', value: limit } }) },
+      }),
+    });
+  }
+
+  #search(args: Arguments, caller: ToolCaller<O>): ToolOutcome {
+    let field: string | undefined;
+    if (args.vector != null) field = this.#searchVectorField(args.collection as string, caller);
+    const bound = searchStatement(args, field);
+    return this.#read('search', bound, caller, {
+      choosesFields: true,
+      call: (limit, fields) => ({ name: 'search', arguments: { ...args, limit, ...(fields === undefined ? {} : { fields }) } }),
+    });
+  }
+
+  #recall(args: Arguments, caller: ToolCaller<O>): ToolOutcome {
+    const memory = this.#memory!;
+    const narrowing: Narrowing = { choosesFields: false, call: (limit) => ({ name: 'recall', arguments: { ...args, limit } }) };
+    try {
+      return this.#read('recall', recallStatement(memory, args), caller, narrowing);
+    } catch (err) {
+      // No memory has come with a vector yet: words alone still recall.
+      if (args.vector != null && args.text != null && isUnknownField(err, VECTOR_FIELD)) {
+        const { vector: _vector, ...words } = args;
+        return this.#read('recall', recallStatement(memory, words), caller, narrowing);
+      }
+      if (!caller.scoped && asFenecError(err).code === 'unknown_collection') return this.#bounded('recall', { rows: [], count: 0 }, narrowing);
+      throw err;
+    }
+  }
+
+  /**
+   * A read run with at most one row past the bound, so that a statement matching a million rows
+   * never reads them all; when the bound is passed, the rows found are counted for the refusal.
+   */
+  #read(tool: string, bound: Bound<GetStmt>, caller: ToolCaller<O>, narrowing: Narrowing): ToolOutcome {
+    const { statement } = bound;
+    if (statement.count) return this.#bounded(tool, this.#exec(bound, caller), narrowing);
+    const limit = statement.limit;
+    const capped = limit === undefined || limit.kind !== 'Literal' || (limit.value as number) > BOUNDS.rows;
+    const run: GetStmt = capped ? { ...statement, limit: { kind: 'Literal', type: 'int', value: PROBE_LIMIT } } : statement;
+    const answer = this.#exec({ statement: run, params: bound.params }, caller);
+    return this.#bounded(tool, answer, narrowing, () => this.#count(bound, caller));
+  }
+
+  /** How many rows a read would answer under its own limit and offset, for a refusal's figures. */
+  #count(bound: Bound<GetStmt>, caller: ToolCaller<O>): number | undefined {
+    const { limit, offset, order: _order, select: _select, ...rest } = bound.statement;
+    try {
+      const all = this.#exec({ statement: { ...rest, select: null, order: [], count: true }, params: bound.params }, caller).count as number;
+      const skipped = offset?.kind === 'Literal' ? (offset.value as number) : 0;
+      const left = Math.max(0, all - skipped);
+      return limit?.kind === 'Literal' ? Math.min(left, limit.value as number) : left;
+    } catch {
+      return undefined;
+    }
+  }
+
+  #bounded(tool: string, answer: Answer, narrowing: Narrowing, found: () => number | undefined = () => undefined): ToolOutcome {
+    const checked = checkBounds(tool, answer, narrowing, found);
+    return checked.ok ? { ok: true, answer, text: checked.text } : { ok: false, error: checked.error, details: checked.details };
+  }
+
+  /** A write's answer: a count and ids, within the bounds but for an insert of thousands of rows. */
+  #small(tool: string, answer: Answer): ToolOutcome {
+    return this.#bounded(tool, answer, { choosesFields: false, call: () => undefined });
+  }
+
+  /** For the server's token, a memory collection not made yet holds nothing: `fallback` is the answer. */
+  #orNothing(run: () => Answer, caller: ToolCaller<O>, fallback: Answer): Answer {
+    try {
+      return run();
+    } catch (err) {
+      if (!caller.scoped && asFenecError(err).code === 'unknown_collection') return fallback;
+      throw err;
+    }
+  }
+
+  /**
+   * Inserts the memory; the collection is made at the first memory, and given a vector field at the
+   * first that brings one. A scoped token may change no schema: it is told the statement to have run.
+   */
+  #remember(args: Arguments, caller: ToolCaller<O>): Answer {
+    const memory = this.#memory!;
+    const insert = rememberStatement(memory, args);
+    const dims = args.vector == null ? undefined : (args.vector as unknown[]).length;
+    try {
+      return this.#exec(insert, caller);
+    } catch (err) {
+      const error = asFenecError(err);
+      let change: Statement;
+      if (error.code === 'unknown_collection') change = createMemories(memory, dims);
+      else if (dims !== undefined && isUnknownField(error, VECTOR_FIELD) && !this.#fieldNames(memory, caller).includes(VECTOR_FIELD)) change = addMemoryVector(memory, dims);
+      else throw err;
+      if (caller.scoped) throw schemaNeeded(memory, change);
+      try {
+        this.#db.executeStatement(change, [], caller.options);
+      } catch (raced) {
+        // Another call made the same change meanwhile.
+        if (asFenecError(raced).code !== 'field_exists') throw raced;
+      }
+      return this.#exec(insert, caller);
+    }
+  }
+
+  #fields(collection: string, caller: ToolCaller<O>): { name: string; type: string }[] {
+    const answer = this.#db.executeStatement({ kind: 'Schema', collection }, [], caller.options);
+    return (answer.collections as { fields: { name: string; type: string }[] }[])[0]?.fields ?? [];
+  }
+
+  #fieldNames(collection: string, caller: ToolCaller<O>): string[] {
+    return this.#fields(collection, caller).map((f) => f.name);
+  }
+
+  #vectorFields(collection: string, caller: ToolCaller<O>): string[] {
+    return this.#fields(collection, caller).filter((f) => f.type.startsWith('vector<')).map((f) => f.name);
+  }
+
+  /** The one vector field a search's vector is compared with. */
+  #searchVectorField(collection: string, caller: ToolCaller<O>): string {
+    const vectors = this.#vectorFields(collection, caller);
+    if (vectors.length === 1) return vectors[0]!;
+    if (vectors.length === 0) {
+      throw new FenecError('invalid_argument', `search: ${collection} has no vector field to compare a vector with`, { hint: 'search it by text, or see schema' });
+    }
+    throw new FenecError('invalid_argument', `search: ${collection} has ${vectors.length} vector fields (${vectors.join(', ')}); search compares a vector with a collection's only one`, {
+      hint: `use query with near: get ${collection} near ${vectors[0]} $1 limit 10, the vector in params`,
+    });
+  }
+}
+
+function isUnknownField(err: unknown, field: string): boolean {
+  const error = asFenecError(err);
+  return error.code === 'unknown_field' && new RegExp(`\\b${field}\\b`).test(error.message);
+}
+
+function schemaNeeded(collection: string, change: Statement): FenecError {
+  const statement = printStatement(change);
+  const what = change.kind === 'CreateCollection' ? `the memory collection ${collection} is not one this token reaches` : `${collection} has no vector field yet`;
+  return new FenecError('forbidden', `${what}; a JSON Web Token may not change a schema, so the server's token must run, once: ${statement}`, {
+    hint: change.kind === 'CreateCollection'
+      ? `have the operator run it (fenec query --url … ${JSON.stringify(statement)} with the server token); if the collection exists already, the token's policy must name it, e.g. ${collection}  read,write  where owner = $jwt.sub`
+      : `have the operator run it, or remember without a vector`,
+  });
+}
