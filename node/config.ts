@@ -6,6 +6,15 @@ import type { AuditTarget } from '../shared/audit.js';
 import { JwtVerifier } from '../shared/auth/jwt.js';
 import type { Policy } from '../shared/auth/policy.js';
 import { FenecError } from '../shared/errors.js';
+import { isName } from '../shared/fenecql/lexer.js';
+
+/** The MCP endpoint's options (`--mcp`, `--mcp-write`, `--mcp-memory NAME`). */
+export interface McpConfig {
+  /** Offer `write` (put, insert, set, del). Default `false`. */
+  readonly write: boolean;
+  /** Offer `remember`, `recall` and `forget` over this collection. Default: none. */
+  readonly memory: string | undefined;
+}
 
 export interface ServerConfig {
   /** The `.fenec` file served. Required (until tenant nodes bring `--data-dir`). */
@@ -42,6 +51,11 @@ export interface ServerConfig {
   readonly policy: Policy | undefined;
   /** Where audit lines go (`--audit [FILE]`: a file, or stderr when no file is named). Default: no audit. */
   readonly audit: AuditTarget | undefined;
+  /**
+   * Serve MCP at `POST /_mcp` (`--mcp`; `--mcp-write` and `--mcp-memory` imply it). Default: none,
+   * and `/_mcp` is as unknown as any other path.
+   */
+  readonly mcp: McpConfig | undefined;
 }
 
 /** A public key for JWTs: its PEM text, and the file it came from (for messages). */
@@ -93,6 +107,7 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     jwt: jwtVerifier(input),
     policy: input.policy,
     audit: input.audit,
+    mcp: input.mcp === undefined ? undefined : Object.freeze({ ...input.mcp }),
   };
   if (config.file === '') throw invalidOption('--file', 'must name a file');
   if (config.host === '') throw invalidOption('--host', 'must name an address, e.g. 127.0.0.1 or 0.0.0.0');
@@ -111,6 +126,10 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     throw invalidOption('--policy', 'holds JSON Web Tokens to a policy: give --jwt-secret or --jwt-public-key too');
   }
   if (config.audit?.kind === 'file' && config.audit.path === '') throw invalidOption('--audit', 'must name a file, or nothing for stderr');
+  const memory = config.mcp?.memory;
+  if (memory !== undefined && (!isName(memory) || memory.startsWith('_'))) {
+    throw invalidOption('--mcp-memory', `takes a collection name (a letter, then letters, digits or _, at most 64), not "${memory}"`);
+  }
   return Object.freeze(config);
 }
 

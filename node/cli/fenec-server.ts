@@ -31,12 +31,15 @@ interface Options {
   jwtAudience?: string;
   policy?: string;
   audit?: string | true;
+  mcp?: boolean;
+  mcpWrite?: boolean;
+  mcpMemory?: string;
 }
 
 async function main(): Promise<void> {
   let config: ServerConfig | undefined;
   const program = createProgram(NAME)
-    .description('Serve one .fenec file over HTTP: POST /query, GET /_health, GET /_metrics.')
+    .description('Serve one .fenec file over HTTP: POST /query, POST /_mcp (with --mcp), GET /_health, GET /_metrics.')
     .requiredOption('--file <path>', 'the .fenec file to serve; created when missing (its lock F.lock is held while serving)')
     .option('--host <address>', 'address to listen on (0.0.0.0: every interface)', SERVER_DEFAULTS.host)
     .option('--port <port>', 'port to listen on; 0 takes a free one, named in the startup log line', String(SERVER_DEFAULTS.port))
@@ -55,7 +58,10 @@ async function main(): Promise<void> {
     .option('--jwt-audience <aud>', 'take only JSON Web Tokens whose aud claim is or contains this')
     .option('--policy <file>', 'the policy JSON Web Tokens are held to: lines COLLECTION GRANTS [where COND], '
       + 'e.g. "memories read,write where owner = $jwt.sub" (without it, a JWT reaches no collection)')
-    .option('--audit [file]', 'write one JSON line per refused token and schema change to this file (appended), or to stderr when no file is named')
+    .option('--mcp', 'serve MCP (the Model Context Protocol) at POST /_mcp: the tools query, search and schema, under the same tokens as /query')
+    .option('--mcp-write', 'add the MCP tool write (insert, put, set, del; never a schema change); implies --mcp')
+    .option('--mcp-memory <collection>', 'add the MCP tools remember, recall and forget over this collection, made at the first memory; implies --mcp')
+    .option('--audit [file]', 'write one JSON line per refused token, schema change and MCP write, remember or forget to this file (appended), or to stderr when no file is named')
     .action((options: Options) => {
       // The secret from the environment only when no key is named on the command line: an empty
       // FENEC_JWT_SECRET is unset, as FENEC_TOKEN's is.
@@ -78,6 +84,9 @@ async function main(): Promise<void> {
         jwtAudience: options.jwtAudience,
         policy: options.policy === undefined ? undefined : readPolicy(options.policy),
         audit: auditTarget(options.audit),
+        mcp: options.mcp === true || options.mcpWrite === true || options.mcpMemory !== undefined
+          ? { write: options.mcpWrite === true, memory: options.mcpMemory }
+          : undefined,
       });
     });
   await parseCommandLine(program, process.argv);
@@ -158,9 +167,19 @@ async function serve(config: ServerConfig): Promise<void> {
       auth: authText(config),
       policy: config.jwt === undefined ? undefined : config.policy === undefined ? 'none: JWTs reach no collection' : `${config.policy.rules.size} collection(s)`,
       audit: config.audit === undefined ? undefined : config.audit.kind === 'file' ? config.audit.path : 'stderr',
+      mcp: config.mcp === undefined ? undefined : mcpText(config),
     },
     'listening',
   );
+}
+
+/** The MCP endpoint and its tools, as the startup line names them. */
+function mcpText(config: ServerConfig): string {
+  const tools = ['query', 'search', 'schema'];
+  const writes = !config.httpReadOnly && !config.readOnly;
+  if (config.mcp!.write && writes) tools.push('write');
+  if (config.mcp!.memory !== undefined) tools.push(...(writes ? ['remember', 'recall', 'forget'] : ['recall']));
+  return `POST /_mcp: ${tools.join(', ')}${config.mcp!.memory === undefined ? '' : ` (memory: ${config.mcp!.memory})`}`;
 }
 
 /** What the startup line says of credentials: never a token or a secret. */

@@ -13,13 +13,14 @@ import { asFenecError, FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ServerConfig } from '../config.js';
 import type { ExecuteOptions, FenecDatabase } from '../database.js';
+import type { McpEndpoint } from '../../shared/mcp/endpoint.js';
 import { SERVER_CALLER, type Caller, type RequestGuard } from './guard.js';
 import type { HttpMetrics, RouteLabel } from './metrics.js';
 import { parseQueryBody } from './query-body.js';
 import { mayChangeSchema, schemaChangeOf } from './schema-change.js';
 
-/** What the handler needs of a database: statements in, answers out. */
-export type Executor = Pick<FenecDatabase, 'execute'>;
+/** What the handler needs of a database: statements (as text, or as trees for MCP) in, answers out. */
+export type Executor = Pick<FenecDatabase, 'execute' | 'executeStatement'>;
 
 /** A request carrying its own handling state, so that the body's listeners can be shared functions. */
 export class FenecRequest extends IncomingMessage {
@@ -39,6 +40,7 @@ export class FenecRequest extends IncomingMessage {
 const JSON_TYPE = 'application/json';
 const HEALTH_BODY = '{"status":"ok"}';
 const ROUTES_TEXT = 'POST /query, GET /_health and GET /_metrics';
+const ROUTES_TEXT_MCP = 'POST /query, POST /_mcp, GET /_health and GET /_metrics';
 const EMPTY = Buffer.alloc(0);
 
 export class HttpHandler {
@@ -53,6 +55,9 @@ export class HttpHandler {
   readonly #policy: Policy;
   readonly #cors: string | undefined;
   readonly #audit: Audit;
+  /** The MCP endpoint (--mcp), or undefined: then /_mcp is as unknown as any other path. */
+  readonly #mcp: McpEndpoint<ExecuteOptions> | undefined;
+  readonly #routes: string;
 
   constructor(
     config: Pick<ServerConfig, 'maxBodyBytes' | 'httpReadOnly' | 'httpCors' | 'policy'>,
@@ -61,6 +66,7 @@ export class HttpHandler {
     metrics: HttpMetrics,
     logger: Logger,
     audit: Audit = Audit.off,
+    mcp?: McpEndpoint<ExecuteOptions>,
   ) {
     this.#db = db;
     this.#guard = guard;
@@ -72,6 +78,8 @@ export class HttpHandler {
     this.#policy = config.policy ?? EMPTY_POLICY;
     this.#cors = config.httpCors;
     this.#audit = audit;
+    this.#mcp = mcp;
+    this.#routes = mcp === undefined ? ROUTES_TEXT : ROUTES_TEXT_MCP;
   }
 
   /** The `request` listener of the node:http server (requests are FenecRequest, see startServer). */
@@ -87,6 +95,12 @@ export class HttpHandler {
         req.route = '/query';
         if (method === 'POST') return this.#query(req, res);
         return this.#otherMethod(req, res, 'POST');
+      case '/_mcp':
+        if (this.#mcp === undefined) break;
+        req.route = '/_mcp';
+        // No stream is offered (GET), and no session is ever made to end (DELETE): 405.
+        if (method === 'POST') return this.#query(req, res);
+        return this.#otherMethod(req, res, 'POST');
       case '/_health':
         req.route = '/_health';
         // For load balancers: no token, Host or Origin asked, and nothing told but that it runs.
@@ -96,14 +110,13 @@ export class HttpHandler {
         req.route = '/_metrics';
         if (method === 'GET' || method === 'HEAD') return this.#metricsText(req, res);
         return this.#otherMethod(req, res, 'GET, HEAD');
-      default:
-        return this.#fail(req, res, new FenecError('not_found', `no route ${JSON.stringify(path.slice(0, 200))}; this server answers ${ROUTES_TEXT}`));
     }
+    return this.#fail(req, res, new FenecError('not_found', `no route ${JSON.stringify(path.slice(0, 200))}; this server answers ${this.#routes}`));
   };
 
   #query(req: FenecRequest, res: ServerResponse): void {
     req.cors = this.#cors !== undefined && this.#guard.isCorsOrigin(req);
-    const caller = this.#guard.caller(req, '/query');
+    const caller = this.#guard.caller(req, req.route);
     if (caller instanceof FenecError) return this.#fail(req, res, caller);
     req.caller = caller;
     const declared = req.headers['content-length'];
@@ -133,7 +146,8 @@ export class HttpHandler {
   static #onEnd(this: FenecRequest): void {
     const body = this.rest !== undefined ? Buffer.concat(this.rest, this.received) : (this.first ?? EMPTY);
     this.first = this.rest = undefined;
-    this.handler!.#answer(this, this.response!, body);
+    if (this.route === '/_mcp') this.handler!.#answerMcp(this, this.response!, body);
+    else this.handler!.#answer(this, this.response!, body);
   }
 
   #answer(req: FenecRequest, res: ServerResponse, body: Buffer): void {
@@ -151,6 +165,21 @@ export class HttpHandler {
       return this.#fail(req, res, err);
     }
     this.#send(req, res, 200, text);
+  }
+
+  /** One MCP message: its answer is JSON-RPC's, whatever the tool said; a notification is a bare 202. */
+  #answerMcp(req: FenecRequest, res: ServerResponse, body: Buffer): void {
+    const caller = req.caller;
+    const options: ExecuteOptions = caller.kind === 'server'
+      ? this.#executeOptions
+      : { readOnly: this.#readOnly, jwt: caller.claims, policy: this.#policy };
+    const headers = req.headers;
+    const reply = this.#mcp!.handle(body.toString('utf8'), { options, scoped: caller.kind === 'jwt' }, (name) => {
+      const value = headers[name];
+      return Array.isArray(value) ? value.join(', ') : value;
+    });
+    if (reply.answer === undefined) return this.#write(req, res, reply.status, {}, undefined);
+    this.#send(req, res, reply.status, JSON.stringify(reply.answer));
   }
 
   #auditSchema(statement: string, caller: Caller): void {

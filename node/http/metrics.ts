@@ -5,7 +5,10 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** A route pattern, never a path: a collection or tenant name must not become a label value. */
-export type RouteLabel = '/query' | '/_health' | '/_metrics' | 'other';
+export type RouteLabel = '/query' | '/_mcp' | '/_health' | '/_metrics' | 'other';
+
+/** How an MCP tool call ended: answered, refused as an isError result, or failed (a fault, an unknown tool). */
+export type ToolOutcomeLabel = 'ok' | 'refused' | 'failed';
 
 /** Sub-millisecond buckets: a get by id answers in tenths of a millisecond. */
 const DURATION_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -14,6 +17,7 @@ export class HttpMetrics {
   readonly registry = new Registry();
   readonly #requests: Counter<'route' | 'status'>;
   readonly #duration: Histogram<'route'>;
+  readonly #toolCalls: Counter<'tool' | 'outcome'>;
 
   constructor() {
     this.#requests = new Counter({
@@ -29,7 +33,18 @@ export class HttpMetrics {
       buckets: DURATION_BUCKETS,
       registers: [this.registry],
     });
+    this.#toolCalls = new Counter({
+      name: 'fenec_mcp_tool_calls_total',
+      help: 'MCP tool calls, by tool (unknown for a name not offered) and outcome (ok, refused, failed). No collection is a label.',
+      labelNames: ['tool', 'outcome'],
+      registers: [this.registry],
+    });
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Counts one MCP tool call. */
+  toolCall(tool: string, outcome: ToolOutcomeLabel): void {
+    this.#toolCalls.inc({ tool, outcome });
   }
 
   /** Counts one answered request. */

@@ -31,10 +31,10 @@ export interface ToolCallEvent {
   readonly seconds: number;
 }
 
-export interface McpEndpointOptions {
+export interface McpEndpointOptions<O> {
   readonly serverInfo: { readonly name: string; readonly version: string };
-  /** Told of every tools/call, after its answer is made. */
-  readonly onToolCall?: (event: ToolCallEvent) => void;
+  /** Told of every tools/call, after its answer is made and before it is sent. */
+  readonly onToolCall?: (event: ToolCallEvent, caller: ToolCaller<O>) => void;
   /** Told of a fault inside the server (a bug), answered as -32603: for the log. */
   readonly onFault?: (err: unknown) => void;
 }
@@ -45,13 +45,13 @@ const CACHE = Object.freeze({ ttlMs: 0, cacheScope: 'private' });
 
 export class McpEndpoint<O> {
   readonly #runner: ToolRunner<O>;
-  readonly #options: McpEndpointOptions;
+  readonly #options: McpEndpointOptions<O>;
   readonly #instructions: string;
   readonly #modernMeta: Readonly<Record<string, unknown>>;
   readonly #tracer: Tracer = trace.getTracer('fenecdb');
   readonly #offered: string;
 
-  constructor(runner: ToolRunner<O>, options: McpEndpointOptions) {
+  constructor(runner: ToolRunner<O>, options: McpEndpointOptions<O>) {
     this.#runner = runner;
     this.#options = options;
     this.#instructions = instructions(runner);
@@ -138,7 +138,7 @@ export class McpEndpoint<O> {
     const name = request.params.name;
     const tool = typeof name === 'string' ? this.#runner.tool(name) : undefined;
     if (tool === undefined) {
-      this.#options.onToolCall?.({ tool: 'unknown', outcome: 'failed', error: undefined, seconds: (performance.now() - started) / 1000 });
+      this.#options.onToolCall?.({ tool: 'unknown', outcome: 'failed', error: undefined, seconds: (performance.now() - started) / 1000 }, caller);
       if (typeof name !== 'string') throw new RpcFault(RpcCode.invalidParams, 'Invalid params: tools/call needs params.name, the tool to call', 200);
       throw new RpcFault(RpcCode.invalidParams, `Unknown tool: ${JSON.stringify(name.slice(0, 100))}; this server offers ${this.#offered}${offWhy(name)}`, 200);
     }
@@ -153,7 +153,7 @@ export class McpEndpoint<O> {
     const label: ToolCallOutcome = outcome.ok ? 'ok' : failed ? 'failed' : 'refused';
     span.setAttribute('mcp.outcome', label);
     if (!outcome.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error.code });
-    this.#options.onToolCall?.({ tool: tool.name, outcome: label, error: outcome.ok ? undefined : outcome.error, seconds: (performance.now() - started) / 1000 });
+    this.#options.onToolCall?.({ tool: tool.name, outcome: label, error: outcome.ok ? undefined : outcome.error, seconds: (performance.now() - started) / 1000 }, caller);
     if (outcome.ok) return { content: [{ type: 'text', text: outcome.text }], structuredContent: outcome.answer, isError: false };
     if (failed) throw new RpcFault(RpcCode.internalError, `Internal error: ${outcome.error.message}`, 200, { data: { code: outcome.error.code } });
     const { error } = outcome.error.toJSON();

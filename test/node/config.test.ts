@@ -18,6 +18,7 @@ describe('serverConfig', () => {
       jwt: undefined,
       policy: undefined,
       audit: undefined,
+      mcp: undefined,
     });
     expect(Object.isFrozen(config)).to.equal(true);
   });
