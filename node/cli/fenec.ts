@@ -7,6 +7,7 @@ import { mintToken, parseClaims, parseTtl } from '../../shared/auth/token.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';
 import { FenecDatabase } from '../database.js';
 import { createProgram, onExit, parseCommandLine, usageError } from './command-line.js';
+import { addMcpCommand } from './mcp-command.js';
 
 const NAME = 'fenec';
 
@@ -158,5 +159,7 @@ function localError(err: unknown): FenecError {
   if (error.code !== 'internal' || !(err instanceof Error)) return error;
   return new FenecError('internal', `internal error: ${err.message}`, { cause: err });
 }
+
+addMcpCommand(program);
 
 await parseCommandLine(program, process.argv);

@@ -1,0 +1,113 @@
+/**
+ * `fenec mcp`: the MCP server as a process an agent starts, speaking stdio. Over `--file` it holds
+ * the database itself; over `--url` it is a bridge in front of a server, deciding nothing.
+ */
+import type { Command } from 'commander';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { FenecError } from '../../shared/errors.js';
+import { createLogger, type Logger } from '../../shared/logger.js';
+import { FenecDatabase } from '../database.js';
+import { bridgeUrl, McpBridge } from '../mcp/bridge.js';
+import { mcpEndpoint } from '../mcp/serve-mcp.js';
+import { serveLines } from '../mcp/stdio.js';
+import { onExit, usageError } from './command-line.js';
+
+const NAME = 'fenec';
+const PROGRAM = 'fenec mcp';
+/**
+ * How long a start waits for the file's lock while another process holds it: an agent's client may
+ * start a short-lived process first (the v2 client's probe) and this one as it exits.
+ */
+const LOCK_PATIENCE_MS = 3_000;
+const LOCK_RETRY_MS = 50;
+
+interface McpOptions {
+  file?: string;
+  url?: string;
+  memory?: string;
+  write?: boolean;
+  readOnly?: boolean;
+}
+
+export function addMcpCommand(program: Command): void {
+  program
+    .command('mcp')
+    .description('Serve MCP over stdio (a JSON-RPC message a line on stdin, an answer a line on stdout, logs on stderr): '
+      + 'over a .fenec file, or as a bridge in front of a server.')
+    .option('--file <path>', 'serve this .fenec file (takes F.lock while the session lasts, unless --read-only)')
+    .option('--url <url>', 'bridge to a server\'s MCP endpoint, e.g. http://127.0.0.1:8080/_mcp; the token from $FENEC_TOKEN')
+    .option('--memory <collection>', 'with --file: offer remember, recall and forget over this collection')
+    .option('--write', 'with --file: offer write (insert, put, set, del; never a schema change)')
+    .option('--read-only', 'with --file: take no lock, write nothing, read the file as it stood when the session began')
+    .action(async (options: McpOptions) => {
+      if ((options.file === undefined) === (options.url === undefined)) usageError(NAME, 'mcp takes one of --file <path> or --url <url>');
+      if (options.url !== undefined) {
+        for (const flag of ['memory', 'write', 'readOnly'] as const) {
+          if (options[flag] !== undefined) usageError(NAME, `--${flag === 'readOnly' ? 'read-only' : flag} is for --file; over --url the tools are the server's`);
+        }
+        await bridge(options.url);
+      } else {
+        if (options.write === true && options.readOnly === true) usageError(NAME, '--write and --read-only contradict each other');
+        if (options.memory !== undefined && !/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(options.memory)) {
+          usageError(NAME, `--memory takes a collection name (a letter, then letters, digits or _, at most 64), not "${options.memory}"`);
+        }
+        await serveFile(options.file!, options);
+      }
+    });
+}
+
+async function serveFile(file: string, options: McpOptions): Promise<void> {
+  const logger = createLogger(PROGRAM);
+  const readOnly = options.readOnly === true;
+  const db = await openPatiently(file, readOnly, logger);
+  onExit(() => db.close());
+  const endpoint = mcpEndpoint(db, { write: options.write === true, memory: options.memory, readOnly, logger });
+  // The process is the file's owner, as the server's token is the server's: it reaches everything.
+  const caller = { options: { readOnly }, scoped: false };
+  logger.info({ file, readOnly, write: options.write === true, memory: options.memory ?? null }, 'serving MCP on stdio');
+  await serveLines(process.stdin, process.stdout, (line) => {
+    const reply = endpoint.handle(line, caller);
+    return reply.answer === undefined ? undefined : [reply.answer];
+  });
+  // stdin ended: the session is over. A vector index still building is stored before the exit.
+  await db.idle();
+  db.close();
+  process.exit(0);
+}
+
+/** Opens the file, waiting up to LOCK_PATIENCE_MS for a lock whose holder may be exiting. */
+async function openPatiently(file: string, readOnly: boolean, logger: Logger): Promise<FenecDatabase> {
+  const deadline = Date.now() + LOCK_PATIENCE_MS;
+  let told = false;
+  for (;;) {
+    try {
+      return FenecDatabase.open({ file, readOnly, program: PROGRAM });
+    } catch (err) {
+      if (!(err instanceof FenecError) || err.code !== 'lock_held' || Date.now() >= deadline) return refuse(err);
+      if (!told) logger.info({ file }, `waiting for the lock: ${err.message}`);
+      told = true;
+      await sleep(LOCK_RETRY_MS);
+    }
+  }
+}
+
+async function bridge(urlText: string): Promise<void> {
+  let url: URL;
+  try {
+    url = bridgeUrl(urlText);
+  } catch (err) {
+    usageError(NAME, (err as Error).message);
+  }
+  const logger = createLogger(PROGRAM);
+  const bridge = new McpBridge({ url, token: process.env.FENEC_TOKEN || undefined });
+  logger.info({ url: url.href, token: process.env.FENEC_TOKEN ? 'from FENEC_TOKEN' : 'none' }, 'bridging MCP on stdio');
+  await serveLines(process.stdin, process.stdout, (line) => bridge.forward(line));
+  process.exit(0);
+}
+
+/** A start refused (the lock held, a file that is not fenecdb's): one line on stderr, and exit status 1. */
+function refuse(err: unknown): never {
+  const error = err instanceof FenecError ? err : new FenecError('internal', (err as Error).message);
+  process.stderr.write(`${NAME}: ${error.code}: ${error.message}${error.hint === undefined ? '' : ` (${error.hint})`}\n`);
+  process.exit(1);
+}
