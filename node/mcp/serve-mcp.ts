@@ -36,8 +36,12 @@ export interface McpServeOptions {
 }
 
 export function mcpEndpoint(db: StatementRunner<ExecuteOptions>, options: McpServeOptions): McpEndpoint<ExecuteOptions> {
-  const runner = new ToolRunner<ExecuteOptions>(db, { write: options.write, memory: options.memory, readOnly: options.readOnly });
   const audit = options.audit ?? Audit.off;
+  // Only the server's token (or the file's own process) makes the memory collection: "who" is the server.
+  const runner = new ToolRunner<ExecuteOptions>(db, { write: options.write, memory: options.memory, readOnly: options.readOnly }, (change) => {
+    if (change.kind === 'CreateCollection') audit.schema('create', change.name, { kind: 'server' });
+    else audit.schema('alter add', change.collection, { kind: 'server' });
+  });
   const tenant = options.tenant ?? null;
   const { logger, count } = options;
   return new McpEndpoint(runner, {

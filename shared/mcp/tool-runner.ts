@@ -3,7 +3,7 @@
  * options (a token's policy is the database's to enforce, exactly as for /query), vector fields
  * left out, and the answer held to the bounds.
  */
-import type { GetStmt, Statement } from '../fenecql/ast.js';
+import type { AlterAddStmt, CreateCollectionStmt, GetStmt, Statement } from '../fenecql/ast.js';
 import { printStatement } from '../fenecql/print.js';
 import { asFenecError, FenecError } from '../errors.js';
 import { checkArguments, type Arguments } from './arguments.js';
@@ -47,9 +47,12 @@ export class ToolRunner<O> {
   readonly #byName: ReadonlyMap<string, ToolDefinition>;
   readonly #db: StatementRunner<O>;
   readonly #memory: string | undefined;
+  readonly #onSchemaChange: ((change: CreateCollectionStmt | AlterAddStmt) => void) | undefined;
 
-  constructor(db: StatementRunner<O>, options: ToolSetOptions) {
+  /** `onSchemaChange` hears of the memory collection made or given its vector field (for the audit). */
+  constructor(db: StatementRunner<O>, options: ToolSetOptions, onSchemaChange?: (change: CreateCollectionStmt | AlterAddStmt) => void) {
     this.#db = db;
+    this.#onSchemaChange = onSchemaChange;
     this.#memory = options.memory;
     this.tools = toolDefinitions(options);
     this.#byName = new Map(this.tools.map((t) => [t.name, t]));
@@ -201,13 +204,14 @@ export class ToolRunner<O> {
       return this.#exec(insert, caller);
     } catch (err) {
       const error = asFenecError(err);
-      let change: Statement;
+      let change: CreateCollectionStmt | AlterAddStmt;
       if (error.code === 'unknown_collection') change = createMemories(memory, dims);
       else if (dims !== undefined && isUnknownField(error, VECTOR_FIELD) && !this.#fieldNames(memory, caller).includes(VECTOR_FIELD)) change = addMemoryVector(memory, dims);
       else throw err;
       if (caller.scoped) throw schemaNeeded(memory, change);
       try {
-        this.#db.executeStatement(change, [], caller.options);
+        const made = this.#db.executeStatement(change, [], caller.options);
+        if (made.created !== false) this.#onSchemaChange?.(change);
       } catch (raced) {
         // Another call made the same change meanwhile.
         if (asFenecError(raced).code !== 'field_exists') throw raced;
@@ -247,7 +251,7 @@ function isUnknownField(err: unknown, field: string): boolean {
   return error.code === 'unknown_field' && new RegExp(`\\b${field}\\b`).test(error.message);
 }
 
-function schemaNeeded(collection: string, change: Statement): FenecError {
+function schemaNeeded(collection: string, change: CreateCollectionStmt | AlterAddStmt): FenecError {
   const statement = printStatement(change);
   const what = change.kind === 'CreateCollection' ? `the memory collection ${collection} is not one this token reaches` : `${collection} has no vector field yet`;
   return new FenecError('forbidden', `${what}; a JSON Web Token may not change a schema, so the server's token must run, once: ${statement}`, {

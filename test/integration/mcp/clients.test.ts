@@ -266,5 +266,6 @@ describe('the official MCP clients', function () {
     expect(mcp.some((l) => l.sub === 'alice' && l.tool === 'remember' && l.ok === true)).to.equal(true);
     expect(mcp.some((l) => l.tool === 'write' && l.ok === false && l.error === 'forbidden')).to.equal(true);
     expect(JSON.stringify(mcp)).not.to.contain('fridays');
+    expect(lines.filter((l) => l.event === 'schema').map((l) => [l.statement, l.collection, l.who])).to.deep.include(['create', 'memories', 'server']);
   }));
 });
