@@ -6,13 +6,15 @@ FILE ?= notes.fenec
 PORT ?= 8080
 SOURCES := $(shell find shared node router test bench -name '*.ts' 2>/dev/null) tsconfig.json
 
-.PHONY: help install build test run serve requests-bench clean
+.PHONY: help install build test run serve requests-bench search-bench bench clean
 
 help:
 	@echo "make run          build and serve ./data/fenec.fenec on 127.0.0.1:$(PORT)"
 	@echo "make test         install what is missing, build, run every test"
 	@echo "make serve FILE=F serve one file"
 	@echo "make requests-bench  /query against bare node:http"
+	@echo "make search-bench    match, near, fuse against raw FTS5 and raw Faiss (BENCH_ROWS=20000 BENCH_UNIFORM_ROWS=5000: 90 s)"
+	@echo "make bench        both benches"
 
 install: .install-stamp
 
@@ -39,6 +41,14 @@ serve: build
 
 requests-bench: build
 	$(NODE) dist/bench/requests-bench.js
+
+search-bench: build
+	$(NODE) dist/bench/search-bench.js
+
+# One after the other, even under make -j: two benches at once would measure each other.
+bench: build
+	$(MAKE) requests-bench
+	$(MAKE) search-bench
 
 clean:
 	rm -rf dist .install-stamp
