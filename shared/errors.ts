@@ -28,6 +28,13 @@ export const CATALOGUE = {
   method_not_allowed: { status: 405, summary: 'The route exists but not for this HTTP method.' },
   unavailable: { status: 503, summary: 'The server that holds the data does not answer.' },
 
+  // Tenants (hosted)
+  invalid_tenant: { status: 400, summary: 'A tenant name outside [a-z0-9][a-z0-9-]{0,62}, or a path that is not /t/<tenant>/query or /t/<tenant>/_mcp.' },
+  unknown_tenant: { status: 404, summary: 'No tenant of that name exists on this node (create it with PUT /t/<tenant>).' },
+  wrong_tenant: { status: 403, summary: 'The token\'s tenant claim names another tenant than the path.' },
+  quota_exceeded: { status: 429, summary: 'The tenant is past one of its quotas (requests per second, collections, rows); Retry-After says when to try again for the rate.' },
+  storage_full: { status: 507, summary: 'The tenant\'s file is at its byte quota; nothing already written is lost.' },
+
   // Who is asking
   unauthorized: { status: 401, summary: 'A token is required and none was given.' },
   invalid_token: { status: 401, summary: 'The token given is not valid.' },

@@ -1,0 +1,114 @@
+/**
+ * Which node holds a tenant: a pin from `--placement FILE` when there is one, else rendezvous
+ * (highest random weight) hashing of the tenant over the nodes' names. Every router with the same
+ * `--nodes` and placement file picks the same node, without talking to any other: that is what
+ * makes routers stateless and interchangeable. Adding a node moves only the tenants it now wins.
+ */
+import { createHash } from 'node:crypto';
+import { FenecError } from '../shared/errors.js';
+import { isTenantName } from './tenant-name.js';
+
+export interface NodeTarget {
+  /** The node's name, as `--nodes` gives it: stable across address changes (hashing uses it). */
+  readonly name: string;
+  /** Its base URL, `http://host:port`. */
+  readonly url: URL;
+}
+
+const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+/** Tenants whose node was computed, remembered: hashing costs a sha256 per node. */
+const MEMO_SIZE = 10_000;
+
+/**
+ * Reads `--nodes name=url,…`.
+ *
+ * @throws FenecError `invalid_option`: an empty list, a malformed entry, a name given twice, a URL that is not http(s).
+ */
+export function parseNodes(text: string): readonly NodeTarget[] {
+  const nodes: NodeTarget[] = [];
+  for (const entry of text.split(',').map((part) => part.trim()).filter((part) => part !== '')) {
+    const eq = entry.indexOf('=');
+    const name = eq === -1 ? '' : entry.slice(0, eq);
+    const address = eq === -1 ? '' : entry.slice(eq + 1);
+    if (!NODE_NAME.test(name)) throw invalidNodes(`entry ${JSON.stringify(entry)} is not NAME=URL (NAME: letters, digits, . _ -)`);
+    let url: URL;
+    try {
+      url = new URL(address);
+    } catch {
+      throw invalidNodes(`node ${name}'s URL ${JSON.stringify(address)} is not a URL`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalidNodes(`node ${name}'s URL must be http:// or https://`);
+    if (url.pathname !== '/' || url.search !== '') throw invalidNodes(`node ${name}'s URL must be a bare origin (no path), like http://10.0.0.5:8080`);
+    if (nodes.some((node) => node.name === name)) throw invalidNodes(`node ${name} is named twice`);
+    nodes.push(Object.freeze({ name, url }));
+  }
+  if (nodes.length === 0) throw invalidNodes('names no node; give name=url,… e.g. a=http://127.0.0.1:8081,b=http://127.0.0.1:8082');
+  return Object.freeze(nodes);
+}
+
+/**
+ * Reads a placement file: one pin a line, `TENANT NODE`; `#` starts a comment. A later line for
+ * the same tenant wins, so a move appends a line.
+ *
+ * @throws FenecError `invalid_option` naming `source:line`: a bad tenant name, an unknown node.
+ */
+export function parsePlacement(text: string, source: string, nodes: readonly NodeTarget[]): ReadonlyMap<string, string> {
+  const pins = new Map<string, string>();
+  text.split('\n').forEach((raw, index) => {
+    const line = raw.replace(/#.*/, '').trim();
+    if (line === '') return;
+    const [tenant = '', node = '', ...rest] = line.split(/\s+/);
+    const where = `${source}:${index + 1}`;
+    if (rest.length > 0 || node === '') throw new FenecError('invalid_option', `${where}: a pin is "TENANT NODE", not ${JSON.stringify(line)}`);
+    if (!isTenantName(tenant)) throw new FenecError('invalid_option', `${where}: ${JSON.stringify(tenant)} is not a tenant name ([a-z0-9][a-z0-9-]{0,62})`);
+    if (!nodes.some((target) => target.name === node)) {
+      throw new FenecError('invalid_option', `${where}: node ${JSON.stringify(node)} is not in --nodes (${nodes.map((target) => target.name).join(', ')})`);
+    }
+    pins.set(tenant, node);
+  });
+  return pins;
+}
+
+/** The node rendezvous hashing gives a tenant: the one with the highest weight hash(node, tenant). */
+export function rendezvousNode(tenant: string, nodes: readonly NodeTarget[]): NodeTarget {
+  let best: NodeTarget | undefined;
+  let bestWeight = -1n;
+  for (const node of nodes) {
+    const weight = createHash('sha256').update(node.name).update('\0').update(tenant).digest().readBigUInt64BE(0);
+    if (weight > bestWeight) {
+      best = node;
+      bestWeight = weight;
+    }
+  }
+  return best!;
+}
+
+export class Placement {
+  readonly nodes: readonly NodeTarget[];
+  readonly #byName: ReadonlyMap<string, NodeTarget>;
+  readonly #pins: ReadonlyMap<string, string>;
+  readonly #memo = new Map<string, NodeTarget>();
+
+  constructor(nodes: readonly NodeTarget[], pins: ReadonlyMap<string, string> = new Map()) {
+    this.nodes = nodes;
+    this.#byName = new Map(nodes.map((node) => [node.name, node]));
+    this.#pins = pins;
+  }
+
+  /** The node that holds `tenant` (a valid tenant name). */
+  nodeOf(tenant: string): NodeTarget {
+    const pinned = this.#pins.get(tenant);
+    if (pinned !== undefined) return this.#byName.get(pinned)!;
+    let node = this.#memo.get(tenant);
+    if (node === undefined) {
+      node = rendezvousNode(tenant, this.nodes);
+      if (this.#memo.size >= MEMO_SIZE) this.#memo.clear();
+      this.#memo.set(tenant, node);
+    }
+    return node;
+  }
+}
+
+function invalidNodes(what: string): FenecError {
+  return new FenecError('invalid_option', `--nodes ${what}`);
+}

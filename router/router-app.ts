@@ -1,0 +1,221 @@
+/**
+ * The router's HTTP application: express for its few routes, http-proxy for the forwarding.
+ *
+ * `/t/<tenant>/query` and `/t/<tenant>/_mcp` (any method) and `PUT`/`DELETE /t/<tenant>` go to the
+ * tenant's node, streamed both ways (no body is parsed here), once the token is checked;
+ * `GET /_tenants` asks every node; `/_health` and `/_metrics` are the router's own.
+ *
+ * Upstream connections are kept alive (one agent, `maxSocketsPerNode` each): without it, http-proxy
+ * opens a connection per request and its p50 went past a second under load here.
+ */
+import * as http from 'node:http';
+import * as https from 'node:https';
+import { context, propagation, trace, SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
+import express, { type Request, type Response } from 'express';
+import httpProxy from 'http-proxy';
+import { FenecError } from '../shared/errors.js';
+import type { Logger } from '../shared/logger.js';
+import { Placement, type NodeTarget } from './placement.js';
+import type { RouterOptions } from './router-config.js';
+import { NO_NODE, RouterMetrics } from './router-metrics.js';
+import { isTenantName } from './tenant-name.js';
+import { TokenCheck, type RouterCaller } from './token-check.js';
+
+/** What a tenant's path may name after `/t/<tenant>/`: the node's routes, nothing else. */
+const TENANT_ROUTES: ReadonlySet<string> = new Set(['query', '_mcp']);
+
+interface InFlight {
+  readonly node: NodeTarget;
+  readonly start: bigint;
+  readonly span: Span;
+}
+
+export interface RouterApp {
+  readonly handler: http.RequestListener;
+  readonly metrics: RouterMetrics;
+  /** Closes the kept-alive upstream connections. */
+  close(): void;
+}
+
+export function createRouterApp(options: RouterOptions, logger?: Logger): RouterApp {
+  const placement = new Placement(options.nodes, options.pins);
+  const tokens = new TokenCheck(options.httpToken, options.jwt);
+  const metrics = new RouterMetrics();
+  const tracer = trace.getTracer('fenec-router');
+  const agentOptions = { keepAlive: true, maxSockets: options.maxSocketsPerNode, maxFreeSockets: options.maxSocketsPerNode };
+  const httpAgent = new http.Agent(agentOptions);
+  const httpsAgent = new https.Agent(agentOptions);
+  const proxy = httpProxy.createProxyServer({ xfwd: true, changeOrigin: true, proxyTimeout: options.nodeTimeoutMs, ws: false });
+  const inFlight = new WeakMap<http.IncomingMessage, InFlight>();
+
+  proxy.on('proxyRes', (proxyRes, req) => {
+    const flight = inFlight.get(req);
+    if (flight === undefined) return;
+    metrics.proxied(flight.node.name, seconds(flight.start));
+    flight.span.setAttribute('http.response.status_code', proxyRes.statusCode ?? 0);
+  });
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  app.get('/_health', (_req, res) => send(res, NO_NODE, 200, { ok: true, nodes: options.nodes.map((node) => node.name) }));
+
+  app.get('/_metrics', async (req, res) => {
+    if (options.httpToken !== undefined) {
+      const caller = tokens.caller(req.headers.authorization);
+      if (caller instanceof FenecError) return refuse(res, caller);
+      if (caller.kind !== 'server') return refuse(res, new FenecError('forbidden', '/_metrics takes the server\'s token only'));
+    }
+    const text = await metrics.text();
+    metrics.answered(NO_NODE, 200);
+    res.status(200).type(metrics.contentType).send(text);
+  });
+
+  app.get('/_tenants', async (req, res) => {
+    const caller = serverOnly(req, '/_tenants');
+    if (caller instanceof FenecError) return refuse(res, caller);
+    try {
+      const lists = await Promise.all(options.nodes.map((node) => tenantsOf(node, req.headers.authorization!)));
+      send(res, NO_NODE, 200, { tenants: lists.flat() });
+    } catch (err) {
+      refuse(res, err instanceof FenecError ? err : new FenecError('unavailable', String(err)));
+    }
+  });
+
+  app.all('/t/:tenant', (req, res) => {
+    const tenant = req.params.tenant!;
+    if (!isTenantName(tenant)) return refuse(res, invalidTenant(tenant));
+    if (req.method !== 'PUT' && req.method !== 'DELETE') {
+      return refuse(res, new FenecError('method_not_allowed', `/t/${tenant} takes PUT (create, with quotas) and DELETE`));
+    }
+    const caller = serverOnly(req, `${req.method} /t/<tenant>`);
+    if (caller instanceof FenecError) return refuse(res, caller);
+    forward(req, res, tenant, `/t/${tenant}`);
+  });
+
+  app.all('/t/:tenant/:route', (req, res) => {
+    const tenant = req.params.tenant!;
+    if (!isTenantName(tenant)) return refuse(res, invalidTenant(tenant));
+    const route = req.params.route!;
+    if (!TENANT_ROUTES.has(route)) return refuse(res, new FenecError('not_found', `a tenant's routes are /t/${tenant}/query and /t/${tenant}/_mcp`));
+    const origin = originRefusal(req);
+    if (origin !== undefined) return refuse(res, origin);
+    const caller = tokens.caller(req.headers.authorization);
+    if (caller instanceof FenecError) return refuse(res, caller);
+    const wrong = TokenCheck.tenantRefusal(caller, tenant);
+    if (wrong !== undefined) return refuse(res, wrong);
+    forward(req, res, tenant, `/t/${tenant}/${route}`);
+  });
+
+  app.use((req, res) => refuse(res, new FenecError('not_found', `no route ${req.method} ${req.path}; the router serves /t/<tenant>/query, /t/<tenant>/_mcp, PUT|DELETE /t/<tenant>, GET /_tenants, /_health, /_metrics`)));
+
+  /** Sends the request on to the tenant's node, with the path rebuilt from checked parts only. */
+  function forward(req: Request, res: Response, tenant: string, path: string): void {
+    const node = placement.nodeOf(tenant);
+    const parent = propagation.extract(context.active(), req.headers);
+    const span = tracer.startSpan('fenec-router forward', {
+      kind: SpanKind.CLIENT,
+      attributes: { 'http.request.method': req.method, 'fenec.node': node.name, 'url.path': path },
+    }, parent);
+    const carrier: Record<string, string> = {};
+    propagation.inject(trace.setSpan(parent, span), carrier);
+    inFlight.set(req, { node, start: process.hrtime.bigint(), span });
+    const search = req.url.indexOf('?');
+    req.url = search === -1 ? path : path + req.url.slice(search);
+    delete req.headers.origin;
+    res.once('close', () => {
+      metrics.answered(node.name, res.statusCode);
+      if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+    });
+    proxy.web(req, res, {
+      target: node.url.href,
+      agent: node.url.protocol === 'https:' ? httpsAgent : httpAgent,
+      headers: carrier,
+    }, (err: NodeJS.ErrnoException) => {
+      const flight = inFlight.get(req);
+      if (flight !== undefined) metrics.proxied(node.name, seconds(flight.start));
+      logger?.error({ node: node.name, err: err.code ?? err.message }, 'node does not answer');
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      const error = new FenecError('unavailable', `node ${node.name} (which holds tenant ${tenant}) does not answer: ${err.code ?? err.message}`, {
+        hint: 'retry shortly; the node is restarting or unreachable',
+      });
+      res.status(error.status).set('retry-after', '1').json(error.toJSON());
+    });
+  }
+
+  function serverOnly(req: Request, route: string): RouterCaller | FenecError {
+    const caller = tokens.caller(req.headers.authorization);
+    if (caller instanceof FenecError || caller.kind === 'server') return caller;
+    return new FenecError('forbidden', `${route} takes the server's token only`);
+  }
+
+  /** A node's tenants, each named with the node. */
+  function tenantsOf(node: NodeTarget, authorization: string): Promise<unknown[]> {
+    return new Promise((resolve, reject) => {
+      const url = new URL('/_tenants', node.url);
+      const lib = url.protocol === 'https:' ? https : http;
+      const unavailable = (why: string): FenecError => new FenecError('unavailable', `node ${node.name} does not answer its tenant list: ${why}`);
+      const req = lib.request(url, { method: 'GET', headers: { authorization }, agent: url.protocol === 'https:' ? httpsAgent : httpAgent, timeout: options.nodeTimeoutMs }, (answer) => {
+        const chunks: Buffer[] = [];
+        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+        answer.on('end', () => {
+          if (answer.statusCode !== 200) return reject(unavailable(`status ${answer.statusCode}`));
+          try {
+            const body = JSON.parse(Buffer.concat(chunks).toString()) as { tenants: Record<string, unknown>[] };
+            resolve(body.tenants.map((tenant) => ({ ...tenant, node: node.name })));
+          } catch {
+            reject(unavailable('not JSON'));
+          }
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error('timeout')));
+      req.on('error', (err: NodeJS.ErrnoException) => reject(unavailable(err.code ?? err.message)));
+      req.end();
+    });
+  }
+
+  function send(res: Response, node: string, status: number, body: unknown): void {
+    metrics.answered(node, status);
+    res.status(status).json(body);
+  }
+
+  function refuse(res: Response, error: FenecError): void {
+    send(res, NO_NODE, error.status, error.toJSON());
+  }
+
+  return {
+    handler: app as unknown as http.RequestListener,
+    metrics,
+    close(): void {
+      proxy.close();
+      httpAgent.destroy();
+      httpsAgent.destroy();
+    },
+  };
+}
+
+/**
+ * A browser's Origin must be the router's own: nodes see the router's requests under their own
+ * Host, so the router is the one place where a page's origin can be judged.
+ */
+function originRefusal(req: Request): FenecError | undefined {
+  const origin = req.headers.origin;
+  if (origin === undefined) return undefined;
+  const host = (req.headers.host ?? '').toLowerCase();
+  const lower = origin.toLowerCase();
+  if (host !== '' && (lower === `http://${host}` || lower === `https://${host}`)) return undefined;
+  return new FenecError('forbidden_origin', `Origin ${JSON.stringify(origin.slice(0, 200))} is not the router's own`);
+}
+
+function invalidTenant(tenant: string): FenecError {
+  return new FenecError('invalid_tenant', `${JSON.stringify(tenant.slice(0, 80))} is not a tenant name: a-z, 0-9 and -, 1 to 63 characters, not starting with -`);
+}
+
+function seconds(start: bigint): number {
+  return Number(process.hrtime.bigint() - start) / 1e9;
+}

@@ -1,0 +1,72 @@
+/**
+ * The router's options, parsed once at the edge (router/cli.ts) and passed down frozen.
+ */
+import { JwtVerifier } from '../shared/auth/jwt.js';
+import { FenecError } from '../shared/errors.js';
+import type { NodeTarget } from './placement.js';
+
+export interface RouterOptions {
+  /** The tenant nodes (`--nodes name=url,…`). Required, at least one. */
+  readonly nodes: readonly NodeTarget[];
+  /** Tenants pinned to a node (`--placement FILE`). Default: none, every tenant placed by rendezvous hashing. */
+  readonly pins: ReadonlyMap<string, string>;
+  /** Address to listen on. Default `127.0.0.1`. */
+  readonly host: string;
+  /** Port to listen on. Default `8080`; `0` takes a free port (the startup log line names it). */
+  readonly port: number;
+  /** The server token (`--http-token`, `FENEC_TOKEN`): every tenant and the admin routes. Default: none. */
+  readonly httpToken: string | undefined;
+  /** The JWT verifier (`--jwt-secret`/`--jwt-public-key`, issuer, audience). Default: none. */
+  readonly jwt: JwtVerifier | undefined;
+  /** How long a node may take to start answering before the router answers 503. Default 10 s. */
+  readonly nodeTimeoutMs: number;
+  /** Keep-alive connections per node. Default 64. */
+  readonly maxSocketsPerNode: number;
+}
+
+export const ROUTER_DEFAULTS = Object.freeze({ host: '127.0.0.1', port: 8080, nodeTimeoutMs: 10_000, maxSocketsPerNode: 64 });
+
+export interface RouterOptionsInput extends Partial<Omit<RouterOptions, 'nodes' | 'jwt'>> {
+  readonly nodes: readonly NodeTarget[];
+  readonly jwtSecret?: string;
+  readonly jwtPublicKey?: { readonly pem: string; readonly source: string };
+  readonly jwtIssuer?: string;
+  readonly jwtAudience?: string;
+}
+
+/**
+ * Defaults applied, values checked, the JWT key built, frozen.
+ *
+ * @throws FenecError `invalid_option` naming the flag: no token and no JWT key (the router forwards
+ *   nothing it cannot attribute), an empty token, a bad key, a timeout that is not positive.
+ */
+export function routerOptions(input: RouterOptionsInput): RouterOptions {
+  if (input.nodes.length === 0) throw new FenecError('invalid_option', '--nodes names no node');
+  if (input.httpToken === '') throw new FenecError('invalid_option', '--http-token must not be empty');
+  const hasKey = input.jwtSecret !== undefined || input.jwtPublicKey !== undefined;
+  const jwt = hasKey
+    ? JwtVerifier.create({
+        ...(input.jwtSecret === undefined ? {} : { secret: input.jwtSecret }),
+        ...(input.jwtPublicKey === undefined ? {} : { publicKey: input.jwtPublicKey.pem, publicKeySource: input.jwtPublicKey.source }),
+        ...(input.jwtIssuer === undefined ? {} : { issuer: input.jwtIssuer }),
+        ...(input.jwtAudience === undefined ? {} : { audience: input.jwtAudience }),
+      })
+    : undefined;
+  if (input.httpToken === undefined && jwt === undefined) {
+    throw new FenecError('invalid_option', '--http-token (or FENEC_TOKEN) or a JWT key (--jwt-secret, FENEC_JWT_SECRET, --jwt-public-key) is required: the router forwards only requests it can attribute to a tenant');
+  }
+  const nodeTimeoutMs = input.nodeTimeoutMs ?? ROUTER_DEFAULTS.nodeTimeoutMs;
+  if (!Number.isSafeInteger(nodeTimeoutMs) || nodeTimeoutMs <= 0) throw new FenecError('invalid_option', `--node-timeout takes a positive duration, not ${nodeTimeoutMs} ms`);
+  const maxSocketsPerNode = input.maxSocketsPerNode ?? ROUTER_DEFAULTS.maxSocketsPerNode;
+  if (!Number.isSafeInteger(maxSocketsPerNode) || maxSocketsPerNode < 1) throw new FenecError('invalid_option', `--max-sockets takes a positive integer, not ${maxSocketsPerNode}`);
+  return Object.freeze({
+    nodes: input.nodes,
+    pins: input.pins ?? new Map(),
+    host: input.host ?? ROUTER_DEFAULTS.host,
+    port: input.port ?? ROUTER_DEFAULTS.port,
+    httpToken: input.httpToken,
+    jwt,
+    nodeTimeoutMs,
+    maxSocketsPerNode,
+  });
+}
