@@ -63,6 +63,11 @@ interface Prepared {
 
 /** Parsed statements kept per text; agents and apps send the same few statements again and again. */
 const PREPARED_LIMIT = 2000;
+/**
+ * Longer statements are parsed each time rather than kept: a bulk insert written out as literals is
+ * seldom sent twice, and kept it would hold its whole tree (megabytes for rows of vectors).
+ */
+const PREPARED_MAX_TEXT = 8 * 1024;
 
 function isSchemaStatement(statement: Statement): statement is SchemaStatement {
   switch (statement.kind) {
@@ -90,6 +95,8 @@ export class FenecDatabase {
   readonly #sweeper: NodeJS.Timeout | undefined;
   /** The Faiss indexes of the `@hnsw` fields, repaired from the rows' change log at open and after each write. */
   readonly #vectors: VectorStore;
+  /** Rebuilds that compact started, until they end (idle waits for them). */
+  readonly #rebuilds = new Set<Promise<void>>();
 
   private constructor(options: DatabaseOptions, db: Connection, lock: FileLock | undefined) {
     this.file = options.file;
@@ -116,8 +123,9 @@ export class FenecDatabase {
   }
 
   /** Resolves when the vector indexes have no work left in the background (a build, a rebuild). */
-  idle(): Promise<void> {
-    return this.#vectors.idle();
+  async idle(): Promise<void> {
+    await Promise.all(this.#rebuilds);
+    await this.#vectors.idle();
   }
 
   /** Opens the file: a writer takes `F.lock` first (refused while a live process holds it). */
@@ -222,7 +230,11 @@ export class FenecDatabase {
       const compacted = statement.collection === undefined ? undefined : statement.collection;
       for (const spec of this.#catalog.vectorFields()) {
         // The rebuild goes on in the background; searches stay right meanwhile, and failures reach onVectorEvent.
-        if (compacted === undefined || spec.collection === compacted) this.#vectors.rebuild(spec.collection, spec.field).catch(() => undefined);
+        if (compacted === undefined || spec.collection === compacted) {
+          const rebuild = this.#vectors.rebuild(spec.collection, spec.field).catch(() => undefined);
+          this.#rebuilds.add(rebuild);
+          void rebuild.then(() => this.#rebuilds.delete(rebuild));
+        }
       }
     } else if (statement.kind !== 'Schema') {
       this.#vectors.sync(this.#catalog.vectorFields());
@@ -241,6 +253,7 @@ export class FenecDatabase {
   }
 
   #remember(key: string, prepared: Prepared): void {
+    if (key.length > PREPARED_MAX_TEXT) return;
     if (this.#prepared.size >= PREPARED_LIMIT) this.#prepared.delete(this.#prepared.keys().next().value!);
     this.#prepared.set(key, prepared);
   }
