@@ -35,6 +35,11 @@ export interface DatabaseOptions {
   readonly sweepIntervalMs?: number;
   /** Told when a vector index is found damaged, stored, or fails (searches then scan the rows): for the log. */
   readonly onVectorEvent?: (event: VectorStoreEvent) => void;
+  /**
+   * Largest size of the file in bytes (a tenant's quota): SQLite's max_page_count, so that a write
+   * that would grow it further fails whole (`storage_full`, 507) and nothing written is lost. Default: none.
+   */
+  readonly maxBytes?: number;
 }
 
 export const DEFAULT_SWEEP_INTERVAL_MS = 10_000;
@@ -133,7 +138,12 @@ export class FenecDatabase {
     if (options.readOnly) return new FenecDatabase(options, openSnapshot(options.file), undefined);
     const lock = acquireLock(options.file, options.program);
     try {
-      return new FenecDatabase(options, openWritable(options.file), lock);
+      const db = openWritable(options.file);
+      if (options.maxBytes !== undefined && options.maxBytes > 0) {
+        const pageSize = db.pragma('page_size', { simple: true }) as number;
+        db.pragma(`max_page_count = ${Math.max(1, Math.floor(options.maxBytes / pageSize))}`);
+      }
+      return new FenecDatabase(options, db, lock);
     } catch (err) {
       lock.release();
       throw err;

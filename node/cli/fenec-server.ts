@@ -11,12 +11,21 @@ import { createLogger, type Logger } from '../../shared/logger.js';
 import { parseByteSize, parseDuration, parsePort, serverConfig, SERVER_DEFAULTS, type PublicKeyInput, type ServerConfig } from '../config.js';
 import { FenecDatabase } from '../database.js';
 import { startServer } from '../http/server.js';
+import { QUOTA_DEFAULTS } from '../tenants/quotas.js';
+import { startTenantNode, type TenantNodeOptions } from '../tenants/tenant-node.js';
 import { createProgram, onExit, parseCommandLine, usageError } from './command-line.js';
 
 const NAME = 'fenec-server';
 
 interface Options {
-  file: string;
+  file?: string;
+  dataDir?: string;
+  maxOpenTenants: string;
+  tenantRate: string;
+  tenantBurst: string;
+  tenantMaxBytes: string;
+  tenantMaxCollections: string;
+  tenantMaxRows: string;
   host: string;
   port: string;
   httpToken?: string;
@@ -38,9 +47,19 @@ interface Options {
 
 async function main(): Promise<void> {
   let config: ServerConfig | undefined;
+  let tenants: TenantNodeOptions | undefined;
   const program = createProgram(NAME)
-    .description('Serve one .fenec file over HTTP: POST /query, POST /_mcp (with --mcp), GET /_health, GET /_metrics.')
-    .requiredOption('--file <path>', 'the .fenec file to serve; created when missing (its lock F.lock is held while serving)')
+    .description('Serve one .fenec file over HTTP (POST /query, POST /_mcp with --mcp, GET /_health, GET /_metrics), '
+      + 'or, with --data-dir, be a tenant node: the same under /t/<tenant>/, one file per tenant, with quotas.')
+    .option('--file <path>', 'the .fenec file to serve; created when missing (its lock F.lock is held while serving)')
+    .option('--data-dir <dir>', 'be a tenant node: tenant T\'s data in DIR/T.fenec, its policy in DIR/T.policy when present (else --policy); '
+      + 'PUT/DELETE /t/<tenant> and GET /_tenants with the server token')
+    .option('--max-open-tenants <n>', 'tenant files open at once; the least recently used is closed past it', String(DEFAULT_MAX_OPEN_TENANTS))
+    .option('--tenant-rate <n>', 'default requests per second of a tenant, /query and MCP alike (429 + Retry-After past it)', String(QUOTA_DEFAULTS.rate))
+    .option('--tenant-burst <n>', 'default requests a tenant may send at once above its rate', String(QUOTA_DEFAULTS.burst))
+    .option('--tenant-max-bytes <size>', 'default largest tenant file, e.g. 1024mb; writes past it get 507', `${QUOTA_DEFAULTS.maxBytes / 1024 ** 2}mb`)
+    .option('--tenant-max-collections <n>', 'default most collections of a tenant (0: no limit)', String(QUOTA_DEFAULTS.maxCollections))
+    .option('--tenant-max-rows <n>', 'default most rows of a tenant (0: no limit)', String(QUOTA_DEFAULTS.maxRows))
     .option('--host <address>', 'address to listen on (0.0.0.0: every interface)', SERVER_DEFAULTS.host)
     .option('--port <port>', 'port to listen on; 0 takes a free one, named in the startup log line', String(SERVER_DEFAULTS.port))
     .option('--http-token <token>', 'bearer token required on every request but /_health (default: $FENEC_TOKEN; '
@@ -67,8 +86,24 @@ async function main(): Promise<void> {
       // FENEC_JWT_SECRET is unset, as FENEC_TOKEN's is.
       const jwtSecret = options.jwtSecret
         ?? (options.jwtPublicKey === undefined ? process.env.FENEC_JWT_SECRET || undefined : undefined);
+      if ((options.file === undefined) === (options.dataDir === undefined)) {
+        throw new FenecError('invalid_option', '--file F (one file) or --data-dir D (a tenant node) is required, not both');
+      }
+      if (options.dataDir !== undefined) {
+        tenants = Object.freeze({
+          dataDir: options.dataDir,
+          maxOpenTenants: count('--max-open-tenants', options.maxOpenTenants, 1),
+          quotas: Object.freeze({
+            rate: count('--tenant-rate', options.tenantRate, 0),
+            burst: count('--tenant-burst', options.tenantBurst, 1),
+            maxBytes: parseSize('--tenant-max-bytes', options.tenantMaxBytes),
+            maxCollections: count('--tenant-max-collections', options.tenantMaxCollections, 0),
+            maxRows: count('--tenant-max-rows', options.tenantMaxRows, 0),
+          }),
+        });
+      }
       config = serverConfig({
-        file: options.file,
+        file: options.file ?? options.dataDir!,
         host: options.host,
         port: parsePort(options.port),
         // An empty FENEC_TOKEN is how shells and compose files say "unset"; an empty flag is an error.
@@ -90,7 +125,46 @@ async function main(): Promise<void> {
       });
     });
   await parseCommandLine(program, process.argv);
-  if (config !== undefined) await serve(config);
+  if (config !== undefined && tenants !== undefined) await serveTenants(config, tenants);
+  else if (config !== undefined) await serve(config);
+}
+
+const DEFAULT_MAX_OPEN_TENANTS = 256;
+
+function count(option: string, text: string, min: number): number {
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text)) || Number(text) < min) {
+    throw new FenecError('invalid_option', `${option} takes a whole number ≥ ${min}, not "${text}"`);
+  }
+  return Number(text);
+}
+
+function parseSize(option: string, text: string): number {
+  try {
+    return parseByteSize(text);
+  } catch {
+    throw new FenecError('invalid_option', `${option} takes a size such as 512kb, 100mb or 65536 (bytes), not "${text}"`);
+  }
+}
+
+/** A tenant node: tenants' files under --data-dir, opened as requests come, closed on the way out. */
+async function serveTenants(config: ServerConfig, tenants: TenantNodeOptions): Promise<void> {
+  const logger = createLogger(NAME);
+  const audit = openAudit(config, logger);
+  const server = await startTenantNode(config, tenants, logger, audit).catch((err: unknown) => refuseStart(err));
+  onExit(() => server.registry.closeAll(), (signal) => {
+    logger.info({ signal }, 'stopping');
+    server.close().then(() => process.exit(0), () => process.exit(1));
+  });
+  logger.info({
+    url: server.url,
+    port: server.port,
+    dataDir: tenants.dataDir,
+    tenants: server.registry.list().length,
+    maxOpenTenants: tenants.maxOpenTenants,
+    quotas: tenants.quotas,
+    auth: authText(config),
+    mcp: config.mcp === undefined ? undefined : mcpText(config),
+  }, 'listening');
 }
 
 function readPublicKey(file: string): PublicKeyInput {

@@ -49,6 +49,12 @@ export function fromSqliteError(err: unknown): unknown {
   if (code === 'SQLITE_CONSTRAINT_UNIQUE') {
     return new FenecError('unique_violation', `another row has this ${field ?? 'value'}; ${field ?? 'the field'} is unique`, { cause: err });
   }
+  if (code === 'SQLITE_FULL') {
+    return new FenecError('storage_full', 'the tenant\'s file is at its byte quota; the write changed nothing', {
+      cause: err,
+      hint: 'delete rows, compact, or raise the tenant\'s maxBytes quota (PUT /t/<tenant>)',
+    });
+  }
   if (code === 'SQLITE_CONSTRAINT_NOTNULL') {
     return new FenecError('missing_required', `field ${field ?? '?'} is required; the value computed for it is null`, { cause: err });
   }

@@ -92,9 +92,11 @@ describe('deploy/docker-compose.yml', () => {
     }
   });
 
-  it('uses only flags the router has', () => {
+  it('uses only flags the router and fenec-server have', () => {
     const known = helpFlags(ROUTER_CLI);
     for (const flag of flagsOf(router.command).keys()) expect(known, flag).to.include(flag);
+    const nodeFlags = helpFlags(NODE_CLI);
+    for (const [, service] of nodes) for (const flag of flagsOf(service.command).keys()) expect(nodeFlags, flag).to.include(flag);
   });
 
   it('is a valid compose file to docker-compose config', function () {
@@ -182,6 +184,8 @@ describe('deploy/k8s', () => {
   it('uses only flags the programs have, and the same secret keys everywhere', () => {
     const routerFlags = helpFlags(ROUTER_CLI);
     for (const flag of flagsOf(routers!.spec!.template.spec!.containers[0]!.args!).keys()) expect(routerFlags, flag).to.include(flag);
+    const nodeFlags = helpFlags(NODE_CLI);
+    for (const flag of flagsOf(nodes!.spec!.template.spec!.containers[0]!.args!).keys()) expect(nodeFlags, flag).to.include(flag);
     const envs = [nodes!, routers!].map((set) => set.spec!.template.spec!.containers[0]!.env!.map((e) => `${e.name}<-${e.valueFrom!.secretKeyRef!.name}/${e.valueFrom!.secretKeyRef!.key}`));
     expect(envs[0]).to.deep.equal(envs[1]);
   });

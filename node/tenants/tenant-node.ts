@@ -1,0 +1,233 @@
+/**
+ * A tenant node (`fenec-server --data-dir D`): the one-file server's handler once per open tenant,
+ * behind a dispatcher that owns what is per tenant — the path `/t/<tenant>/…`, the token's tenant
+ * claim, the quotas — and the admin routes `PUT`/`DELETE /t/<tenant>` and `GET /_tenants`.
+ *
+ * Order per request: the guard (Origin, then the token), the tenant claim, the tenant's existence,
+ * its rate; only then is its file opened and the request handed on. A refusal reads no body.
+ */
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { Counter, Gauge } from 'prom-client';
+import { Audit } from '../../shared/audit.js';
+import { parsePolicy } from '../../shared/auth/policy.js';
+import { asFenecError, FenecError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
+import { isTenantName } from '../../router/tenant-name.js';
+import type { ServerConfig } from '../config.js';
+import { FenecDatabase } from '../database.js';
+import { RequestGuard } from '../http/guard.js';
+import { FenecRequest, HttpHandler, type Executor } from '../http/handler.js';
+import { HttpMetrics } from '../http/metrics.js';
+import type { RunningServer } from '../http/server.js';
+import { mcpEndpoint } from '../mcp/serve-mcp.js';
+import type { Quotas } from './quotas.js';
+import { TenantRegistry, type Tenant } from './tenant-registry.js';
+
+export interface TenantNodeOptions {
+  /** Where tenants' files are (`--data-dir`). */
+  readonly dataDir: string;
+  /** How many tenants' files are open at once (`--max-open-tenants`); the least recently used is closed past it. */
+  readonly maxOpenTenants: number;
+  /** The quotas of a tenant created without its own (`--tenant-rate`, `--tenant-burst`, `--tenant-max-bytes`, …). */
+  readonly quotas: Quotas;
+}
+
+interface OpenedTenant {
+  readonly handler: HttpHandler;
+  close(): void;
+}
+
+const MAX_ADMIN_BODY = 64 * 1024;
+const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
+/** Nothing runs at the node's root: /query and /_mcp live under /t/<tenant>/. */
+const NO_EXECUTOR: Executor = {
+  execute: () => { throw new FenecError('not_found', 'a tenant node runs statements under /t/<tenant>/query'); },
+  executeStatement: () => { throw new FenecError('not_found', 'a tenant node runs statements under /t/<tenant>/_mcp'); },
+};
+
+export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, logger: Logger, audit: Audit = Audit.off): Promise<RunningServer & { registry: TenantRegistry<OpenedTenant> }> {
+  const metrics = new HttpMetrics();
+  const refusals = new Counter({
+    name: 'fenec_tenant_quota_refusals_total',
+    help: 'Requests refused for a tenant quota, by quota (rate, bytes). No tenant is a label.',
+    labelNames: ['quota'],
+    registers: [metrics.registry],
+  });
+  const guard = new RequestGuard(config, audit);
+  const root = new HttpHandler(config, NO_EXECUTOR, guard, metrics, logger, audit);
+
+  const registry: TenantRegistry<OpenedTenant> = new TenantRegistry<OpenedTenant>(node.dataDir, node.quotas, node.maxOpenTenants, (tenant: Tenant, file: string): OpenedTenant => {
+    const db = FenecDatabase.open({ file, readOnly: false, program: 'fenec-server', sweepIntervalMs: config.sweepIntervalMs, maxBytes: tenant.quotas.maxBytes });
+    try {
+      const policyFile = path.join(node.dataDir, `${tenant.name}.policy`);
+      const policy = fs.existsSync(policyFile) ? parsePolicy(fs.readFileSync(policyFile, 'utf8'), policyFile) : config.policy;
+      const mcp = config.mcp === undefined ? undefined : mcpEndpoint(db, {
+        write: config.mcp.write,
+        memory: config.mcp.memory,
+        readOnly: config.httpReadOnly,
+        audit,
+        logger,
+        tenant: tenant.name,
+        count: (tool, outcome) => metrics.toolCall(tool, outcome),
+      });
+      const handler = new HttpHandler({ ...config, policy }, db, guard, metrics, logger, audit, mcp);
+      return { handler, close: () => db.close() };
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  });
+  const bytesRefused = (): void => refusals.inc({ quota: 'bytes' });
+  new Gauge({
+    name: 'fenec_tenants_open',
+    help: 'Tenants whose file is open now.',
+    registers: [metrics.registry],
+    collect() { this.set(registry.openCount); },
+  });
+  new Gauge({
+    name: 'fenec_tenants',
+    help: 'Tenants on this node.',
+    registers: [metrics.registry],
+    collect() { this.set(registry.list().length); },
+  });
+
+  const handle = (request: http.IncomingMessage, res: http.ServerResponse): void => {
+    const req = request as FenecRequest;
+    const started = performance.now();
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const pathname = q === -1 ? url : url.slice(0, q);
+    const send = (status: number, body: unknown, headers: http.OutgoingHttpHeaders = {}): void => {
+      const text = JSON.stringify(body);
+      res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+      res.end(text);
+      metrics.observe('other', status, (performance.now() - started) / 1000);
+    };
+    const fail = (err: unknown, headers?: http.OutgoingHttpHeaders): void => {
+      const error = asFenecError(err);
+      if (error.status >= 500) logger.error({ err: error.cause ?? error, code: error.code }, 'request failed');
+      send(error.status, error.toJSON(), error.status === 401 ? { 'www-authenticate': 'Bearer', ...headers } : headers);
+    };
+
+    if (pathname === '/_tenants') {
+      if (req.method !== 'GET') return fail(new FenecError('method_not_allowed', '/_tenants takes GET'));
+      const caller = guard.caller(req, '/_tenants', false);
+      if (caller instanceof FenecError) return fail(caller);
+      return send(200, { tenants: registry.list().map((tenant) => ({ name: tenant.name, quotas: tenant.quotas })) });
+    }
+    if (!pathname.startsWith('/t/')) {
+      if (pathname === '/query' || pathname === '/_mcp') {
+        return fail(new FenecError('not_found', `a tenant node serves ${pathname} under /t/<tenant>${pathname}`));
+      }
+      return root.handle(req, res);
+    }
+    const [, , name = '', route, ...more] = pathname.split('/');
+    if (!isTenantName(name)) {
+      return fail(new FenecError('invalid_tenant', `${JSON.stringify(name.slice(0, 80))} is not a tenant name: a-z, 0-9 and -, 1 to 63 characters, not starting with -`));
+    }
+    if (route === undefined) return admin(req, res, name, send, fail);
+    if (more.length > 0 || (route !== 'query' && route !== '_mcp')) {
+      return fail(new FenecError('not_found', `a tenant's routes are /t/${name}/query and /t/${name}/_mcp`));
+    }
+    const caller = guard.caller(req, `/t/<tenant>/${route}`);
+    if (caller instanceof FenecError) return fail(caller);
+    if (caller.kind === 'jwt' && caller.claims.tenant !== name) {
+      const claimed = typeof caller.claims.tenant === 'string' ? `tenant ${caller.claims.tenant}` : 'no tenant';
+      return fail(new FenecError('wrong_tenant', `the token reaches ${claimed}, not ${name}`, { hint: `use a token minted with fenec token --tenant ${name}` }));
+    }
+    let tenant: Tenant;
+    try {
+      tenant = registry.get(name);
+    } catch (err) {
+      return fail(err);
+    }
+    const wait = tenant.bucket.take();
+    if (wait > 0) {
+      refusals.inc({ quota: 'rate' });
+      const why = tenant.quotas.rate === 0 ? `tenant ${name} is paused (rate 0)` : `tenant ${name} is past its rate of ${tenant.quotas.rate} requests/s (burst ${tenant.quotas.burst})`;
+      return fail(new FenecError('quota_exceeded', why, { hint: `retry after ${wait} s` }), { 'retry-after': String(wait) });
+    }
+    let opened: OpenedTenant;
+    try {
+      opened = registry.acquire(tenant);
+    } catch (err) {
+      return fail(err);
+    }
+    res.once('close', () => {
+      registry.release(name, opened);
+      if (res.statusCode === 507) bytesRefused();
+    });
+    req.url = q === -1 ? `/${route}` : `/${route}${url.slice(q)}`;
+    opened.handler.handle(req, res);
+  };
+
+  /** PUT (create, or set quotas) and DELETE /t/<tenant>: the server's token only. */
+  function admin(req: FenecRequest, res: http.ServerResponse, name: string, send: (status: number, body: unknown) => void, fail: (err: unknown) => void): void {
+    const caller = guard.caller(req, '/t/<tenant>', false);
+    if (caller instanceof FenecError) return fail(caller);
+    if (req.method === 'DELETE') {
+      try {
+        registry.delete(name);
+      } catch (err) {
+        return fail(err);
+      }
+      return send(200, { deleted: name });
+    }
+    if (req.method !== 'PUT') return fail(new FenecError('method_not_allowed', `/t/${name} takes PUT (create, with quotas) and DELETE`));
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_ADMIN_BODY) chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (size > MAX_ADMIN_BODY) return fail(new FenecError('payload_too_large', `a tenant's quotas fit in ${MAX_ADMIN_BODY} bytes`));
+      const text = Buffer.concat(chunks).toString('utf8').trim();
+      let body: unknown;
+      try {
+        body = text === '' ? undefined : JSON.parse(text);
+      } catch {
+        return fail(new FenecError('bad_json', 'the body of PUT /t/<tenant> is not JSON; send its quotas, e.g. {"rate": 50}'));
+      }
+      try {
+        const { tenant, created } = registry.put(name, body);
+        send(created ? 201 : 200, { name: tenant.name, quotas: tenant.quotas, created });
+      } catch (err) {
+        fail(err);
+      }
+    });
+    void res;
+  }
+
+  const server = http.createServer({ IncomingMessage: FenecRequest }, handle);
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  server.on('checkContinue', handle);
+  return new Promise((resolve, reject) => {
+    server.once('error', (err) => reject(new FenecError('invalid_option', `cannot listen on ${config.host}:${config.port}: ${(err as NodeJS.ErrnoException).code ?? err.message}`, { cause: err })));
+    server.listen(config.port, config.host, () => {
+      server.removeAllListeners('error');
+      server.on('error', (err) => logger.error({ err }, 'server error'));
+      const { port } = server.address() as AddressInfo;
+      const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+      resolve({
+        url: `http://${host}:${port}`,
+        port,
+        registry,
+        close: () => new Promise<void>((done, failed) => {
+          server.close((err) => {
+            registry.closeAll();
+            if (err === undefined) done();
+            else failed(err);
+          });
+          server.closeIdleConnections();
+          setTimeout(() => server.closeAllConnections(), 5000).unref();
+        }),
+      });
+    });
+  });
+}

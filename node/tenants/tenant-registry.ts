@@ -1,0 +1,136 @@
+/**
+ * The tenants of one node: `D/<tenant>.tenant.json` says a tenant exists and holds its quotas;
+ * `D/<tenant>.fenec` is its data, opened at its first request and closed again, least recently used
+ * first, past `maxOpen` (its Faiss indexes with it: FenecDatabase.close frees them).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { FenecError } from '../../shared/errors.js';
+import { isTenantName } from '../../router/tenant-name.js';
+import { quotasOf, TokenBucket, type Quotas } from './quotas.js';
+
+export interface Tenant {
+  readonly name: string;
+  readonly quotas: Quotas;
+  readonly bucket: TokenBucket;
+}
+
+/** What the registry keeps open for a tenant: anything with a close(). */
+export interface OpenTenant {
+  close(): void;
+}
+
+interface Entry<T extends OpenTenant> {
+  readonly value: T;
+  /** Requests under way on it: an entry in use is never the one closed. */
+  busy: number;
+}
+
+const META = '.tenant.json';
+
+export class TenantRegistry<T extends OpenTenant> {
+  readonly #dir: string;
+  readonly #defaults: Quotas;
+  readonly #maxOpen: number;
+  readonly #open: (tenant: Tenant, file: string) => T;
+  readonly #tenants = new Map<string, Tenant>();
+  /** Open tenants, least recently used first (a Map keeps insertion order). */
+  readonly #lru = new Map<string, Entry<T>>();
+
+  constructor(dir: string, defaults: Quotas, maxOpen: number, open: (tenant: Tenant, file: string) => T) {
+    this.#dir = dir;
+    this.#defaults = defaults;
+    this.#maxOpen = maxOpen;
+    this.#open = open;
+    fs.mkdirSync(dir, { recursive: true });
+    for (const file of fs.readdirSync(dir)) {
+      if (!file.endsWith(META)) continue;
+      const name = file.slice(0, -META.length);
+      if (!isTenantName(name)) continue;
+      const stored = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as { quotas?: unknown };
+      this.#tenants.set(name, tenantOf(name, quotasOf(stored.quotas, defaults)));
+    }
+  }
+
+  get openCount(): number {
+    return this.#lru.size;
+  }
+
+  /** The tenant, or `unknown_tenant` (404). */
+  get(name: string): Tenant {
+    const tenant = this.#tenants.get(name);
+    if (tenant === undefined) throw new FenecError('unknown_tenant', `no tenant ${name} on this node`, { hint: `create it with PUT /t/${name} and the server's token` });
+    return tenant;
+  }
+
+  list(): readonly Tenant[] {
+    return [...this.#tenants.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** Creates a tenant, or sets the quotas of one that exists (its file kept, or adopted when present). */
+  put(name: string, body: unknown): { tenant: Tenant; created: boolean } {
+    const quotas = quotasOf(body, this.#defaults);
+    const created = !this.#tenants.has(name);
+    const meta = path.join(this.#dir, name + META);
+    fs.writeFileSync(`${meta}.tmp`, `${JSON.stringify({ quotas }, null, 2)}\n`);
+    fs.renameSync(`${meta}.tmp`, meta);
+    const tenant = tenantOf(name, quotas);
+    this.#tenants.set(name, tenant);
+    // Reopened at its next request, under its new byte quota.
+    this.#close(name);
+    return { tenant, created };
+  }
+
+  /** Deletes a tenant and its data (`unknown_tenant` when there is none); its .policy file is the operator's and stays. */
+  delete(name: string): void {
+    this.get(name);
+    this.#close(name);
+    this.#tenants.delete(name);
+    fs.rmSync(path.join(this.#dir, name + META), { force: true });
+    for (const suffix of ['.fenec', '.fenec-wal', '.fenec-shm', '.fenec.lock']) fs.rmSync(path.join(this.#dir, name + suffix), { force: true });
+  }
+
+  /** The tenant's open state (opened now if need be), marked busy until `release`. */
+  acquire(tenant: Tenant): T {
+    let entry = this.#lru.get(tenant.name);
+    if (entry === undefined) {
+      entry = { value: this.#open(tenant, path.join(this.#dir, `${tenant.name}.fenec`)), busy: 0 };
+      this.#lru.set(tenant.name, entry);
+      this.#evict();
+    } else {
+      this.#lru.delete(tenant.name);
+      this.#lru.set(tenant.name, entry);
+    }
+    entry.busy += 1;
+    return entry.value;
+  }
+
+  release(name: string, value: T): void {
+    const entry = this.#lru.get(name);
+    if (entry !== undefined && entry.value === value) entry.busy -= 1;
+    this.#evict();
+  }
+
+  closeAll(): void {
+    for (const name of [...this.#lru.keys()]) this.#close(name);
+  }
+
+  #evict(): void {
+    if (this.#lru.size <= this.#maxOpen) return;
+    for (const [name, entry] of this.#lru) {
+      if (this.#lru.size <= this.#maxOpen) break;
+      if (entry.busy === 0) this.#close(name);
+    }
+  }
+
+  #close(name: string): void {
+    const entry = this.#lru.get(name);
+    if (entry === undefined) return;
+    this.#lru.delete(name);
+    entry.value.close();
+  }
+}
+
+function tenantOf(name: string, quotas: Quotas): Tenant {
+  return Object.freeze({ name, quotas, bucket: new TokenBucket(quotas.rate, quotas.burst) });
+}

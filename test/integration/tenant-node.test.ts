@@ -1,0 +1,121 @@
+import { expect } from 'chai';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { mintToken } from '../../shared/auth/token.js';
+import { request, Sandbox, type Reply, type ServerProcess } from './processes.js';
+
+const TOKEN = 'tenant-node-test-token';
+const SECRET = 'tenant-node-test-secret-of-32-bytes!!';
+const jwtOf = (tenant: string, sub = 'agent'): string => mintToken({ secret: SECRET, tenant, sub, ttlSeconds: 600 });
+
+const admin = (node: ServerProcess, method: string, tenant: string, quotas?: unknown): Promise<Reply> =>
+  request(node.url, { method, path: `/t/${tenant}`, headers: { authorization: `Bearer ${TOKEN}` }, ...(quotas === undefined ? {} : { body: JSON.stringify(quotas) }) });
+const tq = (node: ServerProcess, tenant: string, statement: string, token = TOKEN): Promise<Reply> =>
+  request(node.url, { method: 'POST', path: `/t/${tenant}/query`, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ statement }) });
+
+describe('fenec-server --data-dir (a tenant node)', () => {
+  const sandbox = new Sandbox();
+  let dir: string;
+  let node: ServerProcess;
+
+  before(async () => {
+    dir = path.join(sandbox.dir(), 'data');
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, 'acme.policy'), 'notes read,write where owner = $jwt.sub\n');
+    node = await sandbox.startServer(['--data-dir', dir, '--max-open-tenants', '2', '--tenant-rate', '1000', '--tenant-burst', '1000', '--mcp'],
+      { FENEC_TOKEN: TOKEN, FENEC_JWT_SECRET: SECRET });
+  });
+  after(() => sandbox.cleanUp());
+
+  it('creates a tenant with PUT (201), sets its quotas again (200), and lists it', async () => {
+    const created = await admin(node, 'PUT', 'acme', { rate: 500 });
+    expect(created.status).to.equal(201);
+    expect(created.json.quotas.rate).to.equal(500);
+    expect((await admin(node, 'PUT', 'acme', {})).status).to.equal(200);
+    const list = await request(node.url, { path: '/_tenants', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(list.json.tenants.map((t: { name: string }) => t.name)).to.deep.equal(['acme']);
+    expect(fs.existsSync(path.join(dir, 'acme.tenant.json'))).to.equal(true);
+  });
+
+  it('refuses provisioning and the list to a JWT, and a bad quota', async () => {
+    expect((await request(node.url, { method: 'PUT', path: '/t/evil', headers: { authorization: `Bearer ${jwtOf('evil')}` } })).status).to.equal(401);
+    expect((await request(node.url, { path: '/_tenants', headers: { authorization: `Bearer ${jwtOf('acme')}` } })).status).to.equal(401);
+    const bad = await admin(node, 'PUT', 'acme', { ratee: 1 });
+    expect(bad.status).to.equal(400);
+    expect(bad.json.error.message).to.include('ratee');
+  });
+
+  it('answers 404 for an unknown tenant and 400 for a name that is not one', async () => {
+    expect((await tq(node, 'nobody', 'get notes count')).json.error.code).to.equal('unknown_tenant');
+    for (const name of ['Acme', '-x', 'a.b', 'a%2Fb', '_x', 'a'.repeat(64)]) {
+      const reply = await tq(node, name, 'get notes count');
+      expect(reply.status, name).to.equal(400);
+      expect(reply.json.error.code).to.equal('invalid_tenant');
+    }
+    expect((await request(node.url, { method: 'POST', path: '/query', headers: { authorization: `Bearer ${TOKEN}` }, body: '{}' })).status).to.equal(404);
+  });
+
+  it('lets a JWT reach only its own tenant, held to the tenant\'s own .policy', async () => {
+    await admin(node, 'PUT', 'globex');
+    expect((await tq(node, 'acme', 'create collection notes (title text, owner text)')).status).to.equal(200);
+    expect((await tq(node, 'globex', 'create collection notes (title text, owner text)')).status).to.equal(200);
+    expect((await tq(node, 'acme', 'insert into notes {title: "mine"}', jwtOf('acme', 'ann'))).status).to.equal(200);
+    const rows = await tq(node, 'acme', 'get notes', jwtOf('acme', 'ann'));
+    expect(rows.status).to.equal(200);
+    expect(JSON.stringify(rows.json)).to.include('"owner":"ann"');
+    const wrong = await tq(node, 'acme', 'get notes', jwtOf('globex'));
+    expect(wrong.status).to.equal(403);
+    expect(wrong.json.error.code).to.equal('wrong_tenant');
+    // globex has no .policy and the node no --policy: its JWT reaches no collection.
+    expect((await tq(node, 'globex', 'get notes', jwtOf('globex'))).status).to.be.oneOf([403, 404]);
+  });
+
+  it('keeps at most --max-open-tenants files open, reopening a closed one with its data', async () => {
+    await admin(node, 'PUT', 'initech');
+    expect((await tq(node, 'initech', 'create collection notes (title text)')).status).to.equal(200);
+    for (const tenant of ['initech', 'globex', 'acme', 'initech']) expect((await tq(node, tenant, 'get notes count')).status).to.equal(200);
+    const metrics = await request(node.url, { path: '/_metrics', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(metrics.text).to.match(/^fenec_tenants_open 2$/m);
+    expect(metrics.text).to.match(/^fenec_tenants 3$/m);
+    expect(JSON.stringify((await tq(node, 'acme', 'get notes')).json)).to.include('mine');
+  });
+
+  it('refuses a tenant past its rate with 429 and Retry-After, while another tenant\'s requests all pass', async () => {
+    await admin(node, 'PUT', 'slowpoke', { rate: 1, burst: 3 });
+    const replies = await Promise.all([...Array(8).keys()].map(() => tq(node, 'slowpoke', 'get notes count')));
+    const refused = replies.filter((r) => r.status === 429);
+    expect(refused.length).to.be.at.least(5);
+    expect(refused[0]!.headers['retry-after']).to.match(/^\d+$/);
+    expect(refused[0]!.json.error.code).to.equal('quota_exceeded');
+    const others = await Promise.all([...Array(20).keys()].map(() => tq(node, 'globex', 'get notes count')));
+    expect(others.every((r) => r.status === 200)).to.equal(true);
+    const metrics = await request(node.url, { path: '/_metrics', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(metrics.text).to.match(/fenec_tenant_quota_refusals_total\{quota="rate"\} [1-9]/);
+  });
+
+  it('refuses writes past the byte quota with 507, losing nothing written before', async () => {
+    await admin(node, 'PUT', 'tiny', { maxBytes: 96 * 1024 });
+    expect((await tq(node, 'tiny', 'create collection docs (body text)')).status).to.equal(200);
+    const body = 'x'.repeat(4000);
+    let written = 0;
+    let last: Reply | undefined;
+    for (let i = 0; i < 60; i++) {
+      last = await tq(node, 'tiny', `insert into docs {body: "${body}${i}"}`);
+      if (last.status !== 200) break;
+      written += 1;
+    }
+    expect(last!.status).to.equal(507);
+    expect(last!.json.error.code).to.equal('storage_full');
+    expect(written).to.be.above(3);
+    const count = await tq(node, 'tiny', 'get docs count');
+    expect(count.status).to.equal(200);
+    expect(JSON.stringify(count.json)).to.include(String(written));
+  });
+
+  it('deletes a tenant and its files with DELETE', async () => {
+    expect((await admin(node, 'DELETE', 'initech')).status).to.equal(200);
+    expect((await tq(node, 'initech', 'get notes count')).status).to.equal(404);
+    expect(fs.readdirSync(dir).filter((f) => f.startsWith('initech'))).to.deep.equal([]);
+    expect((await admin(node, 'DELETE', 'initech')).status).to.equal(404);
+  });
+});
