@@ -8,6 +8,7 @@ import { asFenecError, FenecError } from '../../shared/errors.js';
 import { FenecDatabase } from '../database.js';
 import { createProgram, onExit, parseCommandLine, usageError } from './command-line.js';
 import { addMcpCommand } from './mcp-command.js';
+import { addTenantCommand } from './tenant-command.js';
 
 const NAME = 'fenec';
 
@@ -161,5 +162,6 @@ function localError(err: unknown): FenecError {
 }
 
 addMcpCommand(program);
+addTenantCommand(program);
 
 await parseCommandLine(program, process.argv);
