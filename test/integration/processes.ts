@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export const FENEC_SERVER = path.join(ROOT, 'dist/node/cli/fenec-server.js');
 export const FENEC = path.join(ROOT, 'dist/node/cli/fenec.js');
+export const FENEC_ROUTER = path.join(ROOT, 'dist/router/cli.js');
 
 /** How long a program may take to start or to run one command. */
 const START_TIMEOUT_MS = 10_000;
@@ -46,11 +47,17 @@ export class Sandbox {
   }
 
   /** Starts `fenec-server --port 0 ARGS` and resolves with its URL once it logs that it listens. */
-  async startServer(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
-    const child = this.#spawn(FENEC_SERVER, ['--port', '0', ...args], env);
+  startServer(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+    return this.startProgram(FENEC_SERVER, ['--port', '0', ...args], env);
+  }
+
+  /** Starts a program that logs a `listening` line with its URL (fenec-server, fenec-router), and resolves with that URL. */
+  async startProgram(script: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+    const program = path.basename(script);
+    const child = this.#spawn(script, args, env);
     let stderr = '';
     const listening = new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`fenec-server did not start in time:\n${stderr}`)), START_TIMEOUT_MS);
+      const timer = setTimeout(() => reject(new Error(`${program} did not start in time:\n${stderr}`)), START_TIMEOUT_MS);
       child.stderr!.on('data', (chunk: Buffer) => {
         stderr += chunk.toString();
         for (const line of stderr.split('\n')) {
@@ -63,7 +70,7 @@ export class Sandbox {
       });
       child.once('exit', (code, signal) => {
         clearTimeout(timer);
-        reject(new Error(`fenec-server exited (${code ?? signal}) before listening:\n${stderr}`));
+        reject(new Error(`${program} exited (${code ?? signal}) before listening:\n${stderr}`));
       });
     });
     const url = await listening;
