@@ -24,6 +24,7 @@ import { FenecRequest, HttpHandler, type Executor } from '../http/handler.js';
 import { HttpMetrics } from '../http/metrics.js';
 import type { RunningServer } from '../http/server.js';
 import { mcpEndpoint } from '../mcp/serve-mcp.js';
+import { QuotaExecutor } from './quota-executor.js';
 import type { Quotas } from './quotas.js';
 import { TenantRegistry, type Tenant } from './tenant-registry.js';
 
@@ -54,7 +55,7 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
   const metrics = new HttpMetrics();
   const refusals = new Counter({
     name: 'fenec_tenant_quota_refusals_total',
-    help: 'Requests refused for a tenant quota, by quota (rate, bytes). No tenant is a label.',
+    help: 'Requests refused for a tenant quota, by quota (rate, bytes, size: collections or rows). No tenant is a label.',
     labelNames: ['quota'],
     registers: [metrics.registry],
   });
@@ -66,7 +67,8 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
     try {
       const policyFile = path.join(node.dataDir, `${tenant.name}.policy`);
       const policy = fs.existsSync(policyFile) ? parsePolicy(fs.readFileSync(policyFile, 'utf8'), policyFile) : config.policy;
-      const mcp = config.mcp === undefined ? undefined : mcpEndpoint(db, {
+      const held = new QuotaExecutor(db, tenant.quotas);
+      const mcp = config.mcp === undefined ? undefined : mcpEndpoint(held, {
         write: config.mcp.write,
         memory: config.mcp.memory,
         readOnly: config.httpReadOnly,
@@ -75,7 +77,7 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
         tenant: tenant.name,
         count: (tool, outcome) => metrics.toolCall(tool, outcome),
       });
-      const handler = new HttpHandler({ ...config, policy }, db, guard, metrics, logger, audit, mcp);
+      const handler = new HttpHandler({ ...config, policy }, held, guard, metrics, logger, audit, mcp);
       return { handler, close: () => db.close() };
     } catch (err) {
       db.close();
@@ -161,6 +163,7 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
     res.once('close', () => {
       registry.release(name, opened);
       if (res.statusCode === 507) bytesRefused();
+      else if (res.statusCode === 429) refusals.inc({ quota: 'size' });
     });
     req.url = q === -1 ? `/${route}` : `/${route}${url.slice(q)}`;
     opened.handler.handle(req, res);

@@ -112,6 +112,24 @@ describe('fenec-server --data-dir (a tenant node)', () => {
     expect(JSON.stringify(count.json)).to.include(String(written));
   });
 
+  it('refuses a collection past maxCollections and rows past maxRows with 429, counting what deletes freed', async () => {
+    await admin(node, 'PUT', 'small', { maxCollections: 2, maxRows: 5 });
+    expect((await tq(node, 'small', 'create collection a (n int)')).status).to.equal(200);
+    expect((await tq(node, 'small', 'create collection b (n int)')).status).to.equal(200);
+    const third = await tq(node, 'small', 'create collection c (n int)');
+    expect(third.status).to.equal(429);
+    expect(third.json.error.code).to.equal('quota_exceeded');
+    expect((await tq(node, 'small', 'create collection if not exists b (n int)')).status).to.equal(200);
+    expect((await tq(node, 'small', 'insert into a [{n: 1}, {n: 2}, {n: 3}]')).status).to.equal(200);
+    expect((await tq(node, 'small', 'insert into b {n: 4}')).status).to.equal(200);
+    const over = await tq(node, 'small', 'insert into b [{n: 5}, {n: 6}]');
+    expect(over.status).to.equal(429);
+    expect(over.json.error.message).to.include('4 rows');
+    expect((await tq(node, 'small', 'del a where n = 1')).status).to.equal(200);
+    expect((await tq(node, 'small', 'insert into b [{n: 5}, {n: 6}]')).status).to.equal(200);
+    expect((await tq(node, 'small', 'get b count')).json.count).to.equal(3);
+  });
+
   it('deletes a tenant and its files with DELETE', async () => {
     expect((await admin(node, 'DELETE', 'initech')).status).to.equal(200);
     expect((await tq(node, 'initech', 'get notes count')).status).to.equal(404);

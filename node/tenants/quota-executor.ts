@@ -1,0 +1,79 @@
+/**
+ * A tenant's database held to its collection and row quotas. Only statements that can add a
+ * collection (`create collection`) or rows (`insert`, `put`) are looked at; the text of any other
+ * statement is not even parsed here.
+ *
+ * The row count is kept as an upper bound: counted exactly at the first insert, raised by every
+ * insert's answer, never lowered (a delete, an expiry or a put that replaces only make it higher
+ * than the truth), and counted exactly again before a refusal, so that a refusal is always true.
+ */
+import { FenecError } from '../../shared/errors.js';
+import type { Statement } from '../../shared/fenecql/ast.js';
+import { parseStatement } from '../../shared/fenecql/parser.js';
+import type { Answer, ExecuteOptions, FenecDatabase } from '../database.js';
+import type { Executor } from '../http/handler.js';
+import type { Quotas } from './quotas.js';
+
+/** Statements that may add a collection or rows start with one of these words. */
+const MAY_GROW = /^\s*(create|insert|put)\b/i;
+
+export class QuotaExecutor implements Executor {
+  readonly #db: FenecDatabase;
+  readonly #quotas: Quotas;
+  #rows: number | undefined;
+
+  constructor(db: FenecDatabase, quotas: Quotas) {
+    this.#db = db;
+    this.#quotas = quotas;
+  }
+
+  execute(text: string, params?: readonly unknown[], options?: ExecuteOptions): Answer {
+    if (!MAY_GROW.test(text) || (this.#quotas.maxRows === 0 && this.#quotas.maxCollections === 0)) return this.#db.execute(text, params, options);
+    let statement: Statement | undefined;
+    try {
+      statement = parseStatement(text);
+    } catch {
+      // The database refuses it with its position; nothing is checked here.
+      return this.#db.execute(text, params, options);
+    }
+    return this.#run(statement, () => this.#db.execute(text, params, options));
+  }
+
+  executeStatement(statement: Statement, params?: readonly unknown[], options?: ExecuteOptions): Answer {
+    return this.#run(statement, () => this.#db.executeStatement(statement, params, options));
+  }
+
+  #run(statement: Statement, run: () => Answer): Answer {
+    if (statement.kind === 'CreateCollection' && this.#quotas.maxCollections > 0) {
+      const collections = this.#collections().length;
+      if (collections >= this.#quotas.maxCollections && !this.#collections().includes(statement.name)) {
+        throw new FenecError('quota_exceeded', `the tenant has ${collections} collections, its quota`, { hint: 'drop a collection, or raise the tenant\'s maxCollections (PUT /t/<tenant>)' });
+      }
+    }
+    const adding = statement.kind === 'Insert' ? statement.rows.length : statement.kind === 'Put' ? 1 : 0;
+    if (adding === 0 || this.#quotas.maxRows === 0) return run();
+    this.#rows ??= this.#countRows();
+    if (this.#rows + adding > this.#quotas.maxRows) {
+      this.#rows = this.#countRows();
+      if (this.#rows + adding > this.#quotas.maxRows) {
+        throw new FenecError('quota_exceeded', `the tenant holds ${this.#rows} rows; ${adding} more would pass its quota of ${this.#quotas.maxRows}`, {
+          hint: 'delete rows, or raise the tenant\'s maxRows (PUT /t/<tenant>)',
+        });
+      }
+    }
+    const answer = run();
+    this.#rows += typeof (answer as { count?: unknown }).count === 'number' ? (answer as { count: number }).count : adding;
+    return answer;
+  }
+
+  #collections(): string[] {
+    const answer = this.#db.execute('schema') as unknown as { collections: { name: string }[] };
+    return answer.collections.map((collection) => collection.name);
+  }
+
+  #countRows(): number {
+    let rows = 0;
+    for (const name of this.#collections()) rows += (this.#db.execute(`get ${name} count`) as unknown as { count: number }).count;
+    return rows;
+  }
+}
