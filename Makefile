@@ -6,15 +6,17 @@ FILE ?= notes.fenec
 PORT ?= 8080
 SOURCES := $(shell find shared node router test bench -name '*.ts' 2>/dev/null) tsconfig.json
 
-.PHONY: help install build test run serve requests-bench search-bench bench clean
+.PHONY: help install build test mcp-test mcp-conformance run serve requests-bench search-bench mcp-bench bench clean
 
 help:
 	@echo "make run          build and serve ./data/fenec.fenec on 127.0.0.1:$(PORT)"
 	@echo "make test         install what is missing, build, run every test"
+	@echo "make mcp-test     the MCP tests alone: tools, protocol, official clients, conformance suite, docs configs"
 	@echo "make serve FILE=F serve one file"
 	@echo "make requests-bench  /query against bare node:http"
 	@echo "make search-bench    match, near, fuse against raw FTS5 and raw Faiss (BENCH_ROWS=20000 BENCH_UNIFORM_ROWS=5000: 90 s)"
-	@echo "make bench        both benches"
+	@echo "make mcp-bench       MCP tool calls against the same statements through /query"
+	@echo "make bench        every bench"
 
 install: .install-stamp
 
@@ -29,8 +31,18 @@ dist/.build-stamp: .install-stamp $(SOURCES)
 	npx tsc -p tsconfig.json
 	@touch $@
 
-test: build
+# make test runs every test under dist/test (.mocharc.cjs), the MCP ones among them.
+test: build mcp-conformance
 	npx mocha
+
+MCP_TESTS := 'dist/test/shared/mcp/**/*.test.js' 'dist/test/integration/mcp/**/*.test.js' dist/test/docs/agents-and-mcp-configs.test.js
+
+mcp-test: build mcp-conformance
+	npx mocha --no-config --exit --timeout 60000 $(if $(CI),--forbid-only) $(MCP_TESTS)
+
+# The MCP conformance suite and the Node.js 22 it needs, from npm, into .cache/ (idempotent).
+mcp-conformance:
+	bash scripts/install-mcp-conformance.sh
 
 run: build
 	@mkdir -p data
@@ -45,10 +57,14 @@ requests-bench: build
 search-bench: build
 	$(NODE) dist/bench/search-bench.js
 
+mcp-bench: build
+	$(NODE) dist/bench/mcp-bench.js
+
 # One after the other, even under make -j: two benches at once would measure each other.
 bench: build
 	$(MAKE) requests-bench
 	$(MAKE) search-bench
+	$(MAKE) mcp-bench
 
 clean:
 	rm -rf dist .install-stamp
