@@ -301,7 +301,7 @@ function inProcessCosts(file: string, read: Case): { statement: number; tool: nu
     };
     return {
       statement: time((i) => JSON.stringify(db.executeStatement(statement, read.params(i % 64)))),
-      tool: time((i) => JSON.stringify(endpoint.handle(bodies[i % 64]!, caller).answer)),
+      tool: time((i) => endpoint.handle(bodies[i % 64]!, caller).json),
     };
   } finally {
     db.close();

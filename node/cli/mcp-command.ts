@@ -67,7 +67,7 @@ async function serveFile(file: string, options: McpOptions): Promise<void> {
   logger.info({ file, readOnly, write: options.write === true, memory: options.memory ?? null }, 'serving MCP on stdio');
   await serveLines(process.stdin, process.stdout, (line) => {
     const reply = endpoint.handle(line, caller);
-    return reply.answer === undefined ? undefined : [reply.answer];
+    return reply.json === undefined ? undefined : [reply.json];
   });
   // stdin ended: the session is over. A vector index still building is stored before the exit.
   await db.idle();
@@ -101,7 +101,7 @@ async function bridge(urlText: string): Promise<void> {
   const logger = createLogger(PROGRAM);
   const bridge = new McpBridge({ url, token: process.env.FENEC_TOKEN || undefined });
   logger.info({ url: url.href, token: process.env.FENEC_TOKEN ? 'from FENEC_TOKEN' : 'none' }, 'bridging MCP on stdio');
-  await serveLines(process.stdin, process.stdout, (line) => bridge.forward(line));
+  await serveLines(process.stdin, process.stdout, async (line) => (await bridge.forward(line))?.map((m) => JSON.stringify(m)));
   process.exit(0);
 }
 

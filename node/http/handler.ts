@@ -178,8 +178,8 @@ export class HttpHandler {
       const value = headers[name];
       return Array.isArray(value) ? value.join(', ') : value;
     });
-    if (reply.answer === undefined) return this.#write(req, res, reply.status, {}, undefined);
-    this.#send(req, res, reply.status, JSON.stringify(reply.answer));
+    if (reply.json === undefined) return this.#write(req, res, reply.status, {}, undefined);
+    this.#send(req, res, reply.status, reply.json);
   }
 
   #auditSchema(statement: string, caller: Caller): void {

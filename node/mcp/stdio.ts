@@ -5,8 +5,8 @@
 import * as readline from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 
-/** The messages a line is answered with, each written on a line of its own (none for a notification). */
-export type LineAnswer = readonly unknown[] | undefined;
+/** The messages a line is answered with, as JSON, each written on a line of its own (none for a notification). */
+export type LineAnswer = readonly string[] | undefined;
 
 /**
  * Answers each line of `input` with the messages `answer` gives. Resolves when the input ends and
@@ -32,6 +32,6 @@ export async function serveLines(input: Readable, output: Writable, answer: (lin
 
 function write(output: Writable, messages: LineAnswer): void {
   if (messages === undefined || messages.length === 0) return;
-  // Messages hold no raw newline (JSON.stringify escapes them): each is exactly one line.
-  output.write(messages.map((m) => `${JSON.stringify(m)}\n`).join(''));
+  // JSON holds no raw newline (JSON.stringify escapes them): each message is exactly one line.
+  output.write(`${messages.join('\n')}\n`);
 }

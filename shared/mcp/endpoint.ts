@@ -18,6 +18,8 @@ import type { ToolName } from './tools.js';
 export interface McpReply {
   readonly status: number;
   readonly answer: RpcAnswer | undefined;
+  /** The answer as JSON, one line, made once (a tool's answer is not written out twice for it). */
+  readonly json: string | undefined;
 }
 
 /** How a tool call ended, for metrics and audit: `refused` is an isError result, `failed` a fault. */
@@ -39,7 +41,11 @@ export interface McpEndpointOptions<O> {
   readonly onFault?: (err: unknown) => void;
 }
 
-const ACCEPTED: McpReply = Object.freeze({ status: 202, answer: undefined });
+const ACCEPTED: McpReply = Object.freeze({ status: 202, answer: undefined, json: undefined });
+
+function reply(status: number, answer: RpcAnswer): McpReply {
+  return { status, answer, json: JSON.stringify(answer) };
+}
 const CAPABILITIES = Object.freeze({ tools: {} });
 const CACHE = Object.freeze({ ttlMs: 0, cacheScope: 'private' });
 
@@ -48,6 +54,7 @@ export class McpEndpoint<O> {
   readonly #options: McpEndpointOptions<O>;
   readonly #instructions: string;
   readonly #modernMeta: Readonly<Record<string, unknown>>;
+  readonly #modernMetaJson: string;
   readonly #tracer: Tracer = trace.getTracer('fenecdb');
   readonly #offered: string;
 
@@ -56,6 +63,7 @@ export class McpEndpoint<O> {
     this.#options = options;
     this.#instructions = instructions(runner);
     this.#modernMeta = Object.freeze({ [META_SERVER_INFO]: options.serverInfo });
+    this.#modernMetaJson = JSON.stringify(this.#modernMeta);
     this.#offered = runner.tools.map((t) => t.name).join(', ');
   }
 
@@ -80,11 +88,13 @@ export class McpEndpoint<O> {
         if (header !== undefined) checkHeaders(header, method, params, message.kind === 'request');
         checkEnvelope(meta);
         if (message.kind === 'notification') return ACCEPTED;
-        return { status: 200, answer: resultAnswer(message.request.id, this.#modern(message.request, caller)) };
+        if (method === 'tools/call') return this.#toolReply(message.request, caller, true);
+        return reply(200, resultAnswer(message.request.id, this.#modern(message.request)));
       }
       if (headerVersion !== undefined && !(HANDSHAKE as readonly string[]).includes(headerVersion)) throw unsupportedVersion(headerVersion);
       if (message.kind === 'notification') return ACCEPTED;
-      return { status: 200, answer: resultAnswer(message.request.id, this.#handshake(message.request, caller)) };
+      if (method === 'tools/call') return this.#toolReply(message.request, caller, false);
+      return reply(200, resultAnswer(message.request.id, this.#handshake(message.request)));
     } catch (err) {
       if (err instanceof RpcFault) return fault(err, id);
       this.#options.onFault?.(err);
@@ -92,7 +102,7 @@ export class McpEndpoint<O> {
     }
   }
 
-  #modern(request: RpcRequest, caller: ToolCaller<O>): unknown {
+  #modern(request: RpcRequest): unknown {
     switch (request.method) {
       case 'server/discover':
         return {
@@ -105,14 +115,12 @@ export class McpEndpoint<O> {
         };
       case 'tools/list':
         return { resultType: 'complete', tools: this.#runner.tools, ...CACHE, _meta: this.#modernMeta };
-      case 'tools/call':
-        return { resultType: 'complete', ...this.#call(request, caller), _meta: this.#modernMeta };
       default:
         throw new RpcFault(RpcCode.methodNotFound, `Method not found: ${request.method}; under ${MODERN} this server answers server/discover, tools/list and tools/call`, 404);
     }
   }
 
-  #handshake(request: RpcRequest, caller: ToolCaller<O>): unknown {
+  #handshake(request: RpcRequest): unknown {
     switch (request.method) {
       case 'initialize':
         return {
@@ -125,15 +133,28 @@ export class McpEndpoint<O> {
         return {};
       case 'tools/list':
         return { tools: this.#runner.tools };
-      case 'tools/call':
-        return this.#call(request, caller);
       default:
         throw new RpcFault(RpcCode.methodNotFound, `Method not found: ${request.method}; this server answers initialize, ping, tools/list and tools/call`, 200);
     }
   }
 
+  /**
+   * tools/call's answer. A tool's answer is JSON already (its text): the message is put together
+   * around it, rather than the answer written out a second time as structured content.
+   */
+  #toolReply(request: RpcRequest, caller: ToolCaller<O>, modern: boolean): McpReply {
+    const { result, text } = this.#call(request, caller);
+    const answer = resultAnswer(request.id, modern ? { resultType: 'complete', ...result, _meta: this.#modernMeta } : result);
+    if (text === undefined) return reply(200, answer);
+    const json =
+      `{"jsonrpc":"2.0","id":${JSON.stringify(request.id)},"result":{${modern ? '"resultType":"complete",' : ''}` +
+      `"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text},"isError":false` +
+      `${modern ? `,"_meta":${this.#modernMetaJson}` : ''}}}`;
+    return { status: 200, answer, json };
+  }
+
   /** tools/call: an unknown tool or malformed params is a fault; anything the tool refuses is its result. */
-  #call(request: RpcRequest, caller: ToolCaller<O>): Record<string, unknown> {
+  #call(request: RpcRequest, caller: ToolCaller<O>): { result: Record<string, unknown>; text: string | undefined } {
     const started = performance.now();
     const name = request.params.name;
     const tool = typeof name === 'string' ? this.#runner.tool(name) : undefined;
@@ -154,16 +175,16 @@ export class McpEndpoint<O> {
     span.setAttribute('mcp.outcome', label);
     if (!outcome.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error.code });
     this.#options.onToolCall?.({ tool: tool.name, outcome: label, error: outcome.ok ? undefined : outcome.error, seconds: (performance.now() - started) / 1000 }, caller);
-    if (outcome.ok) return { content: [{ type: 'text', text: outcome.text }], structuredContent: outcome.answer, isError: false };
+    if (outcome.ok) return { result: { content: [{ type: 'text', text: outcome.text }], structuredContent: outcome.answer, isError: false }, text: outcome.text };
     if (failed) throw new RpcFault(RpcCode.internalError, `Internal error: ${outcome.error.message}`, 200, { data: { code: outcome.error.code } });
     const { error } = outcome.error.toJSON();
     const refusal = { error: { ...error, status: outcome.error.status, ...outcome.details } };
-    return { content: [{ type: 'text', text: JSON.stringify(refusal) }], structuredContent: refusal, isError: true };
+    return { result: { content: [{ type: 'text', text: JSON.stringify(refusal) }], structuredContent: refusal, isError: true }, text: undefined };
   }
 }
 
 function fault(err: RpcFault, id: RpcAnswer['id'] | null = err.id): McpReply {
-  return { status: err.httpStatus, answer: errorAnswer(id, err.body()) };
+  return reply(err.httpStatus, errorAnswer(id, err.body()));
 }
 
 /** Why a tool a fenecdb server can offer is not offered here. */

@@ -20,6 +20,8 @@ export interface Bound<S extends Statement = Statement> {
 
 /** FenecQL's highest parameter, `$99`. */
 const MAX_PARAMS = 99;
+/** A call binding fewer values than this has a tree of parameters only, which serves every call of its shape. */
+export const MAX_BOUND = MAX_PARAMS;
 
 const param = (index: number): Expr => ({ kind: 'Param', index });
 const int = (value: number): Expr => ({ kind: 'Literal', type: 'int', value });
@@ -110,6 +112,22 @@ function highestParam(node: Cond | Expr): number {
     case 'Field':
       return 0;
   }
+}
+
+/**
+ * What makes two search calls run the same tree: everything but the values bound. The values of a
+ * call are its params, then its text, then its vector — the order searchStatement binds them in.
+ */
+export function searchShape(args: Arguments, vectorField: string | undefined): string {
+  const given = args.params == null ? 0 : (args.params as unknown[]).length;
+  return JSON.stringify(['search', args.collection, args.filter ?? null, args.fields ?? null, args.limit ?? null, given, args.text != null, vectorField ?? null]);
+}
+
+export function searchParams(args: Arguments): unknown[] {
+  const values = args.params == null ? [] : [...(args.params as unknown[])];
+  if (args.text != null) values.push(args.text);
+  if (args.vector != null) values.push(args.vector);
+  return values;
 }
 
 /** `search`: match over every @text field, near over the collection's vector field, fused when both. */
@@ -231,6 +249,19 @@ export function rememberStatement(collection: string, args: Arguments): Bound {
   ];
   if (args.vector != null) entries.push({ key: VECTOR_FIELD, value: params.add(args.vector) });
   return { statement: { kind: 'Insert', collection, rows: [{ kind: 'Object', entries }], many: false }, params: params.values };
+}
+
+/** What makes two recall calls run the same tree; their values are the text, the vector, then each tag. */
+export function recallShape(args: Arguments): string {
+  return JSON.stringify(['recall', args.text != null, args.vector != null, ((args.tags as unknown[] | undefined) ?? []).length, args.limit ?? null]);
+}
+
+export function recallParams(args: Arguments): unknown[] {
+  const values: unknown[] = [];
+  if (args.text != null) values.push(args.text);
+  if (args.vector != null) values.push(args.vector);
+  for (const tag of (args.tags as unknown[] | undefined) ?? []) values.push(tag);
+  return values;
 }
 
 /** `get C select text, tags, at [match text $1] [near vector $2] [fuse] [where tags has $3 and …] [order at desc, id desc] limit N` */

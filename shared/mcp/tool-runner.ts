@@ -11,10 +11,15 @@ import { checkBounds, type Narrowing } from './bounds.js';
 import { addMemoryVector, createMemories, VECTOR_FIELD } from './memory.js';
 import {
   forgetStatement,
+  MAX_BOUND,
   queryStatement,
+  recallParams,
+  recallShape,
   recallStatement,
   rememberStatement,
   schemaStatement,
+  searchParams,
+  searchShape,
   searchStatement,
   writeStatement,
   type Bound,
@@ -23,9 +28,23 @@ import { BOUNDS, toolDefinitions, type ToolDefinition, type ToolName, type ToolS
 
 export type Answer = { readonly [key: string]: unknown };
 
-/** What the tools need of a database: a statement tree run under the caller's options. */
+/**
+ * What the tools need of a database: a statement tree run under the caller's options, and the
+ * `query` tool's own statement text (its canonical form), whose parse and plan the database keeps.
+ */
 export interface StatementRunner<O> {
   executeStatement(statement: Statement, params: readonly unknown[], options: O): Answer;
+  execute(text: string, params: readonly unknown[], options: O): Answer;
+}
+
+/**
+ * A read as a call of that shape runs it: the tree asked for, the tree run (at most one row past the
+ * bound), and for `query` the run tree's canonical text.
+ */
+interface PreparedRead {
+  readonly requested: GetStmt;
+  readonly run: GetStmt;
+  readonly text: string | undefined;
 }
 
 /** Who calls: the options their statements run under (token claims, policy, read-only), passed through as is. */
@@ -41,12 +60,26 @@ export type ToolOutcome =
 
 /** One row more than the bound: when it comes back, the answer is past the bound. */
 const PROBE_LIMIT = BOUNDS.rows + 1;
+/**
+ * Reads kept by the shape of their call (query: its statement; search and recall: everything but the
+ * values bound): agents send the same few calls again and again, and a kept tree is parsed, checked
+ * and planned once.
+ */
+const PREPARED_LIMIT = 500;
+
+/** The tree a read runs: its own, or one row past the bound when it asks for more or for no limit. */
+function probing(statement: GetStmt): GetStmt {
+  const limit = statement.limit;
+  if (statement.count || (limit?.kind === 'Literal' && (limit.value as number) <= BOUNDS.rows)) return statement;
+  return { ...statement, limit: { kind: 'Literal', type: 'int', value: PROBE_LIMIT } };
+}
 
 export class ToolRunner<O> {
   readonly tools: readonly ToolDefinition[];
   readonly #byName: ReadonlyMap<string, ToolDefinition>;
   readonly #db: StatementRunner<O>;
   readonly #memory: string | undefined;
+  readonly #prepared = new Map<string, PreparedRead>();
   readonly #onSchemaChange: ((change: CreateCollectionStmt | AlterAddStmt) => void) | undefined;
 
   /** `onSchemaChange` hears of the memory collection made or given its vector field (for the audit). */
@@ -97,20 +130,31 @@ export class ToolRunner<O> {
   }
 
   #query(args: Arguments, caller: ToolCaller<O>): ToolOutcome {
-    const bound = queryStatement(args);
-    if (bound.statement.kind === 'Schema') return this.#bounded('query', this.#exec(bound, caller), { choosesFields: false, call: () => undefined });
-    const requested = bound.statement;
-    let select = requested.select;
-    if (args.include_vectors === true) {
-      if (select === null) select = '*';
-    } else if (select === '*') {
-      select = null;
-    } else if (select !== null) {
-      const vectors = this.#vectorFields(requested.collection, caller);
-      if (select.some((f) => vectors.includes(f))) select = select.filter((f) => !vectors.includes(f));
+    const params = args.params == null ? [] : (args.params as unknown[]);
+    const includeVectors = args.include_vectors === true;
+    const key = `${includeVectors ? 'query+v' : 'query'}\u0000${args.statement as string}`;
+    let prepared = this.#prepared.get(key);
+    if (prepared === undefined) {
+      const { statement } = queryStatement(args);
+      if (statement.kind === 'Schema') return this.#bounded('query', this.#exec({ statement, params }, caller), { choosesFields: false, call: () => undefined });
+      let select = statement.select;
+      // Which fields hold vectors is the schema's to say, and it may change: such a read is not kept.
+      let keep = true;
+      if (includeVectors) {
+        if (select === null) select = '*';
+      } else if (select === '*') {
+        select = null;
+      } else if (select !== null) {
+        const vectors = this.#vectorFields(statement.collection, caller);
+        if (select.some((f) => vectors.includes(f))) select = select.filter((f) => !vectors.includes(f));
+        keep = false;
+      }
+      const run = probing({ ...statement, select });
+      prepared = { requested: statement, run, text: printStatement(run) };
+      if (keep) this.#keep(key, prepared);
     }
-    const statement: GetStmt = { ...requested, select };
-    return this.#read('query', { statement, params: bound.params }, caller, {
+    const { requested } = prepared;
+    return this.#read('query', prepared, params, caller, {
       choosesFields: true,
       call: (limit, fields) => ({
         name: 'query',
@@ -122,8 +166,8 @@ export class ToolRunner<O> {
   #search(args: Arguments, caller: ToolCaller<O>): ToolOutcome {
     let field: string | undefined;
     if (args.vector != null) field = this.#searchVectorField(args.collection as string, caller);
-    const bound = searchStatement(args, field);
-    return this.#read('search', bound, caller, {
+    const { tree, params } = this.#shaped(searchShape(args, field), () => searchStatement(args, field), () => searchParams(args));
+    return this.#read('search', tree, params, caller, {
       choosesFields: true,
       call: (limit, fields) => ({ name: 'search', arguments: { ...args, limit, ...(fields === undefined ? {} : { fields }) } }),
     });
@@ -132,13 +176,17 @@ export class ToolRunner<O> {
   #recall(args: Arguments, caller: ToolCaller<O>): ToolOutcome {
     const memory = this.#memory!;
     const narrowing: Narrowing = { choosesFields: false, call: (limit) => ({ name: 'recall', arguments: { ...args, limit } }) };
+    const recall = (a: Arguments): ToolOutcome => {
+      const { tree, params } = this.#shaped(recallShape(a), () => recallStatement(memory, a), () => recallParams(a));
+      return this.#read('recall', tree, params, caller, narrowing);
+    };
     try {
-      return this.#read('recall', recallStatement(memory, args), caller, narrowing);
+      return recall(args);
     } catch (err) {
       // No memory has come with a vector yet: words alone still recall.
       if (args.vector != null && args.text != null && isUnknownField(err, VECTOR_FIELD)) {
         const { vector: _vector, ...words } = args;
-        return this.#read('recall', recallStatement(memory, words), caller, narrowing);
+        return recall(words);
       }
       if (!caller.scoped && asFenecError(err).code === 'unknown_collection') return this.#bounded('recall', { rows: [], count: 0 }, narrowing);
       throw err;
@@ -146,17 +194,33 @@ export class ToolRunner<O> {
   }
 
   /**
+   * The read a call of this shape runs, made once and kept, and this call's values for it. A call
+   * with more values than parameters there are (their tree holds literals) is made each time.
+   */
+  #shaped(key: string, make: () => Bound<GetStmt>, values: () => unknown[]): { tree: PreparedRead; params: readonly unknown[] } {
+    const kept = this.#prepared.get(key);
+    if (kept !== undefined) return { tree: kept, params: values() };
+    const bound = make();
+    const tree: PreparedRead = { requested: bound.statement, run: probing(bound.statement), text: undefined };
+    if (bound.params.length < MAX_BOUND) this.#keep(key, tree);
+    return { tree, params: bound.params };
+  }
+
+  #keep(key: string, prepared: PreparedRead): void {
+    if (this.#prepared.size >= PREPARED_LIMIT) this.#prepared.delete(this.#prepared.keys().next().value!);
+    this.#prepared.set(key, prepared);
+  }
+
+  /**
    * A read run with at most one row past the bound, so that a statement matching a million rows
    * never reads them all; when the bound is passed, the rows found are counted for the refusal.
    */
-  #read(tool: string, bound: Bound<GetStmt>, caller: ToolCaller<O>, narrowing: Narrowing): ToolOutcome {
-    const { statement } = bound;
-    if (statement.count) return this.#bounded(tool, this.#exec(bound, caller), narrowing);
-    const limit = statement.limit;
-    const capped = limit === undefined || limit.kind !== 'Literal' || (limit.value as number) > BOUNDS.rows;
-    const run: GetStmt = capped ? { ...statement, limit: { kind: 'Literal', type: 'int', value: PROBE_LIMIT } } : statement;
-    const answer = this.#exec({ statement: run, params: bound.params }, caller);
-    return this.#bounded(tool, answer, narrowing, () => this.#count(bound, caller));
+  #read(tool: string, prepared: PreparedRead, params: readonly unknown[], caller: ToolCaller<O>, narrowing: Narrowing): ToolOutcome {
+    const answer = prepared.text === undefined
+      ? this.#db.executeStatement(prepared.run, params, caller.options)
+      : this.#db.execute(prepared.text, params, caller.options);
+    if (prepared.requested.count) return this.#bounded(tool, answer, narrowing);
+    return this.#bounded(tool, answer, narrowing, () => this.#count({ statement: prepared.requested, params }, caller));
   }
 
   /** How many rows a read would answer under its own limit and offset, for a refusal's figures. */

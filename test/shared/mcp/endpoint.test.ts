@@ -10,7 +10,7 @@ const META = {
 };
 
 /** A database that answers every statement with one row: the protocol is under test here, not the tools. */
-const db: StatementRunner<object> = { executeStatement: () => ({ rows: [{ id: 1 }], count: 1 }) };
+const db: StatementRunner<object> = { executeStatement: () => ({ rows: [{ id: 1 }], count: 1 }), execute: () => ({ rows: [{ id: 1 }], count: 1 }) };
 
 function endpoint(options = { write: false, memory: undefined as string | undefined, readOnly: false }, events: ToolCallEvent[] = []) {
   return new McpEndpoint(new ToolRunner(db, options), { serverInfo: { name: 'fenecdb', version: '0.1.0' }, onToolCall: (e) => events.push(e) });
@@ -55,13 +55,15 @@ describe('McpEndpoint', () => {
 
     it('accepts notifications with 202 and no answer', () => {
       const reply = endpoint().handle('{"jsonrpc":"2.0","method":"notifications/initialized"}', caller);
-      expect(reply).to.deep.equal({ status: 202, answer: undefined });
+      expect(reply).to.deep.equal({ status: 202, answer: undefined, json: undefined });
     });
 
     it('answers ping, tools/list and tools/call without a session or an initialize first', () => {
       expect((send('ping').answer as any).result).to.deep.equal({});
       expect((send('tools/list').answer as any).result.tools.map((t: { name: string }) => t.name)).to.deep.equal(['query', 'search', 'schema']);
-      const call = (send('tools/call', { name: 'schema', arguments: {} }).answer as any).result;
+      const reply = send('tools/call', { name: 'schema', arguments: {} });
+      const call = (reply.answer as any).result;
+      expect(JSON.parse(reply.json!)).to.deep.equal(reply.answer);
       expect(call.isError).to.equal(false);
       expect(call.structuredContent).to.deep.equal({ rows: [{ id: 1 }], count: 1 });
       expect(JSON.parse(call.content[0].text)).to.deep.equal(call.structuredContent);
@@ -112,6 +114,7 @@ describe('McpEndpoint', () => {
       const reply = endpoint().handle(body, caller, header);
       expect(reply.status).to.equal(200);
       expect((reply.answer as any).result).to.include({ resultType: 'complete', isError: false });
+      expect(JSON.parse(reply.json!), 'the answer as written').to.deep.equal(reply.answer);
     });
 
     it('takes Mcp-Name with blanks around it, and base64-encoded', () => {
