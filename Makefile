@@ -4,12 +4,12 @@ SHELL := /bin/bash
 NODE := node
 FILE ?= notes.fenec
 PORT ?= 8080
-SOURCES := $(shell find shared node router test bench -name '*.ts' 2>/dev/null) tsconfig.json
+SOURCES := $(shell find shared node router deploy test bench -name '*.ts' 2>/dev/null) tsconfig.json
 
 .PHONY: help install build test mcp-test mcp-conformance run serve requests-bench search-bench mcp-bench bench clean
 
 help:
-	@echo "make run          build and serve ./data/fenec.fenec on 127.0.0.1:$(PORT)"
+	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
 	@echo "make test         install what is missing, build, run every test"
 	@echo "make mcp-test     the MCP tests alone: tools, protocol, official clients, conformance suite, docs configs"
 	@echo "make serve FILE=F serve one file"
@@ -44,9 +44,9 @@ mcp-test: build mcp-conformance
 mcp-conformance:
 	bash scripts/install-mcp-conformance.sh
 
+# A router and two tenant nodes as plain processes, data in ./data; Ctrl-C stops all three.
 run: build
-	@mkdir -p data
-	$(NODE) dist/node/cli/fenec-server.js --file data/fenec.fenec --port $(PORT)
+	PORT=$(PORT) bash scripts/run-stack.sh
 
 serve: build
 	$(NODE) dist/node/cli/fenec-server.js --file $(FILE) --port $(PORT)
