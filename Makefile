@@ -13,7 +13,7 @@ help:
 	@echo "make test         install what is missing, build, run every test"
 	@echo "make mcp-test     the MCP tests alone: tools, protocol, official clients, conformance suite, docs configs"
 	@echo "make serve FILE=F serve one file"
-	@echo "make requests-bench  /query against bare node:http"
+	@echo "make requests-bench  /query against bare node:http; the router hop against the node direct"
 	@echo "make search-bench    match, near, fuse against raw FTS5 and raw Faiss (BENCH_ROWS=20000 BENCH_UNIFORM_ROWS=5000: 90 s)"
 	@echo "make mcp-bench       MCP tool calls against the same statements through /query"
 	@echo "make bench        every bench"
@@ -53,6 +53,7 @@ serve: build
 
 requests-bench: build
 	$(NODE) dist/bench/requests-bench.js
+	$(NODE) dist/bench/router-bench.js
 
 search-bench: build
 	$(NODE) dist/bench/search-bench.js
