@@ -102,7 +102,11 @@ describe('deploy/docker-compose.yml', () => {
   it('is a valid compose file to docker-compose config', function () {
     if (spawnSync('docker-compose', ['version'], { encoding: 'utf8' }).status !== 0) {
       // Debian's docker-compose validates offline; install it where this test runs as root on Debian.
-      const installed = process.getuid?.() === 0 && spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'docker-compose'], { stdio: 'ignore' }).status === 0;
+      this.timeout(300_000);
+      const install = (): boolean => spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'docker-compose'], { stdio: 'ignore' }).status === 0;
+      const root = process.getuid?.() === 0;
+      // A fresh machine may have no package lists yet: read them once, then try again.
+      const installed = root && (install() || (spawnSync('apt-get', ['update', '-qq'], { stdio: 'ignore' }).status === 0 && install()));
       if (!installed) this.skip();
     }
     const env = { ...process.env, FENEC_TOKEN: 't'.repeat(32), FENEC_JWT_SECRET: 's'.repeat(32) };
