@@ -24,7 +24,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
+import { load as loadRun, median, type Measure as Figures } from './load.js';
 import { mintToken } from '../shared/auth/token.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -56,13 +56,7 @@ interface Target {
   readonly token: string;
 }
 
-interface Measure {
-  readonly target: string;
-  readonly clients: number;
-  readonly requestsPerSecond: number;
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-  readonly failed: number;
+interface Measure extends Figures {
   ratioToBare?: number;
   /** The lowest and highest of the per-round ratios to the bare server. */
   ratioSpread?: [number, number];
@@ -102,7 +96,7 @@ async function main(): Promise<void> {
       const baseline = median(bareRuns);
       measures.push(baseline);
       for (const target of [fenec, fenecJwt]) {
-        const ours = median(runs.get(target)!);
+        const ours: Measure = { ...median(runs.get(target)!) };
         ours.ratioToBare = ours.requestsPerSecond / baseline.requestsPerSecond;
         ours.ratioSpread = spread(runs.get(target)!, bareRuns);
         measures.push(ours);
@@ -211,49 +205,15 @@ async function measure(target: Target, clients: number): Promise<Measure> {
   return result;
 }
 
-async function load(target: Target, clients: number, seconds: number): Promise<Measure> {
-  const latencies: number[] = [];
-  let failed = 0;
-  const instance = autocannon({
+function load(target: Target, clients: number, seconds: number): Promise<Measure> {
+  return loadRun({
+    target: target.name,
     url: `${target.url}/query`,
-    connections: clients,
-    duration: seconds,
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${target.token}` },
+    clients,
+    seconds,
+    headers: { authorization: `Bearer ${target.token}` },
     body: JSON.stringify({ statement: STATEMENT, params: [ROW_ID] }),
   });
-  instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
-    if (status === 200) latencies.push(ms);
-    else failed += 1;
-  });
-  const result = await instance;
-  const sorted = Float64Array.from(latencies).sort();
-  return {
-    target: target.name,
-    clients,
-    requestsPerSecond: sorted.length / result.duration,
-    p50Ms: percentile(sorted, 0.5),
-    p99Ms: percentile(sorted, 0.99),
-    failed: failed + result.errors + result.timeouts,
-  };
-}
-
-/** The median of each figure over the runs (each figure on its own), failures summed. */
-function median(runs: readonly Measure[]): Measure {
-  const mid = (values: number[]): number => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-  return {
-    target: runs[0]!.target,
-    clients: runs[0]!.clients,
-    requestsPerSecond: mid(runs.map((r) => r.requestsPerSecond)),
-    p50Ms: mid(runs.map((r) => r.p50Ms)),
-    p99Ms: mid(runs.map((r) => r.p99Ms)),
-    failed: runs.reduce((sum, r) => sum + r.failed, 0),
-  };
-}
-
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 }
 
 function report(measures: readonly Measure[]): void {

@@ -15,7 +15,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
+import { load as loadRun, median, type Measure } from './load.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RESULTS = path.join(ROOT, 'bench/results/router.json');
@@ -28,15 +28,6 @@ const STATEMENT = 'get notes where id = $1';
 const ROW_ID = 500;
 const TARGET_RATIO = 0.4;
 const TARGET_ADDED_P50_MS = 0.3;
-
-interface Measure {
-  readonly target: string;
-  readonly clients: number;
-  readonly requestsPerSecond: number;
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-  readonly failed: number;
-}
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-router-bench-'));
@@ -98,37 +89,15 @@ async function measure(name: string, base: string, clients: number): Promise<Mea
   return result;
 }
 
-async function load(name: string, base: string, clients: number, seconds: number): Promise<Measure> {
-  const latencies: number[] = [];
-  let failed = 0;
-  const instance = autocannon({
+function load(name: string, base: string, clients: number, seconds: number): Promise<Measure> {
+  return loadRun({
+    target: name,
     url: `${base}/t/${TENANT}/query`,
-    connections: clients,
-    duration: seconds,
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+    clients,
+    seconds,
+    headers: { authorization: `Bearer ${TOKEN}` },
     body: JSON.stringify({ statement: STATEMENT, params: [ROW_ID] }),
   });
-  instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
-    if (status === 200) latencies.push(ms);
-    else failed += 1;
-  });
-  const result = await instance;
-  const sorted = Float64Array.from(latencies).sort();
-  const at = (p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN;
-  return { target: name, clients, requestsPerSecond: sorted.length / result.duration, p50Ms: at(0.5), p99Ms: at(0.99), failed: failed + result.errors + result.timeouts };
-}
-
-function median(runs: readonly Measure[]): Measure {
-  const mid = (values: number[]): number => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-  return {
-    target: runs[0]!.target,
-    clients: runs[0]!.clients,
-    requestsPerSecond: mid(runs.map((r) => r.requestsPerSecond)),
-    p50Ms: mid(runs.map((r) => r.p50Ms)),
-    p99Ms: mid(runs.map((r) => r.p99Ms)),
-    failed: runs.reduce((sum, r) => sum + r.failed, 0),
-  };
 }
 
 function report(measures: readonly Measure[]): void {
