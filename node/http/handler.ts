@@ -219,7 +219,10 @@ export class HttpHandler {
     const headers: OutgoingHttpHeaders = { allow };
     if (req.cors) {
       headers['access-control-allow-methods'] = allow;
-      headers['access-control-allow-headers'] = 'authorization, content-type';
+      // An MCP request repeats its revision, method and tool in headers of its own (2026-07-28).
+      headers['access-control-allow-headers'] = req.route === '/_mcp'
+        ? 'authorization, content-type, mcp-protocol-version, mcp-method, mcp-name'
+        : 'authorization, content-type';
       headers['access-control-max-age'] = '600';
     }
     this.#write(req, res, 204, headers, undefined);

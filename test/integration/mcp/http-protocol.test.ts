@@ -46,7 +46,7 @@ describe('POST /_mcp, raw', () => {
       sandbox.startServer(['--file', path.join(dir, 'a.fenec'), '--http-token', TOKEN, '--mcp']),
       sandbox.startServer(['--file', path.join(dir, 'b.fenec'), '--http-token', TOKEN, '--mcp-write', '--mcp-memory', 'memories', '--http-read-only']),
       sandbox.startServer(['--file', path.join(dir, 'c.fenec'), '--http-token', TOKEN]),
-      sandbox.startServer(['--file', path.join(dir, 'd.fenec'), '--mcp']),
+      sandbox.startServer(['--file', path.join(dir, 'd.fenec'), '--mcp', '--http-cors', 'https://app.example.com']),
     ]);
   });
   after(() => sandbox.cleanUp());
@@ -168,6 +168,19 @@ describe('POST /_mcp, raw', () => {
       expect(evil.status).to.equal(403);
       const local = await request(open.url, { method: 'POST', path: '/_mcp', headers: { host: `localhost:${port}`, 'content-type': 'application/json' }, body });
       expect(local.status).to.equal(200);
+    });
+  });
+
+  describe('a browser page of --http-cors', () => {
+    it('is told in a preflight that it may send the MCP headers', async () => {
+      const reply = await request(open.url, {
+        method: 'OPTIONS',
+        path: '/_mcp',
+        headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'mcp-method' },
+      });
+      expect(reply.status).to.equal(204);
+      expect(reply.headers['access-control-allow-origin']).to.equal('https://app.example.com');
+      expect(reply.headers['access-control-allow-headers']).to.contain('mcp-protocol-version').and.contain('mcp-method').and.contain('mcp-name');
     });
   });
 
