@@ -6,7 +6,7 @@
  * an unknown method a 404. Anything else is served as the handshake revisions are — `initialize`,
  * `ping`, tools — without a session: each message stands alone, whatever came before.
  */
-import { trace, SpanStatusCode, type Tracer } from '@opentelemetry/api';
+import { context, trace, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import { performance } from 'node:perf_hooks';
 import type { FenecError } from '../errors.js';
 import { errorAnswer, parseMessage, resultAnswer, RpcCode, RpcFault, type Message, type RpcAnswer, type RpcRequest } from './json-rpc.js';
@@ -164,16 +164,13 @@ export class McpEndpoint<O> {
       throw new RpcFault(RpcCode.invalidParams, `Unknown tool: ${JSON.stringify(name.slice(0, 100))}; this server offers ${this.#offered}${offWhy(name)}`, 200);
     }
     const span = this.#tracer.startSpan(`mcp.tool ${tool.name}`, { attributes: { 'mcp.tool': tool.name } });
-    let outcome: ToolOutcome;
-    try {
-      outcome = this.#runner.call(tool, request.params.arguments, caller);
-    } finally {
-      span.end();
-    }
+    // The call runs inside its span, so that spans made below it (a statement's) are its children.
+    const outcome: ToolOutcome = context.with(trace.setSpan(context.active(), span), () => this.#runner.call(tool, request.params.arguments, caller));
     const failed = !outcome.ok && outcome.error.status >= 500;
     const label: ToolCallOutcome = outcome.ok ? 'ok' : failed ? 'failed' : 'refused';
     span.setAttribute('mcp.outcome', label);
     if (!outcome.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error.code });
+    span.end();
     this.#options.onToolCall?.({ tool: tool.name, outcome: label, error: outcome.ok ? undefined : outcome.error, seconds: (performance.now() - started) / 1000 }, caller);
     if (outcome.ok) return { result: { content: [{ type: 'text', text: outcome.text }], structuredContent: outcome.answer, isError: false }, text: outcome.text };
     if (failed) throw new RpcFault(RpcCode.internalError, `Internal error: ${outcome.error.message}`, 200, { data: { code: outcome.error.code } });

@@ -88,9 +88,17 @@ class MemoryTracer implements Tracer {
   }
 }
 
-/** Registers the tracer and propagator globally (once a process) and gives the list of finished spans. */
+/** The spans of the tracer registered in this process, once one is: the API takes one registration a process. */
+let registered: FinishedSpan[] | undefined;
+
+/**
+ * Registers the tracer and propagator globally (once a process) and gives the list of finished spans;
+ * a later call, from another suite of the same run, gives the same list.
+ */
 export function registerMemoryTracer(): FinishedSpan[] {
+  if (registered !== undefined) return registered;
   const finished: FinishedSpan[] = [];
+  registered = finished;
   const tracer = new MemoryTracer(finished);
   const provider: TracerProvider = { getTracer: () => tracer };
   trace.setGlobalTracerProvider(provider);

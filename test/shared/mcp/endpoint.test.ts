@@ -243,3 +243,18 @@ describe('McpEndpoint', () => {
     });
   });
 });
+
+describe('McpEndpoint tracing', () => {
+  it('makes an OpenTelemetry span per tool call, named for the tool, with its outcome', async () => {
+    const { registerMemoryTracer } = await import('../../helpers/memory-tracer.js');
+    const spans = registerMemoryTracer();
+    const ep = endpoint();
+    ep.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { collection: 'docs', text: 'fox' } } }), caller);
+    ep.handle(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'search', arguments: { nope: 1 } } }), caller);
+    const ours = spans.filter((s) => s.name === 'mcp.tool search').slice(-2);
+    expect(ours.map((s) => s.attributes)).to.deep.equal([
+      { 'mcp.tool': 'search', 'mcp.outcome': 'ok' },
+      { 'mcp.tool': 'search', 'mcp.outcome': 'refused' },
+    ]);
+  });
+});
