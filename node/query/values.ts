@@ -69,10 +69,14 @@ export function evaluate(expr: Expr, ctx: BindContext): unknown {
       return ctx.params[expr.index - 1];
     }
     case 'Jwt': {
-      const value = ctx.jwt?.[expr.claim];
-      if (value === undefined) {
-        throw new FenecError('missing_parameter', `$jwt.${expr.claim}: ${ctx.jwt === undefined ? 'the request carries no JSON Web Token' : `the token has no claim ${expr.claim}`}`);
+      if (ctx.jwt === undefined) {
+        throw new FenecError('missing_parameter', `$jwt.${expr.claim}: the request carries no JSON Web Token`, {
+          hint: '$jwt names a claim of the caller\'s token; with the server token, pass the value as a parameter',
+        });
       }
+      const value = ctx.jwt[expr.claim];
+      // A token without the claim its policy (or statement) names cannot be held to it: refused, not guessed.
+      if (value === undefined) throw new FenecError('forbidden', `$jwt.${expr.claim}: the token has no claim ${expr.claim}`);
       return value;
     }
     case 'Array':

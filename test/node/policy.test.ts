@@ -83,6 +83,13 @@ describe('FenecDatabase under a token policy', function () {
     }
   });
 
+  it('refuses a token that lacks the claim its policy names', () => {
+    const err = refusal(() => db.execute('get memories', [], { jwt: { tenant: 't' }, policy: POLICY }));
+    expect(err.code).to.equal('forbidden');
+    expect(err.message).to.contain('no claim sub');
+    expect(refusal(() => server('get memories where owner = $jwt.sub')).code).to.equal('missing_parameter');
+  });
+
   it('keeps claims and params values, never statement text', () => {
     const hostile = ['x" or true --', '1 or 1=1', '") or (1 = 1', 'ann" or owner != "'];
     for (const sub of hostile) by(sub)('insert into memories {text: $1}', sub);
