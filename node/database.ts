@@ -155,6 +155,11 @@ export class FenecDatabase {
     return this.#execute(this.#prepare(text), params, options);
   }
 
+  /** The tree of a statement's text, parsed once and kept as `execute` keeps it. Throws its parse error. */
+  statementOf(text: string): Statement {
+    return this.#prepare(text).statement;
+  }
+
   /**
    * Runs a statement given as a tree (what the MCP tools build: a filter embedded as the condition it
    * parsed to, never as text). Its plan is kept under the tree's canonical text.

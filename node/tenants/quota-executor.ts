@@ -9,7 +9,6 @@
  */
 import { FenecError } from '../../shared/errors.js';
 import type { Statement } from '../../shared/fenecql/ast.js';
-import { parseStatement } from '../../shared/fenecql/parser.js';
 import type { Answer, ExecuteOptions, FenecDatabase } from '../database.js';
 import type { Executor } from '../http/handler.js';
 import type { Quotas } from './quotas.js';
@@ -31,7 +30,8 @@ export class QuotaExecutor implements Executor {
     if (!MAY_GROW.test(text) || (this.#quotas.maxRows === 0 && this.#quotas.maxCollections === 0)) return this.#db.execute(text, params, options);
     let statement: Statement | undefined;
     try {
-      statement = parseStatement(text);
+      // The database's own parse, kept for the execute that follows: the text is parsed once.
+      statement = this.#db.statementOf(text);
     } catch {
       // The database refuses it with its position; nothing is checked here.
       return this.#db.execute(text, params, options);
