@@ -89,6 +89,8 @@ export type ErrorCode = keyof typeof CATALOGUE;
 export interface FenecErrorOptions {
   readonly hint?: string;
   readonly position?: Position;
+  /** In a bulk write (`insert into c $1`), the index of the refused row in the parameter's array. */
+  readonly row?: number;
   readonly cause?: unknown;
 }
 
@@ -97,6 +99,7 @@ export class FenecError extends Error {
   readonly status: number;
   readonly hint: string | undefined;
   readonly position: Position | undefined;
+  readonly row: number | undefined;
 
   constructor(code: ErrorCode, message: string, options: FenecErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -105,9 +108,10 @@ export class FenecError extends Error {
     this.status = CATALOGUE[code].status;
     this.hint = options.hint;
     this.position = options.position;
+    this.row = options.row;
   }
 
-  /** The wire shape every door answers with: `{"error": {"code", "message", "hint"?, "line"?, "column"?}}`. */
+  /** The wire shape every door answers with: `{"error": {"code", "message", "hint"?, "line"?, "column"?, "row"?}}`. */
   toJSON(): { error: Record<string, string | number> } {
     const error: Record<string, string | number> = { code: this.code, message: this.message };
     if (this.hint !== undefined) error.hint = this.hint;
@@ -115,6 +119,7 @@ export class FenecError extends Error {
       error.line = this.position.line;
       error.column = this.position.column;
     }
+    if (this.row !== undefined) error.row = this.row;
     return { error };
   }
 }

@@ -5,7 +5,7 @@
 import { FenecError } from '../../shared/errors.js';
 import type { Connection, Statement } from '../storage/sqlite.js';
 import type { SqlValue } from '../storage/codec.js';
-import type { Plan, PolicyCheck, SqlStep } from './plan.js';
+import type { BulkPlan, Plan, PolicyCheck, SqlStep } from './plan.js';
 import type { VectorStore } from '../vector/store.js';
 import { runVector } from './run-vector.js';
 import type { BindContext } from './values.js';
@@ -72,6 +72,48 @@ function verify(check: PolicyCheck, ids: readonly number[], ctx: BindContext, ca
   }
 }
 
+/**
+ * A bulk write, all or nothing: every row in one transaction, a refused row refused with its place
+ * (`$1[2]`, and `row` in the error's JSON) so that a loader can name the line it came from.
+ */
+function runBulk(plan: BulkPlan, ctx: BindContext, cache: StatementCache, db: Connection): Answer {
+  const { rows, bind } = plan.rows(ctx);
+  const statement = cache.get(plan.sql);
+  return db.transaction(() => {
+    const ids = new Array<number>(rows.length);
+    if (plan.check !== undefined && plan.verb === 'put') {
+      // The rows the ids name, where they exist, must be the token's to replace.
+      verify(plan.check, rows.map((row, i) => idOf(bind, row, i, plan)), ctx, cache);
+    }
+    for (let i = 0; i < rows.length; i++) {
+      let args: SqlValue[];
+      try {
+        args = bind(rows[i]);
+        const result = statement.run(args);
+        ids[i] = plan.verb === 'put' ? (args[0] as number) : Number(result.lastInsertRowid);
+      } catch (err) {
+        throw atRow(fromSqliteError(err), plan, i);
+      }
+    }
+    if (plan.check !== undefined) verify(plan.check, ids, ctx, cache);
+    return { count: ids.length, ids };
+  })();
+}
+
+function idOf(bind: (row: unknown) => SqlValue[], row: unknown, i: number, plan: BulkPlan): number {
+  try {
+    return bind(row)[0] as number;
+  } catch (err) {
+    throw atRow(err, plan, i);
+  }
+}
+
+/** A row's refusal with its place in the parameter; anything else is passed on as it is. */
+function atRow(err: unknown, plan: BulkPlan, index: number): unknown {
+  if (!(err instanceof FenecError)) return err;
+  return new FenecError(err.code, `${plan.param}[${index}]: ${err.message}`, { hint: err.hint, cause: err, row: index });
+}
+
 export function run(plan: Plan, ctx: BindContext, cache: StatementCache, db: Connection, vectors: VectorStore | undefined): Answer {
   switch (plan.kind) {
     case 'vector':
@@ -121,6 +163,8 @@ export function run(plan: Plan, ctx: BindContext, cache: StatementCache, db: Con
         return { count: 1, ids: [id] };
       })();
     }
+    case 'bulk':
+      return runBulk(plan, ctx, cache, db);
     case 'insert': {
       // All or nothing: one transaction for every row of the statement.
       return db.transaction(() => {

@@ -3,6 +3,7 @@
  * of its arguments, made once per statement text and schema version, run many times.
  */
 import type { Metric } from '../../shared/fenecql/ast.js';
+import type { SqlValue } from '../storage/codec.js';
 import type { ArgSource, BindContext } from './values.js';
 
 /** One column of a read's answer: its key and, where the stored form differs from JSON, how to turn it. */
@@ -36,7 +37,23 @@ export type Plan =
   | { readonly kind: 'insert'; readonly rows: readonly SqlStep[]; readonly check?: PolicyCheck }
   | { readonly kind: 'put'; readonly step: SqlStep; readonly id: ArgSource; readonly check?: PolicyCheck }
   | { readonly kind: 'change'; readonly step: SqlStep; readonly check?: PolicyCheck }
+  | BulkPlan
   | VectorPlan;
+
+/** `insert into c $1`, `put c $1`: one SQL text run for each row of an array bound as a parameter. */
+export interface BulkPlan {
+  readonly kind: 'bulk';
+  readonly verb: 'insert' | 'put';
+  /** The parameter, as messages name it: `$1`. */
+  readonly param: string;
+  readonly sql: string;
+  readonly check?: PolicyCheck;
+  /**
+   * The rows the parameter holds, and how one of them binds for this execution (for put, the id
+   * first). @throws FenecError when the parameter is not rows; `bind` throws a row's refusal.
+   */
+  rows(ctx: BindContext): { readonly rows: readonly unknown[]; readonly bind: (row: unknown) => SqlValue[] };
+}
 
 /** `near`, alone or fused with `match`: a ranking from the vector index (or a scan), then a read of its rows. */
 export interface VectorPlan {

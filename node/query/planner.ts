@@ -3,7 +3,7 @@
  * arguments, checked against the collection's fields. A plan is made once per statement text and
  * schema version, and run many times with different params.
  */
-import type { Cond, DelStmt, Expr, GetStmt, InsertStmt, ObjectExpr, PutStmt, SetStmt } from '../../shared/fenecql/ast.js';
+import type { Cond, DelStmt, Expr, GetStmt, InsertStmt, ObjectExpr, ParamExpr, PutStmt, SetStmt } from '../../shared/fenecql/ast.js';
 import { FenecError } from '../../shared/errors.js';
 import { printCondition, printExpr, printFieldType } from '../../shared/fenecql/print.js';
 import { ID_TYPE, type Catalog, type Collection, type Field } from '../storage/catalog.js';
@@ -11,6 +11,8 @@ import { Compiler, type Fragment } from './compile.js';
 import { fieldOf, planGet, rowFilter } from './plan-read.js';
 import type { Plan, PolicyCheck, SqlStep } from './plan.js';
 import { isScalar, isValue, typeName, type ArgSource } from './values.js';
+import { insertSql, pinnedFields, upsertSql } from './plan-write.js';
+import { planBulk } from './plan-bulk.js';
 
 export type RowStatement = GetStmt | InsertStmt | PutStmt | SetStmt | DelStmt;
 
@@ -26,30 +28,16 @@ export function plan(stmt: RowStatement, catalog: Catalog, policy?: Cond): Plan 
     case 'Get':
       return planGet(stmt, collection, policy);
     case 'Insert':
-      return { kind: 'insert', rows: stmt.rows.map((row) => planInsertRow(withPinned(row, policy), collection)), check };
+      if (!Array.isArray(stmt.rows)) return planBulk('insert', stmt.rows as ParamExpr, collection, policy, check);
+      return { kind: 'insert', rows: (stmt.rows as readonly ObjectExpr[]).map((row) => planInsertRow(withPinned(row, policy), collection)), check };
     case 'Put':
-      return planPut({ ...stmt, row: withPinned(stmt.row, policy) }, collection, check);
+      if (stmt.row.kind === 'Param') return planBulk('put', stmt.row, collection, policy, check);
+      return planPut(withPinned(stmt.row, policy), collection, check);
     case 'Set':
       return planSet(stmt, collection, policy, check);
     case 'Del':
       return planDel(stmt, collection, policy);
   }
-}
-
-/** The fields a policy condition pins to a claim: the `field = $jwt.claim` among its top-level `and`s. */
-function pinnedFields(policy: Cond): Map<string, Expr> {
-  const pins = new Map<string, Expr>();
-  const visit = (cond: Cond): void => {
-    if (cond.kind === 'And') {
-      visit(cond.left);
-      visit(cond.right);
-    } else if (cond.kind === 'Compare' && cond.op === '=') {
-      if (cond.left.kind === 'Field' && cond.right.kind === 'Jwt') pins.set(cond.left.name, cond.right);
-      if (cond.right.kind === 'Field' && cond.left.kind === 'Jwt') pins.set(cond.right.name, cond.left);
-    }
-  };
-  visit(policy);
-  return pins;
 }
 
 /** A written row with the pinned fields it leaves out filled from the token: a memory without owner gets `sub`. */
@@ -133,12 +121,6 @@ function rowValues(row: ObjectExpr, collection: Collection, compiler: Compiler):
   return { columns, values };
 }
 
-function insertSql(collection: Collection, columns: readonly string[], values: readonly Fragment[]): string {
-  return columns.length === 0
-    ? `INSERT INTO ${collection.table} DEFAULT VALUES`
-    : `INSERT INTO ${collection.table} (${columns.join(', ')}) VALUES (${values.map((v) => v.sql).join(', ')})`;
-}
-
 function planInsertRow(row: ObjectExpr, collection: Collection): SqlStep {
   const idEntry = row.entries.find((e) => e.key === 'id');
   if (idEntry !== undefined) {
@@ -152,11 +134,11 @@ function planInsertRow(row: ObjectExpr, collection: Collection): SqlStep {
   return { sql: insertSql(collection, columns, values), args: values.flatMap((v) => v.args) };
 }
 
-function planPut(stmt: PutStmt, collection: Collection, check: PolicyCheck | undefined): Plan {
-  const idEntry = stmt.row.entries.find((e) => e.key === 'id');
+function planPut(row: ObjectExpr, collection: Collection, check: PolicyCheck | undefined): Plan {
+  const idEntry = row.entries.find((e) => e.key === 'id');
   if (idEntry === undefined || !isValue(idEntry.value)) {
     throw new FenecError('invalid_statement', 'put replaces or creates the row its id names; the object has no id', {
-      position: stmt.row.pos,
+      position: row.pos,
       hint: `put ${collection.name} {id: 7, …}, or insert into ${collection.name} {…} to have an id assigned`,
     });
   }
@@ -170,12 +152,9 @@ function planPut(stmt: PutStmt, collection: Collection, check: PolicyCheck | und
     }
     return value;
   };
-  const { columns, values } = rowValues(stmt.row, collection, compiler);
+  const { columns, values } = rowValues(row, collection, compiler);
   // "Replaces that row": a field the object leaves out takes its default or null, as in a new row.
-  const assignments = collection.fields.map((f) => (columns.includes(f.column) ? `${f.column} = excluded.${f.column}` : `${f.column} = NULL`));
-  const insert = insertSql(collection, ['"id"', ...columns], [{ sql: '?', args: [], type: ID_TYPE }, ...values]);
-  const conflict = assignments.length === 0 ? ' ON CONFLICT ("id") DO NOTHING' : ` ON CONFLICT ("id") DO UPDATE SET ${assignments.join(', ')}`;
-  return { kind: 'put', step: { sql: insert + conflict, args: [id, ...values.flatMap((v) => v.args)] }, id, check };
+  return { kind: 'put', step: { sql: upsertSql(collection, columns, values), args: [id, ...values.flatMap((v) => v.args)] }, id, check };
 }
 
 function planSet(stmt: SetStmt, collection: Collection, policy: Cond | undefined, check: PolicyCheck | undefined): Plan {

@@ -8,13 +8,24 @@
  * than the truth), and counted exactly again before a refusal, so that a refusal is always true.
  */
 import { FenecError } from '../../shared/errors.js';
-import type { Statement } from '../../shared/fenecql/ast.js';
+import type { Expr, ParamExpr, Statement } from '../../shared/fenecql/ast.js';
 import type { Answer, ExecuteOptions, FenecDatabase } from '../database.js';
 import type { Executor } from '../http/handler.js';
 import type { Quotas } from './quotas.js';
 
 /** Statements that may add a collection or rows start with one of these words. */
 const MAY_GROW = /^\s*(create|insert|put)\b/i;
+
+/** How many rows an insert or put writes at most: those written out, or those its parameter holds. */
+function rowsWritten(statement: Statement, params: readonly unknown[] | undefined): number {
+  const rows = statement.kind === 'Insert' ? statement.rows : statement.kind === 'Put' ? statement.row : undefined;
+  if (rows === undefined) return 0;
+  if (Array.isArray(rows)) return rows.length;
+  if ((rows as Expr).kind !== 'Param') return 1;
+  // A bulk write: its parameter's array (a value that is not one is refused by the database, writing nothing).
+  const value = params?.[(rows as ParamExpr).index - 1];
+  return Array.isArray(value) ? value.length : 1;
+}
 
 export class QuotaExecutor implements Executor {
   readonly #db: FenecDatabase;
@@ -36,21 +47,21 @@ export class QuotaExecutor implements Executor {
       // The database refuses it with its position; nothing is checked here.
       return this.#db.execute(text, params, options);
     }
-    return this.#run(statement, () => this.#db.execute(text, params, options));
+    return this.#run(statement, params, () => this.#db.execute(text, params, options));
   }
 
   executeStatement(statement: Statement, params?: readonly unknown[], options?: ExecuteOptions): Answer {
-    return this.#run(statement, () => this.#db.executeStatement(statement, params, options));
+    return this.#run(statement, params, () => this.#db.executeStatement(statement, params, options));
   }
 
-  #run(statement: Statement, run: () => Answer): Answer {
+  #run(statement: Statement, params: readonly unknown[] | undefined, run: () => Answer): Answer {
     if (statement.kind === 'CreateCollection' && this.#quotas.maxCollections > 0) {
       const collections = this.#collections().length;
       if (collections >= this.#quotas.maxCollections && !this.#collections().includes(statement.name)) {
         throw new FenecError('quota_exceeded', `the tenant has ${collections} collections, its quota`, { hint: 'drop a collection, or raise the tenant\'s maxCollections (PUT /t/<tenant>)' });
       }
     }
-    const adding = statement.kind === 'Insert' ? statement.rows.length : statement.kind === 'Put' ? 1 : 0;
+    const adding = rowsWritten(statement, params);
     if (adding === 0 || this.#quotas.maxRows === 0) return run();
     this.#rows ??= this.#countRows();
     if (this.#rows + adding > this.#quotas.maxRows) {

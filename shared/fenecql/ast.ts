@@ -209,14 +209,19 @@ export interface AlterDropStmt {
 export interface InsertStmt {
   readonly kind: 'Insert';
   readonly collection: string;
-  readonly rows: readonly ObjectExpr[];
+  /**
+   * The rows as written, or a parameter holding them (`insert into c $1`: a bulk write, its rows an
+   * array of JSON objects bound at run time and never parsed as FenecQL).
+   */
+  readonly rows: readonly ObjectExpr[] | ParamExpr;
   /** `insert into c [ … ]` answers with every id; the single form with one. Both answer `ids`. */
   readonly many: boolean;
 }
 export interface PutStmt {
   readonly kind: 'Put';
   readonly collection: string;
-  readonly row: ObjectExpr;
+  /** The row as written, or a parameter holding one row or an array of rows (`put c $1`). */
+  readonly row: ObjectExpr | ParamExpr;
 }
 export interface SetStmt {
   readonly kind: 'Set';

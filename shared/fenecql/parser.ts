@@ -28,6 +28,7 @@ import type {
   ObjectEntry,
   ObjectExpr,
   OrderItem,
+  ParamExpr,
   PutStmt,
   ScalarType,
   SetStmt,
@@ -234,13 +235,15 @@ class Parser {
     throw this.#expected('"add" or "drop"');
   }
 
-  /** Insert : "insert" "into" NAME (Row | "[" Row ("," Row)* "]") */
+  /** Insert : "insert" "into" NAME (Row | "[" Row ("," Row)* "]" | PARAM) */
   parseInsert(): InsertStmt {
     this.#advance();
     this.#expectKeyword('into');
     const collection = this.parseCollectionName();
     if (this.#isPunct('{')) return { kind: 'Insert', collection, rows: [this.parseRow()], many: false };
-    if (!this.#eatPunct('[')) throw this.#expected('an object {…} or an array of objects [{…}, …]');
+    const param = this.#rowsParam();
+    if (param !== undefined) return { kind: 'Insert', collection, rows: param, many: true };
+    if (!this.#eatPunct('[')) throw this.#expected('an object {…}, an array of objects [{…}, …] or a parameter ($1) holding them');
     const rows: ObjectExpr[] = [];
     do rows.push(this.parseRow());
     while (this.#eatPunct(','));
@@ -248,11 +251,19 @@ class Parser {
     return { kind: 'Insert', collection, rows, many: true };
   }
 
-  /** Put : "put" NAME Row */
+  /** Put : "put" NAME (Row | PARAM) */
   parsePut(): PutStmt {
     this.#advance();
     const collection = this.parseCollectionName();
-    return { kind: 'Put', collection, row: this.parseRow() };
+    return { kind: 'Put', collection, row: this.#rowsParam() ?? this.parseRow() };
+  }
+
+  /** A bulk write's rows: one parameter holding an array of objects (or one object), bound at run time. */
+  #rowsParam(): ParamExpr | undefined {
+    const token = this.#token;
+    if (token.kind !== 'param') return undefined;
+    this.#advance();
+    return { kind: 'Param', index: token.value, pos: token.pos };
   }
 
   /** Set : "set" NAME Row "where" Cond */

@@ -18,7 +18,8 @@ export function printStatement(stmt: Statement): string {
     case 'AlterDrop':
       return `alter collection ${stmt.collection} drop ${stmt.field}`;
     case 'Insert': {
-      const rows = stmt.rows.map(printExpr).join(', ');
+      if (!Array.isArray(stmt.rows)) return `insert into ${stmt.collection} ${printExpr(stmt.rows as Expr)}`;
+      const rows = (stmt.rows as readonly Expr[]).map(printExpr).join(', ');
       return `insert into ${stmt.collection} ${stmt.many ? `[${rows}]` : rows}`;
     }
     case 'Put':

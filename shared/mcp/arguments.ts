@@ -61,6 +61,11 @@ function checkValue(tool: string, path: string, schema: ArgSchema, value: unknow
     if (schema.minItems !== undefined && items.length < schema.minItems) {
       throw new FenecError('invalid_argument', `${tool}: ${path} takes at least ${schema.minItems} item${schema.minItems === 1 ? '' : 's'}`);
     }
+    if (schema.maxItems !== undefined && items.length > schema.maxItems) {
+      throw new FenecError('invalid_argument', `${tool}: ${path} takes at most ${schema.maxItems} items; it has ${items.length}`, {
+        hint: tool === 'write' ? 'split the rows over several calls; a bulk load goes through /query (insert into C $1) or fenec import' : undefined,
+      });
+    }
     if (schema.items !== undefined) items.forEach((item, i) => checkValue(tool, `${path}[${i}]`, schema.items!, item));
   }
 }

@@ -4,7 +4,7 @@
  * never written into text. The tool's own values (words, a vector, a row's fields) take the
  * parameters after the caller's `params`.
  */
-import type { Cond, Expr, GetStmt, ObjectEntry, ObjectExpr, Statement } from '../fenecql/ast.js';
+import type { Cond, Expr, GetStmt, ObjectEntry, ObjectExpr, ParamExpr, Statement } from '../fenecql/ast.js';
 import { DURATION_UNITS } from '../fenecql/lexer.js';
 import { parseCondition, parseStatement } from '../fenecql/parser.js';
 import { FenecError } from '../errors.js';
@@ -23,7 +23,7 @@ const MAX_PARAMS = 99;
 /** A call binding fewer values than this has a tree of parameters only, which serves every call of its shape. */
 export const MAX_BOUND = MAX_PARAMS;
 
-const param = (index: number): Expr => ({ kind: 'Param', index });
+const param = (index: number): ParamExpr => ({ kind: 'Param', index });
 const int = (value: number): Expr => ({ kind: 'Literal', type: 'int', value });
 const field = (name: string): Expr => ({ kind: 'Field', name });
 const and = (left: Cond | undefined, right: Cond): Cond => (left === undefined ? right : { kind: 'And', left, right });
@@ -200,20 +200,24 @@ export function writeStatement(args: Arguments): Bound {
   }
   const where = needsFilter ? parseFilter('write', args.filter as string, params.values.length) : undefined;
   switch (verb) {
-    case 'insert': {
-      const value = args.insert;
-      const many = Array.isArray(value);
-      const rows = many ? (value as Record<string, unknown>[]) : [value as Record<string, unknown>];
-      if (rows.length === 0) throw new FenecError('invalid_argument', 'write: insert takes a row or a non-empty array of rows');
-      return { statement: { kind: 'Insert', collection, rows: rows.map((row, i) => rowExpr(`insert${many ? `[${i}]` : ''}`, row, params)), many }, params: params.values };
-    }
+    case 'insert':
     case 'put':
-      return { statement: { kind: 'Put', collection, row: rowExpr('put', args.put as Record<string, unknown>, params) }, params: params.values };
+      // A bulk write: the rows are one parameter, checked by the database as rows written out are.
+      return { statement: verb === 'insert' ? { kind: 'Insert', collection, rows: param(1), many: true } : { kind: 'Put', collection, row: param(1) }, params: [checkedRows(verb, args[verb])] };
     case 'set':
       return { statement: { kind: 'Set', collection, changes: rowExpr('set', args.set as Record<string, unknown>, params), where: where! }, params: params.values };
     case 'del':
       return { statement: { kind: 'Del', collection, where: where! }, params: params.values };
   }
+}
+
+/** A write's rows (a row or an array of them, objects as the tool's schema checked), their field names held to FenecQL's rule for a name. */
+function checkedRows(verb: 'insert' | 'put', value: unknown): unknown {
+  const rows = (Array.isArray(value) ? value : [value]) as Record<string, unknown>[];
+  rows.forEach((row, i) => {
+    for (const key of Object.keys(row)) checkName('write', `${verb}${Array.isArray(value) ? `[${i}]` : ''}: a field`, key);
+  });
+  return value;
 }
 
 function rowExpr(path: string, row: Record<string, unknown>, params: Params): ObjectExpr {

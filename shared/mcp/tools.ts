@@ -11,6 +11,7 @@ export interface ArgSchema {
   readonly items?: ArgSchema;
   readonly minimum?: number;
   readonly minItems?: number;
+  readonly maxItems?: number;
   readonly pattern?: string;
   readonly const?: unknown;
 }
@@ -41,6 +42,13 @@ export interface ToolDefinition {
 
 /** What a tool's answer may be past: beyond these it is refused whole, with a narrower call to make. */
 export const BOUNDS = Object.freeze({ rows: 100, bytes: 64 * 1024 });
+
+/**
+ * The most rows one `write` takes: its answer names every id, and 2 000 ids of up to 16 digits stay
+ * inside the byte bound, so a write is never refused after it has committed. Larger loads go
+ * through /query (`insert into C $1`) or `fenec import`.
+ */
+export const WRITE_ROWS = 2000;
 
 export const DEFAULT_SEARCH_LIMIT = 10;
 export const DEFAULT_RECALL_LIMIT = 5;
@@ -132,15 +140,15 @@ const WRITE: ToolDefinition = {
   name: 'write',
   title: 'Write rows',
   description:
-    'Writes rows of a collection: exactly one of insert (a row or an array of rows; answers their ids), put (a row with its id: replaces it or creates it), ' +
+    'Writes rows of a collection: exactly one of insert (a row or an array of rows; answers their ids), put (a row with its id, or an array of them: replaces each or creates it), ' +
     'set (the fields to change, on the rows filter matches) or del (true: deletes the rows filter matches). ' +
     'Example: {"collection": "notes", "set": {"done": true}, "filter": "id = $1", "params": [7]}. Never changes a collection\'s schema.',
   inputSchema: {
     type: 'object',
     properties: {
       collection: { type: 'string', description: 'The collection written.' },
-      insert: { type: ['object', 'array'], items: ROW, description: 'A row, or an array of rows (all or none are written).' },
-      put: { ...ROW, description: 'A row with its id.' },
+      insert: { type: ['object', 'array'], items: ROW, minItems: 1, maxItems: WRITE_ROWS, description: `A row, or an array of up to ${WRITE_ROWS} rows (all or none are written).` },
+      put: { type: ['object', 'array'], items: ROW, minItems: 1, maxItems: WRITE_ROWS, description: `A row with its id, or an array of up to ${WRITE_ROWS} of them (all or none are written).` },
       set: { type: 'object', description: 'The fields to change and their new values; filter names the rows.' },
       del: { type: 'boolean', const: true, description: 'true: delete the rows filter matches.' },
       filter: { type: 'string', description: `For set and del, which rows (required; "true" for all of them). ${FILTER_TEXT}` },

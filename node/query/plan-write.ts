@@ -1,0 +1,38 @@
+/**
+ * What the plans of written rows share, whether the rows are written out in the statement
+ * (`insert into c {…}`) or bound as one parameter (`insert into c $1`).
+ */
+import type { Cond, Expr } from '../../shared/fenecql/ast.js';
+import type { Collection } from '../storage/catalog.js';
+
+/** The fields a policy condition pins to a claim: the `field = $jwt.claim` among its top-level `and`s. */
+export function pinnedFields(policy: Cond): Map<string, Expr> {
+  const pins = new Map<string, Expr>();
+  const visit = (cond: Cond): void => {
+    if (cond.kind === 'And') {
+      visit(cond.left);
+      visit(cond.right);
+    } else if (cond.kind === 'Compare' && cond.op === '=') {
+      if (cond.left.kind === 'Field' && cond.right.kind === 'Jwt') pins.set(cond.left.name, cond.right);
+      if (cond.right.kind === 'Field' && cond.left.kind === 'Jwt') pins.set(cond.right.name, cond.left);
+    }
+  };
+  visit(policy);
+  return pins;
+}
+
+export function insertSql(collection: Collection, columns: readonly string[], values: readonly { readonly sql: string }[]): string {
+  return columns.length === 0
+    ? `INSERT INTO ${collection.table} DEFAULT VALUES`
+    : `INSERT INTO ${collection.table} (${columns.join(', ')}) VALUES (${values.map((v) => v.sql).join(', ')})`;
+}
+
+/**
+ * A put's SQL: the insert, and on an existing id the row replaced whole — each of the collection's
+ * fields takes the new row's value when `columns` holds it, else null.
+ */
+export function upsertSql(collection: Collection, columns: readonly string[], values: readonly { readonly sql: string }[]): string {
+  const assignments = collection.fields.map((f) => (columns.includes(f.column) ? `${f.column} = excluded.${f.column}` : `${f.column} = NULL`));
+  const conflict = assignments.length === 0 ? ' ON CONFLICT ("id") DO NOTHING' : ` ON CONFLICT ("id") DO UPDATE SET ${assignments.join(', ')}`;
+  return insertSql(collection, ['"id"', ...columns], [{ sql: '?' }, ...values]) + conflict;
+}
