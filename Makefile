@@ -6,7 +6,7 @@ FILE ?= notes.fenec
 PORT ?= 8080
 SOURCES := $(shell find shared node router deploy test bench -name '*.ts' 2>/dev/null) tsconfig.json
 
-.PHONY: help install build test mcp-test mcp-conformance run serve requests-bench search-bench mcp-bench bench clean
+.PHONY: help install build test mcp-test mcp-conformance run serve requests-bench search-bench mcp-bench mcp-detail bench clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
@@ -16,6 +16,7 @@ help:
 	@echo "make requests-bench  /query against bare node:http; the router hop against the node direct"
 	@echo "make search-bench    match, near, fuse against raw FTS5 and raw Faiss (BENCH_ROWS=20000 BENCH_UNIFORM_ROWS=5000: 90 s)"
 	@echo "make mcp-bench       MCP tool calls against the same statements through /query"
+	@echo "make mcp-detail      the bytes a 10-row search answers at each detail (ids, fields, full)"
 	@echo "make bench        every bench"
 
 install: .install-stamp
@@ -60,6 +61,9 @@ search-bench: build
 
 mcp-bench: build
 	$(NODE) dist/bench/mcp-bench.js
+
+mcp-detail: build
+	$(NODE) dist/bench/mcp-detail.js
 
 # One after the other, even under make -j: two benches at once would measure each other.
 bench: build

@@ -8,7 +8,7 @@
 import { IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Audit, subjectOf } from '../../shared/audit.js';
-import { EMPTY_POLICY, type Policy } from '../../shared/auth/policy.js';
+import { EMPTY_POLICY, grantedTools, type Policy } from '../../shared/auth/policy.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ServerConfig } from '../config.js';
@@ -58,6 +58,7 @@ export class HttpHandler {
   /** The MCP endpoint (--mcp), or undefined: then /_mcp is as unknown as any other path. */
   readonly #mcp: McpEndpoint<ExecuteOptions> | undefined;
   readonly #routes: string;
+  readonly #granted = new WeakMap<object, ReadonlySet<string> | undefined>();
 
   constructor(
     config: Pick<ServerConfig, 'maxBodyBytes' | 'httpReadOnly' | 'httpCors' | 'policy'>,
@@ -174,12 +175,22 @@ export class HttpHandler {
       ? this.#executeOptions
       : { readOnly: this.#readOnly, jwt: caller.claims, policy: this.#policy };
     const headers = req.headers;
-    const reply = this.#mcp!.handle(body.toString('utf8'), { options, scoped: caller.kind === 'jwt' }, (name) => {
+    const tools = caller.kind === 'server' ? undefined : this.#grants(caller.claims);
+    const subject = caller.kind === 'server' ? 'server' : `jwt:${JSON.stringify([caller.claims.iss ?? null, caller.claims.tenant ?? null, caller.claims.sub ?? null])}`;
+    const reply = this.#mcp!.handle(body.toString('utf8'), { options, scoped: caller.kind === 'jwt', tools, subject }, (name) => {
       const value = headers[name];
       return Array.isArray(value) ? value.join(', ') : value;
     });
     if (reply.json === undefined) return this.#write(req, res, reply.status, {}, undefined);
     this.#send(req, res, reply.status, reply.json);
+  }
+
+  /** A token's tools, worked out once per token: the verifier hands back the same claims for it. */
+  #grants(claims: object): ReadonlySet<string> | undefined {
+    if (this.#granted.has(claims)) return this.#granted.get(claims);
+    const tools = grantedTools(this.#policy, claims as Readonly<Record<string, unknown>>);
+    this.#granted.set(claims, tools);
+    return tools;
   }
 
   #auditSchema(statement: string, caller: Caller): void {

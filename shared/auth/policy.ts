@@ -3,12 +3,14 @@
  * every row it reads or writes must meet.
  *
  * A policy file holds lines `COLLECTION GRANTS [where COND]`, e.g.
- * `memories  read,write  where owner = $jwt.sub`; `#` starts a comment.
+ * `memories  read,write  where owner = $jwt.sub`, and at most one `tools NAME, …` line: the MCP tools
+ * a token may see and call. `#` starts a comment.
  */
 import type { Cond, Expr } from '../fenecql/ast.js';
 import { isName } from '../fenecql/lexer.js';
 import { parseCondition } from '../fenecql/parser.js';
 import { FenecError } from '../errors.js';
+import { TOOL_NAMES } from '../mcp/tools.js';
 
 export interface PolicyRule {
   readonly collection: string;
@@ -23,6 +25,8 @@ export interface PolicyRule {
 export interface Policy {
   /** By collection name. A collection without a rule is invisible to a token held to the policy. */
   readonly rules: ReadonlyMap<string, PolicyRule>;
+  /** The `tools` line: the MCP tools any token held to the policy may see and call; undefined for all. */
+  readonly tools?: ReadonlySet<string>;
 }
 
 /** The policy of a JWT on a server started without `--policy`: it names no collection, so reaches none. */
@@ -44,11 +48,18 @@ const GRANTS = 'read, write or read,write';
  */
 export function parsePolicy(text: string, source: string): Policy {
   const rules = new Map<string, PolicyRule>();
+  let tools: { names: ReadonlySet<string>; source: string } | undefined;
   const lines = text.split(/\r?\n/);
   for (let i = 0; i < lines.length; i++) {
     const where = `${source}:${i + 1}`;
     const line = withoutComment(lines[i]!);
     if (line.trim() === '') continue;
+    const names = toolsLine(line, where);
+    if (names !== undefined) {
+      if (tools !== undefined) throw lineError(where, `the tools line is given already, at ${tools.source}`);
+      tools = { names, source: where };
+      continue;
+    }
     const rule = parseRule(line, where);
     const earlier = rules.get(rule.collection);
     if (earlier !== undefined) {
@@ -58,7 +69,31 @@ export function parsePolicy(text: string, source: string): Policy {
     }
     rules.set(rule.collection, rule);
   }
-  return Object.freeze({ rules });
+  return Object.freeze(tools === undefined ? { rules } : { rules, tools: tools.names });
+}
+
+const TOOLS_LINE = /^tools(?:[ \t]+(.*?))?[ \t]*$/;
+
+/**
+ * `tools NAME, NAME, …`: the tools line, its names checked; undefined for any other line. A line
+ * `tools read,write …` is the rule of a collection named tools: no tool is called read or write.
+ */
+function toolsLine(line: string, where: string): ReadonlySet<string> | undefined {
+  const match = TOOLS_LINE.exec(line.trim());
+  if (match === null) return undefined;
+  const words = (match[1] ?? '').split(',').map((word) => word.trim());
+  if (words.length > 0 && words.every((word) => /^(read|write)$/i.test(word.split(/[ \t]/)[0]!))) return undefined;
+  if (words.length === 1 && words[0] === '') throw lineError(where, `expected the tools after tools, e.g. "tools search, recall" (${TOOL_NAMES.join(', ')}); none, for no tool at all`);
+  const names = new Set<string>();
+  for (const word of words) {
+    if (word === 'none' && words.length === 1) break;
+    if (!(TOOL_NAMES as readonly string[]).includes(word)) {
+      throw lineError(where, `expected a tool (${TOOL_NAMES.join(', ')}), found ${show(word)}`, undefined, 'separate the tools with commas: tools search, recall');
+    }
+    if (names.has(word)) throw lineError(where, `tool ${word} is named twice`);
+    names.add(word);
+  }
+  return Object.freeze(names);
 }
 
 function parseRule(line: string, where: string): PolicyRule {
@@ -175,10 +210,24 @@ function withoutComment(line: string): string {
   return line;
 }
 
-function lineError(where: string, message: string, cause?: unknown): FenecError {
-  return new FenecError('invalid_option', `${where}: ${message}`, cause === undefined ? {} : { cause });
+function lineError(where: string, message: string, cause?: unknown, hint?: string): FenecError {
+  return new FenecError('invalid_option', `${where}: ${message}`, { ...(cause === undefined ? {} : { cause }), ...(hint === undefined ? {} : { hint }) });
 }
 
 function show(text: string): string {
   return JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text);
+}
+
+/**
+ * The MCP tools a token held to this policy may see and call: the policy's `tools` line, narrowed to
+ * the token's `tools` claim (an array of tool names) when it has one; undefined for every tool. A
+ * `tools` claim that is not an array of names grants no tool: a token is never given more than it
+ * says.
+ */
+export function grantedTools(policy: Policy, claims: Readonly<Record<string, unknown>>): ReadonlySet<string> | undefined {
+  const claim = claims.tools;
+  if (claim === undefined) return policy.tools;
+  if (!Array.isArray(claim) || !claim.every((name) => typeof name === 'string')) return new Set();
+  const named = new Set(claim as string[]);
+  return policy.tools === undefined ? named : new Set([...policy.tools].filter((name) => named.has(name)));
 }

@@ -50,6 +50,9 @@ function checkValue(tool: string, path: string, schema: ArgSchema, value: unknow
   if (schema.const !== undefined && value !== schema.const) {
     throw new FenecError('invalid_argument', `${tool}: ${path} takes only ${JSON.stringify(schema.const)}`);
   }
+  if (schema.enum !== undefined && !schema.enum.includes(value as string)) {
+    throw new FenecError('invalid_argument', `${tool}: ${path} takes ${schema.enum.map((v) => JSON.stringify(v)).join(', ')}, not ${describe(value)}`);
+  }
   if (schema.minimum !== undefined && (value as number) < schema.minimum) {
     throw new FenecError('invalid_argument', `${tool}: ${path} takes ${schema.minimum} or more, not ${String(value)}`);
   }

@@ -10,7 +10,7 @@ import { parseCondition, parseStatement } from '../fenecql/parser.js';
 import { FenecError } from '../errors.js';
 import { checkName, type Arguments } from './arguments.js';
 import { VECTOR_FIELD } from './memory.js';
-import { DEFAULT_RECALL_LIMIT, DEFAULT_SEARCH_LIMIT } from './tools.js';
+import { DEFAULT_RECALL_LIMIT, DEFAULT_SEARCH_LIMIT, type Detail } from './tools.js';
 
 /** A statement and the values bound to its parameters. */
 export interface Bound<S extends Statement = Statement> {
@@ -120,7 +120,20 @@ function highestParam(node: Cond | Expr): number {
  */
 export function searchShape(args: Arguments, vectorField: string | undefined): string {
   const given = args.params == null ? 0 : (args.params as unknown[]).length;
-  return JSON.stringify(['search', args.collection, args.filter ?? null, args.fields ?? null, args.limit ?? null, given, args.text != null, vectorField ?? null]);
+  return JSON.stringify(['search', args.collection, args.filter ?? null, args.fields ?? null, args.detail ?? null, args.limit ?? null, given, args.text != null, vectorField ?? null]);
+}
+
+/** What `detail` selects: id alone (match and near add _score and snippet), `fields`, or every field. */
+function detailSelect(tool: string, args: Arguments, fields: readonly string[] | null): GetStmt['select'] {
+  const detail = (args.detail as Detail | undefined) ?? 'fields';
+  if (detail !== 'fields' && args.fields != null) {
+    throw new FenecError('invalid_argument', `${tool}: fields chooses the fields of detail "fields"; detail "${detail}" answers ${detail === 'ids' ? 'ids' : 'every field'}`, {
+      hint: `leave out fields, or detail`,
+    });
+  }
+  if (detail === 'ids') return ['id'];
+  if (detail === 'full') return '*';
+  return fields;
 }
 
 export function searchParams(args: Arguments): unknown[] {
@@ -135,7 +148,7 @@ export function searchStatement(args: Arguments, vectorField: string | undefined
   const collection = checkName('search', 'collection', args.collection as string);
   const params = new Params(args.params);
   const where = args.filter == null ? undefined : parseFilter('search', args.filter as string, params.values.length);
-  const fields = args.fields == null ? null : (args.fields as string[]).map((name, i) => checkName('search', `fields[${i}]`, name));
+  const fields = detailSelect('search', args, args.fields == null ? null : (args.fields as string[]).map((name, i) => checkName('search', `fields[${i}]`, name)));
   const text = args.text == null ? undefined : params.add(args.text);
   const vector = args.vector == null ? undefined : params.add(args.vector);
   const statement: GetStmt = {
@@ -257,7 +270,7 @@ export function rememberStatement(collection: string, args: Arguments): Bound {
 
 /** What makes two recall calls run the same tree; their values are the text, the vector, then each tag. */
 export function recallShape(args: Arguments): string {
-  return JSON.stringify(['recall', args.text != null, args.vector != null, ((args.tags as unknown[] | undefined) ?? []).length, args.limit ?? null]);
+  return JSON.stringify(['recall', args.text != null, args.vector != null, ((args.tags as unknown[] | undefined) ?? []).length, args.detail ?? null, args.limit ?? null]);
 }
 
 export function recallParams(args: Arguments): unknown[] {
@@ -267,6 +280,9 @@ export function recallParams(args: Arguments): unknown[] {
   for (const tag of (args.tags as unknown[] | undefined) ?? []) values.push(tag);
   return values;
 }
+
+/** The fields a memory is recalled with, at detail "fields". */
+const RECALLED = Object.freeze(['text', 'tags', 'at']);
 
 /** `get C select text, tags, at [match text $1] [near vector $2] [fuse] [where tags has $3 and …] [order at desc, id desc] limit N` */
 export function recallStatement(collection: string, args: Arguments): Bound<GetStmt> {
@@ -279,7 +295,7 @@ export function recallStatement(collection: string, args: Arguments): Bound<GetS
   const statement: GetStmt = {
     kind: 'Get',
     collection,
-    select: ['text', 'tags', 'at'],
+    select: detailSelect('recall', args, RECALLED),
     ...(text === undefined ? {} : { match: { field: 'text', query: text } }),
     ...(vector === undefined ? {} : { near: { field: VECTOR_FIELD, vector } }),
     fuse: text !== undefined && vector !== undefined,

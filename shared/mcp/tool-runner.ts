@@ -52,6 +52,13 @@ export interface ToolCaller<O> {
   readonly options: O;
   /** A JSON Web Token held to a policy, not the server's token: it cannot make the memory collection. */
   readonly scoped: boolean;
+  /**
+   * The tools this caller may list and call (its token's `tools` claim and the policy's `tools` line),
+   * or undefined for every tool the server offers. Any other is unknown to it.
+   */
+  readonly tools?: ReadonlySet<string>;
+  /** Who the caller is, for the cursors it is given: a cursor is refused to any other (cursor.ts). */
+  readonly subject?: string;
 }
 
 export type ToolOutcome =
@@ -181,7 +188,7 @@ export class ToolRunner<O> {
     if (args.vector != null) field = this.#searchVectorField(args.collection as string, caller);
     const { tree, params } = this.#shaped(searchShape(args, field), () => searchStatement(args, field), () => searchParams(args));
     return this.#read('search', tree, params, caller, {
-      choosesFields: true,
+      choosesFields: (args.detail ?? 'fields') === 'fields',
       call: (limit, fields) => ({ name: 'search', arguments: { ...args, limit, ...(fields === undefined ? {} : { fields }) } }),
     });
   }

@@ -14,6 +14,7 @@ export interface ArgSchema {
   readonly maxItems?: number;
   readonly pattern?: string;
   readonly const?: unknown;
+  readonly enum?: readonly string[];
 }
 
 export interface InputSchema {
@@ -23,7 +24,9 @@ export interface InputSchema {
   readonly additionalProperties: false;
 }
 
-export type ToolName = 'query' | 'search' | 'schema' | 'write' | 'remember' | 'recall' | 'forget';
+/** Every tool a fenecdb server can offer, in the order tools/list shows them. */
+export const TOOL_NAMES = Object.freeze(['query', 'search', 'schema', 'write', 'remember', 'recall', 'forget'] as const);
+export type ToolName = (typeof TOOL_NAMES)[number];
 
 export interface ToolDefinition {
   readonly name: ToolName;
@@ -61,6 +64,16 @@ const FILTER_TEXT =
   'A FenecQL condition alone, e.g. "year >= $1 and tags has $2", its values in params. Nothing else: no clause after it, no second statement.';
 const VECTOR: ArgSchema = { type: 'array', items: { type: 'number' }, minItems: 1 };
 const TEXT_LIMIT_NOTE = `At most ${BOUNDS.rows} rows and ${BOUNDS.bytes / 1024} KB are answered; a larger answer is refused with a narrower call that fits.`;
+
+/** How much of each row `search` and `recall` answer. */
+export type Detail = 'ids' | 'fields' | 'full';
+const DETAIL = (fields: string): ArgSchema => ({
+  type: 'string',
+  enum: ['ids', 'fields', 'full'],
+  description:
+    `How much of each row: "ids" (id, _score and snippet only — a fraction of the bytes), "fields" (${fields}; the default) or "full" (every field, vectors too). ` +
+    'Search with "ids" first, then read the rows you need by id.',
+});
 
 const ROWS_OUTPUT = {
   type: 'object',
@@ -100,7 +113,9 @@ const SEARCH: ToolDefinition = {
     'Finds rows of a collection by words (BM25 over its @text fields), by a vector (nearest neighbours of its vector field), or both (fused), best first, ' +
     'filtered by a FenecQL condition. Rows carry _score, and snippet for words. ' +
     'Example: {"collection": "docs", "text": "fox", "filter": "year >= $1", "params": [2024]}. ' +
-    `A vector must be made with the model the collection was filled with, and be of its field's length. ${TEXT_LIMIT_NOTE}`,
+    `A vector must be made with the model the collection was filled with, and be of its field's length. ` +
+    'Search narrow: detail "ids" answers id, _score and snippet alone; then read the rows you need by id with query ({"statement": "get docs where id in $1", "params": [[3, 7]]}). ' +
+    `${TEXT_LIMIT_NOTE}`,
   inputSchema: {
     type: 'object',
     properties: {
@@ -109,7 +124,8 @@ const SEARCH: ToolDefinition = {
       vector: { ...VECTOR, description: 'An embedding to find the nearest rows to, of the vector field\'s length.' },
       filter: { type: 'string', description: FILTER_TEXT },
       params: PARAMS,
-      fields: { type: 'array', items: { type: 'string' }, description: 'The fields to answer (id is always kept). Default: every field but vectors; naming a vector field keeps it.' },
+      fields: { type: 'array', items: { type: 'string' }, description: 'The fields to answer (id is always kept), with detail "fields". Default: every field but vectors; naming a vector field keeps it.' },
+      detail: DETAIL('every field but vectors, or those fields names'),
       limit: { type: 'integer', minimum: 1, description: `How many rows, best first. Default ${DEFAULT_SEARCH_LIMIT}.` },
     },
     required: ['collection'],
@@ -197,6 +213,7 @@ function memoryTools(collection: string): ToolDefinition[] {
           text: { type: 'string', description: 'What to recall, in words.' },
           vector: { ...VECTOR, description: 'An embedding of what to recall.' },
           tags: { type: 'array', items: { type: 'string' }, description: 'Only memories with every one of these tags.' },
+          detail: DETAIL('text, tags and at'),
           limit: { type: 'integer', minimum: 1, description: `How many, best first. Default ${DEFAULT_RECALL_LIMIT}.` },
         },
         additionalProperties: false,

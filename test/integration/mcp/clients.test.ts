@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { mintToken } from '../../../shared/auth/token.js';
 import { FenecDatabase } from '../../../node/database.js';
+import { unmarked } from '../../../shared/mcp/untrusted.js';
 import { query, Sandbox, type ServerProcess } from '../processes.js';
 import { connect, type ClientKind, type Endpoint, type McpTestClient, type ToolResult } from './clients.js';
 
@@ -26,11 +27,13 @@ const SETUP = [
     `insert into bulk [${Array.from({ length: 50 }, (_, i) => `{n: ${chunk * 50 + i}, body: "${'x'.repeat(800)}"}`).join(', ')}]`),
 ];
 
-/** The JSON a tool answered (its structured content), checked to be the same as its text. */
+/** The JSON a tool answered (its structured content), checked to be the same as its text (rows marked as data). */
 function answerOf(result: ToolResult): any {
   const text = result.content.find((c) => c.type === 'text')?.text;
   expect(text, 'the answer as text').to.be.a('string');
-  expect(JSON.parse(text!)).to.deep.equal(result.structuredContent);
+  const rows = (result.structuredContent as { rows?: unknown }).rows !== undefined;
+  if (rows) expect(unmarked(text!), 'rows are marked as data').to.be.a('string');
+  expect(JSON.parse(unmarked(text!) ?? text!)).to.deep.equal(result.structuredContent);
   return result.structuredContent;
 }
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { EMPTY_POLICY, parsePolicy } from '../../../shared/auth/policy.js';
+import { EMPTY_POLICY, grantedTools, parsePolicy } from '../../../shared/auth/policy.js';
 import { parseCondition } from '../../../shared/fenecql/parser.js';
 import { refusal, withoutPos } from '../../helpers/assertions.js';
 
@@ -89,4 +89,48 @@ describe('parsePolicy', () => {
       });
     }
   });
+});
+
+describe('the tools line, and the tools a token is granted', () => {
+  it('reads tools NAME, NAME; a token gets what both the line and its claim allow', () => {
+    const policy = parsePolicy('tools  search, recall,remember\nmemories read,write where owner = $jwt.sub\n', 'p');
+    expect([...policy.tools!]).to.deep.equal(['search', 'recall', 'remember']);
+    expect([...policy.rules.keys()]).to.deep.equal(['memories']);
+    expect(grantedTools(policy, { sub: 'a' })).to.equal(policy.tools);
+    expect([...grantedTools(policy, { sub: 'a', tools: ['recall', 'write', 'query'] })!]).to.deep.equal(['recall']);
+  });
+
+  it('offers every tool without a line or a claim, the claim alone with only a claim, none with tools none', () => {
+    const open = parsePolicy('docs read\n', 'p');
+    expect(grantedTools(open, { sub: 'a' })).to.equal(undefined);
+    expect([...grantedTools(open, { sub: 'a', tools: ['schema', 'query'] })!]).to.deep.equal(['schema', 'query']);
+    expect(grantedTools(parsePolicy('tools none\n', 'p'), { sub: 'a' })!.size).to.equal(0);
+  });
+
+  it('grants no tool to a tools claim that is not an array of names', () => {
+    const open = parsePolicy('docs read\n', 'p');
+    for (const claim of ['search', [1], { search: true }, null]) expect(grantedTools(open, { sub: 'a', tools: claim })!.size, JSON.stringify(claim)).to.equal(0);
+  });
+
+  it('reads tools read (or read,write, with where) as the rule of a collection named tools', () => {
+    const policy = parsePolicy('tools read\n', 'p');
+    expect(policy.tools).to.equal(undefined);
+    expect(policy.rules.get('tools')).to.include({ read: true, write: false });
+    expect(parsePolicy('tools read,write where owner = $jwt.sub\n', 'p').rules.get('tools')).to.include({ read: true, write: true });
+  });
+
+  const cases: Array<[text: string, says: string]> = [
+    ['tools\n', 'p:1: expected the tools after tools'],
+    ['tools search recall\n', 'p:1: expected a tool (query, search, schema, write, remember, recall, forget), found "search recall"'],
+    ['tools search, drop\n', 'found "drop"'],
+    ['tools search, search\n', 'p:1: tool search is named twice'],
+    ['tools search\ntools recall\n', 'p:2: the tools line is given already, at p:1'],
+  ];
+  for (const [text, says] of cases) {
+    it(`refuses ${JSON.stringify(text)}`, () => {
+      const err = refusal(() => parsePolicy(text, 'p'));
+      expect(err.code).to.equal('invalid_option');
+      expect(err.message).to.contain(says);
+    });
+  }
 });

@@ -62,6 +62,7 @@ describe('McpEndpoint', () => {
       expect((send('ping').answer as any).result).to.deep.equal({});
       expect((send('tools/list').answer as any).result.tools.map((t: { name: string }) => t.name)).to.deep.equal(['query', 'search', 'schema']);
       const reply = send('tools/call', { name: 'schema', arguments: {} });
+      // schema answers no rows anyone wrote: its text is the JSON alone, unmarked.
       const call = (reply.answer as any).result;
       expect(JSON.parse(reply.json!)).to.deep.equal(reply.answer);
       expect(call.isError).to.equal(false);
