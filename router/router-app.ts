@@ -13,6 +13,7 @@ import * as https from 'node:https';
 import { context, propagation, trace, SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
 import express, { type Request, type Response } from 'express';
 import httpProxy from 'http-proxy';
+import { serveConsole } from '../shared/console.js';
 import { FenecError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { Placement, type NodeTarget } from './placement.js';
@@ -59,6 +60,7 @@ export function createRouterApp(options: RouterOptions, logger?: Logger): Router
   app.disable('x-powered-by');
   app.set('etag', false);
 
+  app.get(/^\/_console(\/.*)?$/, (req, res) => serveConsole(req, res, req.path, 'router'));
   app.get('/_health', (_req, res) => send(res, NO_NODE, 200, { ok: true, nodes: options.nodes.map((node) => node.name) }));
 
   app.get('/_metrics', async (req, res) => {

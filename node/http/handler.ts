@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { Audit, subjectOf } from '../../shared/audit.js';
 import { EMPTY_POLICY, grantedTools, type Policy } from '../../shared/auth/policy.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';
+import { isConsolePath, serveConsole } from '../../shared/console.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ServerConfig } from '../config.js';
 import type { ExecuteOptions, FenecDatabase } from '../database.js';
@@ -112,6 +113,7 @@ export class HttpHandler {
         if (method === 'GET' || method === 'HEAD') return this.#metricsText(req, res);
         return this.#otherMethod(req, res, 'GET, HEAD');
     }
+    if (isConsolePath(path)) return serveConsole(req, res, path, 'file');
     return this.#fail(req, res, new FenecError('not_found', `no route ${JSON.stringify(path.slice(0, 200))}; this server answers ${this.#routes}`));
   };
 

@@ -15,6 +15,7 @@ import { Counter, Gauge } from 'prom-client';
 import { Audit } from '../../shared/audit.js';
 import { parsePolicy } from '../../shared/auth/policy.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';
+import { isConsolePath, serveConsole } from '../../shared/console.js';
 import type { Logger } from '../../shared/logger.js';
 import { isTenantName } from '../../router/tenant-name.js';
 import type { ServerConfig } from '../config.js';
@@ -122,6 +123,7 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
       if (caller instanceof FenecError) return fail(caller);
       return send(200, { tenants: registry.list().map((tenant) => ({ name: tenant.name, quotas: tenant.quotas })) });
     }
+    if (isConsolePath(pathname)) return serveConsole(req, res, pathname, 'tenant-node');
     if (!pathname.startsWith('/t/')) {
       if (pathname === '/query' || pathname === '/_mcp') {
         return fail(new FenecError('not_found', `a tenant node serves ${pathname} under /t/<tenant>${pathname}`));
