@@ -6,13 +6,14 @@ FILE ?= notes.fenec
 PORT ?= 8080
 SOURCES := $(shell find shared node router deploy test bench -name '*.ts' 2>/dev/null) tsconfig.json
 
-.PHONY: help install build test mcp-test mcp-conformance run serve requests-bench search-bench mcp-bench mcp-detail bench clean
+.PHONY: help install build test mcp-test mcp-conformance chromium console-screenshots run serve requests-bench search-bench mcp-bench mcp-detail bench clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
 	@echo "make test         install what is missing, build, run every test"
 	@echo "make mcp-test     the MCP tests alone: tools, protocol, official clients, conformance suite, docs configs"
-	@echo "make serve FILE=F serve one file"
+	@echo "make serve FILE=F serve one file (its console: http://127.0.0.1:$(PORT)/_console/)"
+	@echo "make console-screenshots  refresh docs/console/*.png from the console's browser tests"
 	@echo "make requests-bench  /query against bare node:http; the router hop against the node direct"
 	@echo "make search-bench    match, near, fuse against raw FTS5 and raw Faiss (BENCH_ROWS=20000 BENCH_UNIFORM_ROWS=5000: 90 s)"
 	@echo "make mcp-bench       MCP tool calls against the same statements through /query"
@@ -33,13 +34,21 @@ dist/.build-stamp: .install-stamp $(SOURCES)
 	@touch $@
 
 # make test runs every test under dist/test (.mocharc.cjs), the MCP ones among them.
-test: build mcp-conformance
+test: build mcp-conformance chromium
 	npx mocha
 
 MCP_TESTS := 'dist/test/shared/mcp/**/*.test.js' 'dist/test/integration/mcp/**/*.test.js' dist/test/docs/agents-and-mcp-configs.test.js
 
 mcp-test: build mcp-conformance
 	npx mocha --no-config --exit --timeout 60000 $(if $(CI),--forbid-only) $(MCP_TESTS)
+
+# Debian's Chromium for the console's browser tests (test/console), when missing.
+chromium:
+	bash scripts/install-chromium.sh
+
+# Screenshots of each console page into docs/console/ (the console's browser tests, taking them).
+console-screenshots: build chromium
+	FENEC_CONSOLE_SCREENSHOTS=docs/console npx mocha --no-config --exit --timeout 120000 dist/test/console/console.test.js
 
 # The MCP conformance suite and the Node.js 22 it needs, from npm, into .cache/ (idempotent).
 mcp-conformance:

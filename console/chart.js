@@ -36,7 +36,7 @@ export function drawChart(canvas, series, { spanMs, unit }) {
     g.fillText(format(max * (i / 4)), 2, y + 4);
   }
   g.fillText(unit, left + 4, 12);
-  g.fillText(`${Math.round(spanMs / 60_000)} min`, left, height - 4);
+  g.fillText(spanMs >= 120_000 ? `${Math.round(spanMs / 60_000)} min ago` : `${Math.round(spanMs / 1000)} s ago`, left, height - 4);
   g.fillText('now', width - 24, height - 4);
   series.forEach((s, index) => {
     g.strokeStyle = colorOf(index);

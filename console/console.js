@@ -294,8 +294,8 @@ async function searchPage() {
       if (call === undefined) column.append(h('p', { class: 'muted' }, `needs ${needs}`));
       else {
         column.append(h('p', { class: 'muted mono' }, call[0]));
-        query(...call).then((answer) => column.append(...answer.rows.map((row, i) => hit(row, i)),
-          answer.rows.length === 0 ? h('p', { class: 'muted' }, 'No rows.') : undefined), (err) => column.append(errorBox(err)));
+        query(...call).then((answer) => column.append(...(answer.rows.length === 0 ? [h('p', { class: 'muted' }, 'No rows.')] : answer.rows.map(hit))),
+          (err) => column.append(errorBox(err)));
       }
       return column;
     }));
@@ -453,8 +453,8 @@ const CHARTS = [
     return node.some((s) => s.points.length) ? node : percentiles('fenec_router_proxy_duration_seconds');
   } },
   { id: 'tools', title: 'MCP tool calls', unit: 'calls/s', series: () => rates('fenec_mcp_tool_calls_total', 'tool') },
-  { id: 'refusals', title: 'Quota refusals', unit: 'refusals/s', series: () => rates('fenec_tenant_quota_refusals_total', 'quota') },
-  { id: 'tenants', title: 'Open tenants', unit: 'tenants', series: () => [...gauge('fenec_tenants_open'), ...gauge('fenec_tenants')] },
+  { id: 'refusals', title: 'Quota refusals', unit: 'refusals/s', tenants: true, series: () => rates('fenec_tenant_quota_refusals_total', 'quota') },
+  { id: 'tenants', title: 'Open tenants', unit: 'tenants', tenants: true, series: () => [...gauge('fenec_tenants_open'), ...gauge('fenec_tenants')] },
   { id: 'loop', title: 'Event loop delay p99', unit: 'ms', series: () => gauge('nodejs_eventloop_lag_p99_seconds').map((s) => ({ name: 'p99', points: s.points.map(([t, v]) => [t, v * 1000]) })) },
 ];
 
@@ -469,13 +469,16 @@ function metricsPage() {
     return show(h('h1', {}, 'Metrics'), h('p', { class: 'muted' }, '/_metrics takes the server\'s token only; this token is a JWT.'));
   }
   const status = h('p', { class: 'muted', id: 'metrics-status' }, 'Collecting: a chart needs two samples, 2 s apart.');
-  const charts = CHARTS.map((chart) => ({ ...chart, canvas: h('canvas', { id: `chart-${chart.id}`, 'aria-label': chart.title }), legend: h('div', { class: 'legend' }) }));
+  // Quotas and open tenants are a tenant node's: a one-file server has neither to chart.
+  const charts = CHARTS.filter((chart) => !chart.tenants || kind !== 'file').map((chart) => ({ ...chart, canvas: h('canvas', { id: `chart-${chart.id}`, 'aria-label': chart.title }), legend: h('div', { class: 'legend' }) }));
   show(h('h1', {}, 'Metrics'), status,
     h('div', { class: 'charts' }, charts.map((c) => h('div', { class: 'chart' }, h('h2', {}, c.title), c.canvas, c.legend))));
   const draw = () => {
+    // The axis spans what was collected, from 20 s up to the 5 minutes kept.
+    const spanMs = Math.min(SPAN_MS, Math.max(20_000, Date.now() - snapshots[0].t));
     for (const chart of charts) {
       const series = chart.series().filter((s) => s.points.length > 0);
-      drawChart(chart.canvas, series, { spanMs: SPAN_MS, unit: chart.unit });
+      drawChart(chart.canvas, series, { spanMs, unit: chart.unit });
       chart.canvas.dataset.series = String(series.length);
       chart.legend.replaceChildren(...(series.length === 0 ? [h('em', {}, 'nothing counted yet')] : series.map((s, i) => {
         const item = h('span', {}, s.name);

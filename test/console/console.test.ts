@@ -237,6 +237,11 @@ describe('the console (/_console) in headless Chromium', function () {
   it('draws live charts from the node\'s own metrics', async () => {
     const tab = await signIn(server.url, TOKEN);
     await visit(tab, '#/metrics', 'metrics');
+    // Traffic to chart while the page samples /_metrics every 2 s.
+    for (let i = 0; i < 40; i += 1) {
+      await query(server.url, i % 4 === 0 ? 'get nothing' : 'get notes where id = $1', [i], TOKEN);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
     await tab.page.waitForFunction(() => Number((globalThis as any).document.querySelector('#chart-requests')?.dataset.series) > 0, undefined, { timeout: 15_000 });
     await tab.page.waitForFunction(() => Number((globalThis as any).document.querySelector('#chart-latency')?.dataset.series) === 3, undefined, { timeout: 15_000 });
     // The alpha channel of every pixel: a drawn line leaves some of them opaque.
@@ -265,6 +270,11 @@ describe('the console (/_console) in headless Chromium', function () {
     expect(await tab.page.getAttribute('#output .error', 'data-code')).to.equal('unknown_collection');
     tab.problems.splice(0); // the refusal is the answer asked for
     await visit(tab, '#/metrics', 'metrics');
+    // Traffic to chart while the page samples /_metrics every 2 s.
+    for (let i = 0; i < 40; i += 1) {
+      await query(server.url, i % 4 === 0 ? 'get nothing' : 'get notes where id = $1', [i], TOKEN);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
     expect(await tab.page.textContent('main')).to.include('server\'s token only');
   });
 
