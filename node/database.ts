@@ -4,6 +4,7 @@
  */
 import type { Statement } from '../shared/fenecql/ast.js';
 import { WRITE_KINDS } from '../shared/fenecql/ast.js';
+import { checkJsonValue } from '../shared/fenecql/limits.js';
 import { parseStatement } from '../shared/fenecql/parser.js';
 import { printStatement } from '../shared/fenecql/print.js';
 import type { Policy, PolicyRule } from '../shared/auth/policy.js';
@@ -181,6 +182,7 @@ export class FenecDatabase {
         hint: this.readOnly ? 'open the file without --read-only to write' : 'send writes to a server without --http-read-only',
       });
     }
+    params.forEach((value, i) => checkJsonValue(value, `$${i + 1}`));
     const ctx: BindContext = { params, now: Date.now(), jwt: options.jwt };
     try {
       if (isSchemaStatement(statement)) return this.#runSchemaStatement(statement, ctx, options.policy);

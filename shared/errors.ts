@@ -48,13 +48,14 @@ export const CATALOGUE = {
   invalid_character: { status: 400, summary: 'A character that starts no token.' },
   unterminated_string: { status: 400, summary: 'A string literal has no closing quote.' },
   invalid_escape: { status: 400, summary: 'A string literal holds an escape JSON does not define.' },
-  invalid_number: { status: 400, summary: 'A number is malformed or outside the integer range (±2^53).' },
+  invalid_number: { status: 400, summary: 'A number is malformed, outside the integer range (±2^53), not finite (past ±1.8e308, or arithmetic that overflows), or past float32\'s range (±3.4e38) in a vector.' },
   invalid_duration: { status: 400, summary: 'A duration has an unknown unit or is not a whole number.' },
   invalid_name: { status: 400, summary: 'A name is too long or reserved (names starting with _ are the system\'s).' },
   invalid_parameter: { status: 400, summary: 'A parameter reference outside $1…$99, or a malformed $jwt claim.' },
   invalid_type: { status: 400, summary: 'A field type that does not exist or is out of range (vector<N>, 1 ≤ N ≤ 4096).' },
   invalid_annotation: { status: 400, summary: 'An unknown annotation, or one with wrong arguments or on a field type it does not fit.' },
   multiple_statements: { status: 400, summary: 'A request holds more than one statement.' },
+  too_complex: { status: 400, summary: 'A statement or a value past a limit (docs/fenecql.md, Limits): nesting deeper than 256 levels, a statement longer than 1 048 576 characters, more than 2 000 terms in one condition or row, a like pattern over 50 000 bytes.' },
 
   // Meaning
   unknown_collection: { status: 404, summary: 'The statement names a collection that does not exist.' },

@@ -6,7 +6,8 @@
  * the type it meets (a timestamp field compared with "2026-01-01" binds milliseconds).
  */
 import type { CompareOp, Cond, Expr, FieldType } from '../../shared/fenecql/ast.js';
-import { FenecError } from '../../shared/errors.js';
+import { FenecError, type Position } from '../../shared/errors.js';
+import { MAX_TERMS } from '../../shared/fenecql/limits.js';
 import { printExpr } from '../../shared/fenecql/print.js';
 import { toSql, type SqlValue } from '../storage/codec.js';
 import { ID_TYPE, type Collection } from '../storage/catalog.js';
@@ -30,6 +31,20 @@ export interface Fragment {
   readonly args: readonly ArgSource[];
   readonly type: ExprType;
 }
+
+/**
+ * One operand of an operator, looked at once: a value waits to be bound until it knows the type it
+ * meets, anything else is compiled here, once. Compiling a subtree to learn its type and then again
+ * for its SQL would double the work at every level (2^n for a chain of n terms).
+ */
+interface Operand {
+  readonly expr: Expr;
+  readonly type: ExprType;
+  readonly fragment: Fragment | undefined;
+}
+
+/** SQLite refuses longer LIKE patterns (its SQLITE_MAX_LIKE_PATTERN_LENGTH), in bytes of UTF-8. */
+export const MAX_LIKE_PATTERN_BYTES = 50_000;
 
 /** Where names resolve: a collection's fields, or nothing (insert values and defaults name no field). */
 export type Scope = Collection | null;
@@ -86,6 +101,8 @@ function comparable(a: ExprType, b: ExprType): boolean {
 
 export class Compiler {
   readonly #scope: Scope;
+  /** Terms compiled so far into this compiler's one SQL statement (see MAX_TERMS). */
+  #terms = 0;
 
   constructor(scope: Scope) {
     this.#scope = scope;
@@ -93,6 +110,7 @@ export class Compiler {
 
   /** The SQL of an expression and its static type. */
   expr(expr: Expr): Fragment {
+    this.#term(expr.pos);
     switch (expr.kind) {
       case 'Literal':
       case 'Param':
@@ -110,7 +128,7 @@ export class Compiler {
       case 'Call':
         return this.#call(expr);
       case 'Negate': {
-        const operand = this.#numeric(expr.operand, 'negate');
+        const operand = this.#numeric(this.#operand(expr.operand), 'negate');
         return { sql: `(- ${operand.sql})`, args: operand.args, type: operand.type };
       }
       case 'Binary':
@@ -120,8 +138,28 @@ export class Compiler {
 
   /** An expression converted to a target type: a field's, when it is written or compared. */
   exprAs(expr: Expr, type: ExprType, label?: string): Fragment {
-    if (isValue(expr)) return { sql: '?', args: [bindValue(expr, type, label)], type };
-    return this.expr(expr);
+    return this.#as(this.#operand(expr), type, label);
+  }
+
+  #operand(expr: Expr): Operand {
+    if (isValue(expr)) return { expr, type: literalType(expr), fragment: undefined };
+    const fragment = this.expr(expr);
+    return { expr, type: fragment.type, fragment };
+  }
+
+  /** An operand's SQL: a value bound as `type`, anything else as it compiled. */
+  #as(operand: Operand, type: ExprType, label?: string): Fragment {
+    if (operand.fragment !== undefined) return operand.fragment;
+    this.#term(operand.expr.pos);
+    return { sql: '?', args: [bindValue(operand.expr, type, label)], type };
+  }
+
+  #term(pos: Position | undefined): void {
+    if (++this.#terms <= MAX_TERMS) return;
+    throw new FenecError('too_complex', `the statement holds more than ${MAX_TERMS} terms in one condition or row${pos === undefined ? '' : ` (the next at line ${pos.line}, column ${pos.column})`}`, {
+      position: pos,
+      hint: 'a long list of alternatives is one array: field in [v1, v2, …], or field in $1 with the values in params',
+    });
   }
 
   #field(expr: Extract<Expr, { kind: 'Field' }>): Fragment {
@@ -144,22 +182,24 @@ export class Compiler {
     return { sql: `${this.#scope.table}.${field.column}`, args: [], type: field.type };
   }
 
-  #numeric(expr: Expr, what: string): Fragment {
-    const fragment = isValue(expr) && literalType(expr).kind === 'unknown' ? this.exprAs(expr, scalar('float')) : this.expr(expr);
+  #numeric(operand: Operand, what: string): Fragment {
+    const fragment = this.#as(operand, operand.type.kind === 'unknown' ? scalar('float') : operand.type);
     if (!isNumeric(fragment.type) && fragment.type.kind !== 'null') {
-      throw new FenecError('type_mismatch', `cannot ${what} ${describeExpr(expr, fragment.type)}: it takes a number`, { position: expr.pos });
+      throw new FenecError('type_mismatch', `cannot ${what} ${describeExpr(operand.expr, fragment.type)}: it takes a number`, { position: operand.expr.pos });
     }
     return fragment;
   }
 
   #arithmetic(expr: Extract<Expr, { kind: 'Binary' }>): Fragment {
-    const leftType = this.#peek(expr.left);
-    const rightType = this.#peek(expr.right);
+    const leftOperand = this.#operand(expr.left);
+    const rightOperand = this.#operand(expr.right);
+    const leftType = leftOperand.type;
+    const rightType = rightOperand.type;
     const timestamp = isScalar(leftType, 'timestamp') || isScalar(rightType, 'timestamp');
     if (timestamp) {
       // timestamp ± milliseconds is a timestamp; timestamp - timestamp is milliseconds.
-      const left = this.exprAs(expr.left, isScalar(leftType, 'timestamp') ? leftType : scalar('int'));
-      const right = this.exprAs(expr.right, isScalar(rightType, 'timestamp') ? rightType : scalar('int'));
+      const left = this.#as(leftOperand, isScalar(leftType, 'timestamp') ? leftType : scalar('int'));
+      const right = this.#as(rightOperand, isScalar(rightType, 'timestamp') ? rightType : scalar('int'));
       const bothTimestamps = isScalar(left.type, 'timestamp') && isScalar(right.type, 'timestamp');
       const ok =
         (expr.op === '+' && !bothTimestamps && [left, right].every((f) => isScalar(f.type, 'timestamp', 'int') || f.type.kind === 'null')) ||
@@ -171,8 +211,8 @@ export class Compiler {
       }
       return { sql: `(${left.sql} ${expr.op} ${right.sql})`, args: [...left.args, ...right.args], type: bothTimestamps ? scalar('int') : scalar('timestamp') };
     }
-    const left = this.#numeric(expr.left, expr.op === '+' ? 'add' : expr.op === '-' ? 'subtract' : expr.op === '*' ? 'multiply' : 'divide');
-    const right = this.#numeric(expr.right, expr.op === '+' ? 'add' : expr.op === '-' ? 'subtract' : expr.op === '*' ? 'multiply' : 'divide by');
+    const left = this.#numeric(leftOperand, expr.op === '+' ? 'add' : expr.op === '-' ? 'subtract' : expr.op === '*' ? 'multiply' : 'divide');
+    const right = this.#numeric(rightOperand, expr.op === '+' ? 'add' : expr.op === '-' ? 'subtract' : expr.op === '*' ? 'multiply' : 'divide by');
     const args = [...left.args, ...right.args];
     if (expr.op === '/') {
       // Division is real division, as a JSON user reads 7 / 2; SQLite's integer division would answer 3.
@@ -180,11 +220,6 @@ export class Compiler {
     }
     const type = isScalar(left.type, 'int') && isScalar(right.type, 'int') ? scalar('int') : scalar('float');
     return { sql: `(${left.sql} ${expr.op} ${right.sql})`, args, type };
-  }
-
-  /** The type an expression will have, without compiling it for good (parameters stay unknown). */
-  #peek(expr: Expr): ExprType {
-    return isValue(expr) ? literalType(expr) : this.expr(expr).type;
   }
 
   #call(expr: Extract<Expr, { kind: 'Call' }>): Fragment {
@@ -217,23 +252,28 @@ export class Compiler {
 
   /** Two expressions that must agree in type; a value on one side takes the other side's type. */
   #pair(left: Expr, right: Expr, what: string): [Fragment, Fragment] {
-    const leftType = this.#peek(left);
-    const rightType = this.#peek(right);
-    const leftTarget = isValue(left) && rightType.kind !== 'unknown' && rightType.kind !== 'null' ? comparisonType(rightType) : leftType;
-    const rightTarget = isValue(right) && leftType.kind !== 'unknown' && leftType.kind !== 'null' ? comparisonType(leftType) : rightType;
-    if (!comparable(leftType, rightType) && !(isValue(left) && isValue(right))) {
+    const leftOperand = this.#operand(left);
+    const rightOperand = this.#operand(right);
+    const leftType = leftOperand.type;
+    const rightType = rightOperand.type;
+    const leftIsValue = leftOperand.fragment === undefined;
+    const rightIsValue = rightOperand.fragment === undefined;
+    const leftTarget = leftIsValue && rightType.kind !== 'unknown' && rightType.kind !== 'null' ? comparisonType(rightType) : leftType;
+    const rightTarget = rightIsValue && leftType.kind !== 'unknown' && leftType.kind !== 'null' ? comparisonType(leftType) : rightType;
+    if (!comparable(leftType, rightType) && !(leftIsValue && rightIsValue)) {
       const stringMeetsTimestamp =
-        (isScalar(leftType, 'timestamp') && isScalar(rightType, 'text') && isValue(right)) ||
-        (isScalar(rightType, 'timestamp') && isScalar(leftType, 'text') && isValue(left));
+        (isScalar(leftType, 'timestamp') && isScalar(rightType, 'text') && rightIsValue) ||
+        (isScalar(rightType, 'timestamp') && isScalar(leftType, 'text') && leftIsValue);
       if (!stringMeetsTimestamp) {
         throw new FenecError('type_mismatch', `cannot ${what} ${describeExpr(left, leftType)} with ${describeExpr(right, rightType)}`, { position: left.pos });
       }
     }
-    return [this.exprAs(left, leftTarget, labelFor(right, left)), this.exprAs(right, rightTarget, labelFor(left, right))];
+    return [this.#as(leftOperand, leftTarget, labelFor(right, left)), this.#as(rightOperand, rightTarget, labelFor(left, right))];
   }
 
   /** The SQL of a condition. NULL never satisfies one: a comparison with null is false, as in SQL. */
   cond(cond: Cond): Fragment {
+    this.#term(cond.pos);
     switch (cond.kind) {
       case 'And':
       case 'Or': {
@@ -262,6 +302,12 @@ export class Compiler {
           throw new FenecError('type_mismatch', `like takes text; ${describeExpr(cond.operand, operand.type)} is not`, { position: cond.pos });
         }
         const pattern = cond.pattern;
+        if (Buffer.byteLength(pattern) > MAX_LIKE_PATTERN_BYTES) {
+          throw new FenecError('too_complex', `the like pattern is ${Buffer.byteLength(pattern)} bytes long; at most ${MAX_LIKE_PATTERN_BYTES} are taken`, {
+            position: cond.pos,
+            hint: 'match words with match, or test a shorter piece of the text',
+          });
+        }
         return { sql: `(${operand.sql} LIKE ?)`, args: [...operand.args, () => pattern], type: scalar('bool') };
       }
       case 'Truth': {

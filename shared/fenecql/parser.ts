@@ -36,6 +36,7 @@ import type {
 } from './ast.js';
 import type { ErrorCode, FenecError, Position } from '../errors.js';
 import { Lexer, syntaxError } from './lexer.js';
+import { checkStatementLength, checkTreeDepth, MAX_DEPTH, tooDeep } from './limits.js';
 import type { Punct, Token } from './lexer.js';
 import { printFieldType } from './print.js';
 
@@ -43,12 +44,15 @@ import { printFieldType } from './print.js';
  * Parses one statement, with an optional trailing `;`.
  *
  * @throws FenecError with a parse-area code (syntax_error, invalid_name, …), its position, and a
- *   message naming what was expected and what was found; `multiple_statements` when text follows the `;`.
+ *   message naming what was expected and what was found; `multiple_statements` when text follows the `;`;
+ *   `too_complex` past the limits of limits.ts, before any further work.
  */
 export function parseStatement(text: string): Statement {
+  checkStatementLength(text);
   const parser = new Parser(text);
   const statement = parser.parseStatement();
   parser.parseEnd('statement');
+  checkTreeDepth(statement);
   return statement;
 }
 
@@ -59,9 +63,11 @@ export function parseStatement(text: string): Statement {
  * @throws FenecError as parseStatement does; a `;` followed by more text is `multiple_statements`.
  */
 export function parseCondition(text: string): Cond {
+  checkStatementLength(text);
   const parser = new Parser(text);
   const cond = parser.parseFilter();
   parser.parseEnd('condition');
+  checkTreeDepth(cond);
   return cond;
 }
 
@@ -132,6 +138,11 @@ class Parser {
   #token: Token;
   #peeked: Token | undefined;
   #previous: Token | undefined;
+  /**
+   * The levels open where the parser reads: parentheses, `not`, `-`, calls, arrays, objects, and the
+   * operators of the chain being read. Bounded by MAX_DEPTH, so that the descent cannot overflow the stack.
+   */
+  #depth = 0;
 
   constructor(text: string) {
     this.#lexer = new Lexer(text);
@@ -599,24 +610,37 @@ class Parser {
   /** Cond : And ("or" And)* */
   parseCondition(): Cond {
     const pos = this.#token.pos;
+    const outer = this.#depth;
     let left = this.parseAnd();
-    while (this.#eatKeyword('or')) left = { kind: 'Or', left, right: this.parseAnd(), pos };
+    for (let at = this.#token.pos; this.#eatKeyword('or'); at = this.#token.pos) {
+      this.#deeper(at);
+      left = { kind: 'Or', left, right: this.parseAnd(), pos };
+    }
+    this.#depth = outer;
     return left;
   }
 
   /** And : Not ("and" Not)* */
   parseAnd(): Cond {
     const pos = this.#token.pos;
+    const outer = this.#depth;
     let left = this.parseNot();
-    while (this.#eatKeyword('and')) left = { kind: 'And', left, right: this.parseNot(), pos };
+    for (let at = this.#token.pos; this.#eatKeyword('and'); at = this.#token.pos) {
+      this.#deeper(at);
+      left = { kind: 'And', left, right: this.parseNot(), pos };
+    }
+    this.#depth = outer;
     return left;
   }
 
   /** Not : "not" Not | Predicate */
   parseNot(): Cond {
     const pos = this.#token.pos;
-    if (this.#eatKeyword('not')) return { kind: 'Not', operand: this.parseNot(), pos };
-    return this.parsePredicate();
+    if (!this.#eatKeyword('not')) return this.parsePredicate();
+    this.#deeper(pos);
+    const operand = this.parseNot();
+    this.#depth--;
+    return { kind: 'Not', operand, pos };
   }
 
   /**
@@ -688,24 +712,30 @@ class Parser {
   /** Additive : Multiplicative (("+" | "-") Multiplicative)* */
   parseAdditive(): Term {
     const pos = this.#token.pos;
+    const outer = this.#depth;
     let left = this.parseMultiplicative();
     for (let op = this.#eatArithmetic('+', '-'); op !== undefined; op = this.#eatArithmetic('+', '-')) {
+      this.#deeper(this.#previous!.pos);
       const value = this.#asValue(left, pos);
       const rightPos = this.#token.pos;
       left = { kind: 'Binary', op, left: value, right: this.#asValue(this.parseMultiplicative(), rightPos), pos };
     }
+    this.#depth = outer;
     return left;
   }
 
   /** Multiplicative : Unary (("*" | "/") Unary)* */
   parseMultiplicative(): Term {
     const pos = this.#token.pos;
+    const outer = this.#depth;
     let left = this.parseUnary();
     for (let op = this.#eatArithmetic('*', '/'); op !== undefined; op = this.#eatArithmetic('*', '/')) {
+      this.#deeper(this.#previous!.pos);
       const value = this.#asValue(left, pos);
       const rightPos = this.#token.pos;
       left = { kind: 'Binary', op, left: value, right: this.#asValue(this.parseUnary(), rightPos), pos };
     }
+    this.#depth = outer;
     return left;
   }
 
@@ -721,7 +751,10 @@ class Parser {
       const value = integer && operand.value === 0 ? 0 : -operand.value;
       return { kind: 'Literal', type: integer ? 'int' : 'float', value, pos };
     }
-    return { kind: 'Negate', operand: this.#asValue(this.parseUnary(), operand.pos), pos };
+    this.#deeper(pos);
+    const negated = this.#asValue(this.parseUnary(), operand.pos);
+    this.#depth--;
+    return { kind: 'Negate', operand: negated, pos };
   }
 
   /** Primary : Literal | PARAM | JWT | NameValue | Array | Object | "(" Cond ")" */
@@ -751,7 +784,9 @@ class Parser {
         if (token.value === '{') return this.parseObject(false);
         if (token.value === '(') {
           this.#advance();
+          this.#deeper(pos);
           const inner = this.parseCondition();
+          this.#depth--;
           if (!this.#eatPunct(')')) throw this.#expected('")"', { note: `to close the "(" at line ${pos.line}, column ${pos.column}` });
           return inner;
         }
@@ -787,12 +822,14 @@ class Parser {
     }
     this.#advance();
     this.#advance();
+    this.#deeper(token.pos);
     const args: Expr[] = [];
     if (!this.#isPunct(')')) {
       do args.push(this.parseValue());
       while (this.#eatPunct(','));
     }
     this.#expectPunct(')', '"," or ")"');
+    this.#depth--;
     const arity = FUNCTION_ARITY[fn];
     if (args.length !== arity) {
       const wanted = arity === 0 ? 'no arguments' : arity === 1 ? '1 argument' : `${arity} arguments`;
@@ -804,18 +841,21 @@ class Parser {
   /** Array : "[" (Value ("," Value)*)? "]" */
   parseArray(): ArrayExpr {
     const pos = this.#advance().pos;
+    this.#deeper(pos);
     const items: Expr[] = [];
     if (!this.#isPunct(']')) {
       do items.push(this.parseValue());
       while (this.#eatPunct(','));
     }
     this.#expectPunct(']', '"," or "]"');
+    this.#depth--;
     return { kind: 'Array', items, pos };
   }
 
   /** Object : "{" (Key ":" Value ("," Key ":" Value)*)? "}" ; Key : NAME | STRING */
   parseObject(keysAreFields: boolean): ObjectExpr {
     const pos = this.#advance().pos;
+    this.#deeper(pos);
     const entries: ObjectEntry[] = [];
     const keys = new Set<string>();
     if (!this.#isPunct('}')) {
@@ -833,6 +873,7 @@ class Parser {
       } while (this.#eatPunct(','));
     }
     this.#expectPunct('}', '"," or "}"');
+    this.#depth--;
     return { kind: 'Object', entries, pos };
   }
 
@@ -843,6 +884,11 @@ class Parser {
   }
 
   // Token helpers.
+
+  /** Opens one more level at `pos`; past MAX_DEPTH the statement is refused before it is read further. */
+  #deeper(pos: Position): void {
+    if (++this.#depth > MAX_DEPTH) throw tooDeep(pos);
+  }
 
   #asValue(term: Term, pos: Position): Expr {
     if (!isCond(term)) return term;

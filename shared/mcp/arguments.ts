@@ -5,19 +5,23 @@
  */
 import { FenecError } from '../errors.js';
 import { isName } from '../fenecql/lexer.js';
+import { checkJsonValue } from '../fenecql/limits.js';
 import type { ArgSchema, ToolDefinition } from './tools.js';
 
 export type Arguments = Readonly<Record<string, unknown>>;
 
 /**
  * @throws FenecError `invalid_argument` naming the argument, what it takes, and for an unknown one
- *   the arguments the tool takes (and the likeliest meant).
+ *   the arguments the tool takes (and the likeliest meant); `too_complex` or `invalid_number` for a
+ *   value nested past MAX_DEPTH or holding a number JSON read as Infinity.
  */
 export function checkArguments(tool: ToolDefinition, args: unknown): Arguments {
   if (args === undefined || args === null) args = {};
   if (typeof args !== 'object' || Array.isArray(args)) {
     throw new FenecError('invalid_argument', `${tool.name} takes its arguments as a JSON object, not ${describe(args)}`);
   }
+  // Before anything walks them (a row's values become literal trees past $99): depth and finite numbers.
+  checkJsonValue(args, tool.name);
   const { properties, required = [] } = tool.inputSchema;
   const record = args as Record<string, unknown>;
   for (const key of Object.keys(record)) {

@@ -1,0 +1,128 @@
+/**
+ * The limits a statement and the values bound to it are held to, so that what a request costs grows
+ * with its size and nothing more: every walk over a syntax tree or a JSON value (the parser's own
+ * descent, the planner, the printer, the evaluator, JSON.stringify, SQLite's expression tree) stays
+ * within MAX_DEPTH levels, and a statement's text within MAX_STATEMENT_LENGTH characters.
+ *
+ * The checks here are loops, never recursion, so that they hold on any input they are given.
+ */
+import { FenecError, type Position } from '../errors.js';
+
+/**
+ * The deepest a statement or a JSON value may nest. SQLite refuses expressions deeper than 1000 and
+ * a FenecQL level becomes at most two of its levels (`not` is `NOT coalesce(…)`), with a few more
+ * for a token's policy and expiry around the condition: 256 leaves room for all of them.
+ */
+export const MAX_DEPTH = 256;
+
+/**
+ * The most terms (fields, values, calls, operators, comparisons) one condition, or one written row's
+ * values, may hold: SQLite's planning of an expression grows faster than its size (8 000 terms take
+ * seconds), and a shallow tree of many terms passes the depth limit.
+ */
+export const MAX_TERMS = 2000;
+
+/** The longest statement, in characters: the server's default request body. Bulk values go in params. */
+export const MAX_STATEMENT_LENGTH = 1_048_576;
+
+const DEPTH_HINT = 'a long chain of or reads better as field in [v1, v2, …]; split a deep expression, or send nested values as params';
+
+/** The error for a statement nesting past MAX_DEPTH at `pos`. */
+export function tooDeep(pos: Position | undefined): FenecError {
+  const where = pos === undefined ? '' : ` at line ${pos.line}, column ${pos.column}`;
+  return new FenecError(
+    'too_complex',
+    `the statement nests deeper than ${MAX_DEPTH} levels${where} (each parenthesis, not, minus, call, array, object and each operator of a chain such as a + b + c is a level)`,
+    { position: pos, hint: DEPTH_HINT },
+  );
+}
+
+/** Refuses a statement's text past MAX_STATEMENT_LENGTH, pointing at the first character beyond it. */
+export function checkStatementLength(text: string): void {
+  if (text.length <= MAX_STATEMENT_LENGTH) return;
+  let line = 1;
+  let lineStart = 0;
+  for (let i = text.indexOf('\n'); i !== -1 && i < MAX_STATEMENT_LENGTH; i = text.indexOf('\n', i + 1)) {
+    line++;
+    lineStart = i + 1;
+  }
+  const pos: Position = { line, column: MAX_STATEMENT_LENGTH - lineStart + 1, offset: MAX_STATEMENT_LENGTH };
+  throw new FenecError(
+    'too_complex',
+    `the statement is ${text.length} characters long; at most ${MAX_STATEMENT_LENGTH} are taken (the excess starts at line ${pos.line}, column ${pos.column})`,
+    { position: pos, hint: 'send the values as params ($1, $2, …) or split the statement' },
+  );
+}
+
+/**
+ * Refuses a syntax tree deeper than MAX_DEPTH, counting its nodes (the objects with a `kind`) from the
+ * root, and pointing at the first node found past the limit. The parser counts levels as it reads;
+ * this counts the tree it built, where `a + b + c` put `a` two levels down, and where trees joined
+ * later (a policy ANDed in) must be measured whole.
+ */
+export function checkTreeDepth(root: object): void {
+  const stack: [unknown, number][] = [[root, 0]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (Array.isArray(value)) {
+      for (const item of value) if (typeof item === 'object' && item !== null) stack.push([item, depth]);
+      continue;
+    }
+    const node = value as Record<string, unknown>;
+    const level = typeof node.kind === 'string' ? depth + 1 : depth;
+    if (level > MAX_DEPTH) throw tooDeep(node.pos as Position | undefined);
+    for (const key in node) {
+      const child = node[key];
+      if (key !== 'pos' && typeof child === 'object' && child !== null) stack.push([child, level]);
+    }
+  }
+}
+
+interface Visit {
+  readonly value: unknown;
+  readonly depth: number;
+  readonly parent: Visit | undefined;
+  readonly key: string | number | undefined;
+}
+
+/** Where a part of a value sits: `$1[0].tags[2]`. */
+function pathOf(visit: Visit, label: string): string {
+  let path = '';
+  for (let at: Visit | undefined = visit; at?.parent !== undefined; at = at.parent) {
+    path = typeof at.key === 'number' ? `[${at.key}]${path}` : /^[A-Za-z_][A-Za-z0-9_]*$/.test(at.key!) ? `.${at.key}${path}` : `[${JSON.stringify(at.key)}]${path}`;
+  }
+  return label + path;
+}
+
+/**
+ * Checks a JSON value given from outside (a parameter, a tool's argument) before anything walks it:
+ * arrays and objects nested at most MAX_DEPTH deep (`too_complex`), and every number finite
+ * (`invalid_number`: JSON's 1e400 reads as Infinity, which no field stores).
+ */
+export function checkJsonValue(value: unknown, label: string): void {
+  const stack: Visit[] = [{ value, depth: 0, parent: undefined, key: undefined }];
+  while (stack.length > 0) {
+    const visit = stack.pop()!;
+    const item = visit.value;
+    if (typeof item === 'number') {
+      if (!Number.isFinite(item)) {
+        throw new FenecError('invalid_number', `${pathOf(visit, label)} is a number beyond the range of a double (±1.8e308)`, {
+          hint: 'send a number between -1.7976931348623157e308 and 1.7976931348623157e308',
+        });
+      }
+      continue;
+    }
+    if (typeof item !== 'object' || item === null) continue;
+    const depth = visit.depth + 1;
+    if (depth > MAX_DEPTH) {
+      throw new FenecError('too_complex', `${pathOf(visit, label)} nests deeper than ${MAX_DEPTH} levels of arrays and objects`, {
+        hint: `flatten the value: at most ${MAX_DEPTH} levels of arrays and objects are taken`,
+      });
+    }
+    if (Array.isArray(item)) {
+      for (let i = item.length - 1; i >= 0; i--) stack.push({ value: item[i], depth, parent: visit, key: i });
+    } else {
+      for (const key of Object.keys(item)) stack.push({ value: (item as Record<string, unknown>)[key], depth, parent: visit, key });
+    }
+  }
+}
