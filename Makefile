@@ -10,6 +10,7 @@ SOURCES := $(shell find shared node router deploy test bench -name '*.ts' 2>/dev
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
+	@echo "make install      install what is missing, build, and put fenec, fenec-server, fenec-router on your PATH"
 	@echo "make test         install what is missing, build, run every test"
 	@echo "make mcp-test     the MCP tests alone: tools, protocol, official clients, conformance suite, docs configs"
 	@echo "make serve FILE=F serve one file (its console: http://127.0.0.1:$(PORT)/_console/)"
@@ -20,10 +21,12 @@ help:
 	@echo "make mcp-detail      the bytes a 10-row search answers at each detail (ids, fields, full)"
 	@echo "make bench        every bench"
 
-install: .install-stamp
+# Dependencies, the build, and fenec, fenec-server and fenec-router on the PATH (scripts/link-bins.sh).
+install: build
+	bash scripts/link-bins.sh
 
 # The install script is idempotent; the stamp only saves its checks on every make call.
-.install-stamp: scripts/install.sh package.json package-lock.json $(wildcard native/debian-packages.txt native/*/build.sh native/*/binding.gyp native/*/*.cc native/*/src/*.cc native/*/src/*.h)
+.install-stamp: scripts/install.sh package.json package-lock.json examples/mcp-agent/package-lock.json $(wildcard native/debian-packages.txt native/*/build.sh native/*/binding.gyp native/*/*.cc native/*/src/*.cc native/*/src/*.h)
 	bash scripts/install.sh
 	@touch $@
 

@@ -224,7 +224,7 @@ export class FenecDatabase {
   #ruleFor(statement: RowStatement, policy: Policy): PolicyRule {
     const rule = policy.rules.get(statement.collection);
     if (rule === undefined || this.#catalog.get(statement.collection) === undefined) {
-      throw new FenecError('unknown_collection', `no collection named ${statement.collection}`, { hint: 'schema lists the collections this token reaches' });
+      throw this.#catalog.unknown(statement.collection, (name) => policy.rules.has(name));
     }
     const writes = statement.kind !== 'Get';
     if (writes ? !rule.write : !rule.read) {

@@ -3,7 +3,7 @@
 #
 # Steps, each skipped when already done:
 #   1. Debian packages (apt-get, only for what is missing; elsewhere: a message naming them)
-#   2. npm ci (only when package-lock.json changed since the last install)
+#   2. npm ci, here and in examples/mcp-agent (only where package-lock.json changed since the last install)
 #   3. native modules: better-sqlite3 12 compiled from source (its prebuilt download fails offline),
 #      then each addon under native/ that has a build script of its own
 #   4. the TypeScript build (make's own dependency tracking decides; not here)
@@ -36,14 +36,17 @@ fi
 # 2. npm packages, pinned by package-lock.json.
 node_major=$(node -p 'process.versions.node.split(".")[0]')
 if [ "$node_major" -lt 20 ]; then say "Node.js 20 or later is needed (found $(node --version))"; exit 1; fi
-stamp=node_modules/.fenec-lock-hash
-want=$(sha256sum package-lock.json | cut -d' ' -f1)
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  say "npm ci"
-  # Scripts are off: the one native module we need is compiled below, from source, without a download.
-  npm ci --ignore-scripts --no-audit --no-fund >&2
-  echo "$want" > "$stamp"
-fi
+# Each package's own, the example agent's (examples/mcp-agent: its test runs it) beside the product's.
+for dir in . examples/mcp-agent; do
+  stamp=$dir/node_modules/.fenec-lock-hash
+  want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    say "npm ci in $dir"
+    # Scripts are off: the one native module we need is compiled below, from source, without a download.
+    (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund >&2)
+    echo "$want" > "$stamp"
+  fi
+done
 
 # 3. Native modules.
 node_gyp="$(npm prefix -g)/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js"

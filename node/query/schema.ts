@@ -63,7 +63,7 @@ export function runSchemaStatement(stmt: SchemaStatement, catalog: Catalog, db: 
   switch (stmt.kind) {
     case 'Schema': {
       if (stmt.collection !== undefined && visible !== undefined && !visible(stmt.collection)) {
-        throw new FenecError('unknown_collection', `no collection named ${stmt.collection}`, { hint: 'schema lists the collections this token reaches' });
+        throw catalog.unknown(stmt.collection, visible);
       }
       const collections = stmt.collection === undefined ? catalog.list().filter((c) => visible?.(c.name) ?? true) : [catalog.require(stmt.collection)];
       return { collections: collections.map(describeCollection) };

@@ -10,6 +10,7 @@
 import type { FieldDef, FieldType } from '../../shared/fenecql/ast.js';
 import { FenecError } from '../../shared/errors.js';
 import { printFieldType } from '../../shared/fenecql/print.js';
+import { didYouMean } from '../../shared/nearest-name.js';
 import { textIndexSql } from '../search/text-index.js';
 import type { VectorFieldSpec } from '../vector/vector-field.js';
 import { vectorFieldSql } from '../vector/vector-log.js';
@@ -183,12 +184,19 @@ export class Catalog {
   require(name: string): Collection {
     const collection = this.#collections.get(name);
     if (collection === undefined) {
-      const near = clashes(this.#collections.keys(), name);
-      throw new FenecError('unknown_collection', `no collection named ${name}`, {
-        hint: near === undefined ? 'schema lists the collections' : `names are case-sensitive: did you mean ${near}?`,
-      });
+      throw this.unknown(name);
     }
     return collection;
+  }
+
+  /**
+   * The refusal of a collection name that names none the asker may see: `visible`, for a token held
+   * to a policy, names the ones it may (a suggestion never names another).
+   */
+  unknown(name: string, visible?: (name: string) => boolean): FenecError {
+    const names = visible === undefined ? [...this.#collections.keys()] : [...this.#collections.keys()].filter(visible);
+    const otherwise = visible === undefined ? 'schema lists the collections' : 'schema lists the collections this token reaches';
+    return new FenecError('unknown_collection', `no collection named ${name}`, { hint: didYouMean(names, name, otherwise) });
   }
 
   list(): Collection[] {

@@ -1,8 +1,9 @@
 /**
- * Minting agents' tokens (`fenec token`): HS256 JSON Web Tokens carrying `sub`, `tenant`, `iat`,
- * `exp` and whatever other claims the operator adds (a policy may name them as `$jwt.NAME`).
+ * Minting agents' tokens (`fenec token`): HS256 JSON Web Tokens carrying `sub`, `tenant` (hosted
+ * only), `jti`, `iat`, `exp` and whatever other claims the operator adds (a policy may name them as
+ * `$jwt.NAME`). The `jti` names this one token, so that it can be revoked alone (`fenec token revoke`).
  */
-import { createSecretKey } from 'node:crypto';
+import { createSecretKey, randomBytes } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { FenecError } from '../errors.js';
 import { MIN_SECRET_BYTES } from './jwt.js';
@@ -10,8 +11,8 @@ import { MIN_SECRET_BYTES } from './jwt.js';
 export interface MintOptions {
   /** The HS256 secret the server verifies with (`--jwt-secret`, `FENEC_JWT_SECRET`). */
   readonly secret: string;
-  /** The tenant the token reaches (a tenant name: `[a-z0-9][a-z0-9-]{0,62}`). */
-  readonly tenant: string;
+  /** The tenant the token reaches on a hosted node (a tenant name: `[a-z0-9][a-z0-9-]{0,62}`); none for a one-file server. */
+  readonly tenant?: string;
   /** Who holds it: the policy's `$jwt.sub`, the audit's `sub`. */
   readonly sub: string;
   /** How long it is valid, in seconds from `now`. */
@@ -23,7 +24,9 @@ export interface MintOptions {
 }
 
 /** Claims `fenec token` sets itself: --claims may not override them. */
-export const RESERVED_CLAIMS: readonly string[] = ['sub', 'tenant', 'iat', 'exp'];
+export const RESERVED_CLAIMS: readonly string[] = ['sub', 'tenant', 'jti', 'iat', 'exp'];
+/** Random bytes in a `jti`: 128 bits, as a UUID has, so that no two tokens share one. */
+const JTI_BYTES = 16;
 
 const TENANT = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const TTL_UNITS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
@@ -39,7 +42,7 @@ export function mintToken(options: MintOptions): string {
   if (secret.length < MIN_SECRET_BYTES) {
     throw invalidOption('--jwt-secret', `takes at least ${MIN_SECRET_BYTES} bytes (256 bits), as the server does, not ${secret.length}`);
   }
-  if (!TENANT.test(options.tenant)) {
+  if (options.tenant !== undefined && !TENANT.test(options.tenant)) {
     throw invalidOption('--tenant', `takes a tenant name (a-z, 0-9 and -, at most 63, not starting with -), not ${JSON.stringify(options.tenant)}`);
   }
   if (options.sub === '') throw invalidOption('--sub', 'must not be empty');
@@ -47,10 +50,12 @@ export function mintToken(options: MintOptions): string {
   const claims = options.claims ?? {};
   const overridden = RESERVED_CLAIMS.filter((name) => Object.hasOwn(claims, name));
   if (overridden.length > 0) {
-    throw invalidOption('--claims', `may not set ${overridden.join(', ')}: fenec token sets ${RESERVED_CLAIMS.join(', ')} itself (use --sub, --tenant, --ttl)`);
+    throw invalidOption('--claims', `may not set ${overridden.join(', ')}: fenec token sets ${RESERVED_CLAIMS.join(', ')} itself (use --sub, --tenant, --ttl; the jti is random)`);
   }
   const iat = Math.floor((options.now ?? Date.now()) / 1000);
-  const payload = { ...claims, sub: options.sub, tenant: options.tenant, iat, exp: iat + options.ttlSeconds };
+  const jti = randomBytes(JTI_BYTES).toString('base64url');
+  const tenant = options.tenant === undefined ? {} : { tenant: options.tenant };
+  const payload = { ...claims, sub: options.sub, ...tenant, jti, iat, exp: iat + options.ttlSeconds };
   return jwt.sign(payload, createSecretKey(secret), { algorithm: 'HS256' });
 }
 

@@ -34,11 +34,12 @@ import type {
   SetStmt,
   Statement,
 } from './ast.js';
-import type { ErrorCode, FenecError, Position } from '../errors.js';
+import { FenecError, type ErrorCode, type Position } from '../errors.js';
 import { Lexer, syntaxError } from './lexer.js';
 import { checkStatementLength, checkTreeDepth, MAX_DEPTH, tooDeep } from './limits.js';
 import type { Punct, Token } from './lexer.js';
 import { printFieldType } from './print.js';
+import { withSqlHint } from './sql-habits.js';
 
 /**
  * Parses one statement, with an optional trailing `;`.
@@ -49,11 +50,15 @@ import { printFieldType } from './print.js';
  */
 export function parseStatement(text: string): Statement {
   checkStatementLength(text);
-  const parser = new Parser(text);
-  const statement = parser.parseStatement();
-  parser.parseEnd('statement');
-  checkTreeDepth(statement);
-  return statement;
+  try {
+    const parser = new Parser(text);
+    const statement = parser.parseStatement();
+    parser.parseEnd('statement');
+    checkTreeDepth(statement);
+    return statement;
+  } catch (err) {
+    throw hinted(text, err);
+  }
 }
 
 /**
@@ -64,11 +69,20 @@ export function parseStatement(text: string): Statement {
  */
 export function parseCondition(text: string): Cond {
   checkStatementLength(text);
-  const parser = new Parser(text);
-  const cond = parser.parseFilter();
-  parser.parseEnd('condition');
-  checkTreeDepth(cond);
-  return cond;
+  try {
+    const parser = new Parser(text);
+    const cond = parser.parseFilter();
+    parser.parseEnd('condition');
+    checkTreeDepth(cond);
+    return cond;
+  } catch (err) {
+    throw hinted(text, err);
+  }
+}
+
+/** A refusal of SQL written as FenecQL names the FenecQL meant (sql-habits.ts). */
+function hinted(text: string, err: unknown): unknown {
+  return err instanceof FenecError ? withSqlHint(text, err) : err;
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };

@@ -15,6 +15,8 @@ const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export const FENEC_SERVER = path.join(ROOT, 'dist/node/cli/fenec-server.js');
 export const FENEC = path.join(ROOT, 'dist/node/cli/fenec.js');
 export const FENEC_ROUTER = path.join(ROOT, 'dist/router/cli.js');
+/** Where node is, and the system's own programs: a PATH with nothing of ours on it. */
+export const SYSTEM_PATH = [...new Set([path.dirname(process.execPath), '/usr/bin', '/bin'])].join(':');
 
 /** How long a program may take to start or to run one command. */
 const START_TIMEOUT_MS = 10_000;
@@ -115,6 +117,35 @@ export class Sandbox {
     child.once('exit', () => this.#children.delete(child));
     return child;
   }
+}
+
+export interface CommandOptions {
+  /** The whole environment of the command (nothing is inherited). */
+  readonly env: NodeJS.ProcessEnv;
+  readonly cwd?: string;
+  /** Killed (SIGKILL) past it. Default 60 s. */
+  readonly timeoutMs?: number;
+}
+
+/** Runs any command (found on `env.PATH`) to its end, and gives its status and output. */
+export async function runCommand(command: string, args: readonly string[], options: CommandOptions): Promise<Finished> {
+  const child = spawn(command, args, { env: options.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+  try {
+    const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
+    return { code, signal, stdout, stderr };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** scripts/link-bins.sh (`make install`'s last step), with nothing of this process's environment but what is given. */
+export function linkBins(env: Record<string, string>): Promise<Finished> {
+  return runCommand('bash', [path.join(ROOT, 'scripts/link-bins.sh')], { env: { PATH: SYSTEM_PATH, ...env }, timeoutMs: 20_000 });
 }
 
 function listeningUrl(line: string): string | undefined {
