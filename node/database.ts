@@ -10,9 +10,10 @@ import { printStatement } from '../shared/fenecql/print.js';
 import type { Policy, PolicyRule } from '../shared/auth/policy.js';
 import { FenecError } from '../shared/errors.js';
 import { Catalog } from './storage/catalog.js';
+import { ByteQuota, isStorageFull, type Room } from './storage/byte-quota.js';
 import { acquireLock, type FileLock } from './storage/lock.js';
 import { openSnapshot, openWritable, type Connection } from './storage/sqlite.js';
-import { fromSqliteError, run, StatementCache, type Answer } from './query/executor.js';
+import { fromSqliteError, measure, run, StatementCache, type Answer } from './query/executor.js';
 import { deleteExpired } from './query/expiry.js';
 import { VectorStore, type VectorStoreEvent } from './vector/store.js';
 import type { Plan } from './query/plan.js';
@@ -37,8 +38,9 @@ export interface DatabaseOptions {
   /** Told when a vector index is found damaged, stored, or fails (searches then scan the rows): for the log. */
   readonly onVectorEvent?: (event: VectorStoreEvent) => void;
   /**
-   * Largest size of the file in bytes (a tenant's quota): SQLite's max_page_count, so that a write
-   * that would grow it further fails whole (`storage_full`, 507) and nothing written is lost. Default: none.
+   * Largest size of the file in bytes (a tenant's quota): a write that would grow it further fails
+   * whole (`storage_full`, 507) and nothing written is lost, while writes that free space still run
+   * (storage/byte-quota.ts). Default: none.
    */
   readonly maxBytes?: number;
 }
@@ -75,6 +77,19 @@ const PREPARED_LIMIT = 2000;
  */
 const PREPARED_MAX_TEXT = 8 * 1024;
 
+/** The room a schema statement has at a byte quota: those that remove take the headroom, compact room for its copy. */
+function roomOf(statement: SchemaStatement): Room {
+  switch (statement.kind) {
+    case 'DropCollection':
+    case 'AlterDrop':
+      return 'freeing';
+    case 'Compact':
+      return 'compact';
+    default:
+      return 'quota';
+  }
+}
+
 function isSchemaStatement(statement: Statement): statement is SchemaStatement {
   switch (statement.kind) {
     case 'CreateCollection':
@@ -103,9 +118,12 @@ export class FenecDatabase {
   readonly #vectors: VectorStore;
   /** Rebuilds that compact started, until they end (idle waits for them). */
   readonly #rebuilds = new Set<Promise<void>>();
+  /** The byte quota (maxBytes), or undefined: no cap. */
+  readonly #quota: ByteQuota | undefined;
 
   private constructor(options: DatabaseOptions, db: Connection, lock: FileLock | undefined) {
     this.file = options.file;
+    this.#quota = options.maxBytes !== undefined && options.maxBytes > 0 && !options.readOnly ? new ByteQuota(db, options.maxBytes) : undefined;
     this.readOnly = options.readOnly;
     this.#db = db;
     this.#lock = lock;
@@ -116,14 +134,20 @@ export class FenecDatabase {
     const interval = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
     if (!options.readOnly && interval > 0) {
       // unref: a sweep that is due never keeps the process alive on its own.
-      this.#sweeper = setInterval(() => this.sweepExpired(), interval).unref();
+      this.#sweeper = setInterval(() => {
+        try {
+          this.sweepExpired();
+        } catch {
+          // Reads leave expired rows out whether or not they are deleted; the next sweep tries again.
+        }
+      }, interval).unref();
     }
   }
 
   /** Deletes the rows past their `@ttl`, with their index entries, in one transaction; answers how many. */
   sweepExpired(): number {
     if (this.readOnly || !this.#db.open) return 0;
-    const deleted = this.#db.transaction(() => deleteExpired(this.#db, this.#catalog.list(), Date.now()))();
+    const deleted = this.#room('freeing', () => this.#db.transaction(() => deleteExpired(this.#db, this.#catalog.list(), Date.now()))());
     if (deleted > 0) this.#vectors.catchUp();
     return deleted;
   }
@@ -139,12 +163,7 @@ export class FenecDatabase {
     if (options.readOnly) return new FenecDatabase(options, openSnapshot(options.file), undefined);
     const lock = acquireLock(options.file, options.program);
     try {
-      const db = openWritable(options.file);
-      if (options.maxBytes !== undefined && options.maxBytes > 0) {
-        const pageSize = db.pragma('page_size', { simple: true }) as number;
-        db.pragma(`max_page_count = ${Math.max(1, Math.floor(options.maxBytes / pageSize))}`);
-      }
-      return new FenecDatabase(options, db, lock);
+      return new FenecDatabase(options, openWritable(options.file), lock);
     } catch (err) {
       lock.release();
       throw err;
@@ -185,9 +204,9 @@ export class FenecDatabase {
     params.forEach((value, i) => checkJsonValue(value, `$${i + 1}`));
     const ctx: BindContext = { params, now: Date.now(), jwt: options.jwt };
     try {
-      if (isSchemaStatement(statement)) return this.#runSchemaStatement(statement, ctx, options.policy);
+      if (isSchemaStatement(statement)) return this.#room(roomOf(statement), () => this.#runSchemaStatement(statement, ctx, options.policy));
       const rowPlan = this.#planFor(prepared, statement as RowStatement, options.policy);
-      const answer = run(rowPlan, ctx, this.#statements, this.#db, this.#vectors);
+      const answer = this.#runRows(rowPlan, statement.kind, ctx);
       // The write has committed: the vector indexes apply what its triggers logged.
       if (rowPlan.kind !== 'read' && rowPlan.kind !== 'count' && rowPlan.kind !== 'vector') this.#vectors.catchUp();
       return answer;
@@ -199,6 +218,27 @@ export class FenecDatabase {
         this.#cacheVersion = this.#catalog.version;
       }
     }
+  }
+
+  /**
+   * Runs a row statement's plan. At a byte quota a `del` may take the headroom; a `set` refused for
+   * want of a page runs again with it when its rows do not grow (its new values take no more bytes
+   * than the old), so that only a write that grows the data is refused.
+   */
+  #runRows(rowPlan: Plan, kind: Statement['kind'], ctx: BindContext): Answer {
+    const go = (): Answer => run(rowPlan, ctx, this.#statements, this.#db, this.#vectors);
+    if (this.#quota === undefined || rowPlan.kind !== 'change') return go();
+    if (kind === 'Del') return this.#quota.within('freeing', go);
+    try {
+      return go();
+    } catch (err) {
+      if (!isStorageFull(err) || rowPlan.growth === undefined || measure(rowPlan.growth, ctx, this.#statements) > 0) throw err;
+      return this.#quota.within('freeing', go);
+    }
+  }
+
+  #room<T>(room: Room, work: () => T): T {
+    return this.#quota === undefined ? work() : this.#quota.within(room, work);
   }
 
   /** The statement's plan, made again only when the schema changed; under a policy, the rule's own. */

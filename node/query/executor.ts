@@ -41,6 +41,11 @@ function bind(step: SqlStep, ctx: BindContext): SqlValue[] {
   return values;
 }
 
+/** A step that answers one number (a count, a sum), run with this execution's arguments. */
+export function measure(step: SqlStep, ctx: BindContext, cache: StatementCache): number {
+  return cache.get(step.sql).pluck(true).get(bind(step, ctx)) as number;
+}
+
 /** SQLite's constraint failures, as the refusals they are: `UNIQUE constraint failed: c_notes.title`. */
 export function fromSqliteError(err: unknown): unknown {
   const code = (err as { code?: unknown }).code;
@@ -137,7 +142,7 @@ export function run(plan: Plan, ctx: BindContext, cache: StatementCache, db: Con
     }
     case 'count':
       if (plan.guard !== undefined && !plan.guard(ctx)) return { count: 0 };
-      return { count: cache.get(plan.step.sql).pluck(true).get(bind(plan.step, ctx)) as number };
+      return { count: measure(plan.step, ctx, cache) };
     case 'change': {
       const { check } = plan;
       if (check === undefined) return { count: cache.get(plan.step.sql).run(bind(plan.step, ctx)).changes };

@@ -36,7 +36,16 @@ export type Plan =
   | { readonly kind: 'count'; readonly step: SqlStep; readonly guard?: Guard }
   | { readonly kind: 'insert'; readonly rows: readonly SqlStep[]; readonly check?: PolicyCheck }
   | { readonly kind: 'put'; readonly step: SqlStep; readonly id: ArgSource; readonly check?: PolicyCheck }
-  | { readonly kind: 'change'; readonly step: SqlStep; readonly check?: PolicyCheck }
+  | {
+      readonly kind: 'change';
+      readonly step: SqlStep;
+      readonly check?: PolicyCheck;
+      /**
+       * A `set`'s: how many bytes its new values add to the rows it changes (negative when they
+       * shrink), asked of a file at its byte quota (storage/byte-quota.ts). Its arguments are the set's.
+       */
+      readonly growth?: SqlStep;
+    }
   | BulkPlan
   | VectorPlan;
 

@@ -163,6 +163,7 @@ function planSet(stmt: SetStmt, collection: Collection, policy: Cond | undefined
   }
   const compiler = new Compiler(collection);
   const assignments: string[] = [];
+  const growths: string[] = [];
   const args: ArgSource[] = [];
   for (const entry of stmt.changes.entries) {
     if (entry.key === 'id') {
@@ -171,13 +172,19 @@ function planSet(stmt: SetStmt, collection: Collection, policy: Cond | undefined
     const field = fieldOf(collection, entry.key, entry.pos);
     const value = valueFor(field, entry.value, compiler);
     assignments.push(`${field.column} = ${value.sql}`);
+    growths.push(`fenec_size(${value.sql}) - fenec_size(${field.column})`);
     args.push(...value.args);
   }
   // Expired rows are out of every statement: set and del no more touch them than get reads them.
   const where = rowFilter(stmt.where, collection, compiler, policy)!;
   // Under a policy the rows changed are checked afterwards, so the update names them.
   const returning = check === undefined ? '' : ' RETURNING "id"';
-  return { kind: 'change', step: { sql: `UPDATE ${collection.table} SET ${assignments.join(', ')} WHERE ${where.sql}${returning}`, args: [...args, ...where.args] }, check };
+  return {
+    kind: 'change',
+    step: { sql: `UPDATE ${collection.table} SET ${assignments.join(', ')} WHERE ${where.sql}${returning}`, args: [...args, ...where.args] },
+    check,
+    growth: { sql: `SELECT coalesce(sum(${growths.join(' + ')}), 0) FROM ${collection.table} WHERE ${where.sql}`, args: [...args, ...where.args] },
+  };
 }
 
 function planDel(stmt: DelStmt, collection: Collection, policy: Cond | undefined): Plan {

@@ -18,6 +18,8 @@ function registerFunctions(db: Connection): void {
   // SQLite's own lower()/upper() fold ASCII only; FenecQL's fold every script, as JavaScript does.
   db.function('fenec_lower', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : s));
   db.function('fenec_upper', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toUpperCase() : s));
+  // About the bytes a value takes in a row, to tell whether a set grows its rows (byte-quota.ts).
+  db.function('fenec_size', { deterministic: true }, (v: unknown) => (typeof v === 'string' ? Buffer.byteLength(v) : Buffer.isBuffer(v) ? v.length : v === null ? 0 : 8));
 }
 
 /**
