@@ -1,7 +1,9 @@
 /**
  * A tenant's database held to its collection and row quotas. Only statements that can add a
  * collection (`create collection`) or rows (`insert`, `put`) are looked at; the text of any other
- * statement is not even parsed here.
+ * statement is not even parsed here. Every quota refusal of a statement — these, and the database's
+ * own `storage_full` at the byte quota — is told to `onRefusal` with its quota, whichever door
+ * (/query, an MCP tool) the statement came through.
  *
  * The row count is kept as an upper bound: counted exactly at the first insert, raised by every
  * insert's answer, never lowered (a delete, an expiry or a put that replaces only make it higher
@@ -11,7 +13,7 @@ import { FenecError } from '../../shared/errors.js';
 import type { Expr, ParamExpr, Statement } from '../../shared/fenecql/ast.js';
 import type { Answer, ExecuteOptions, FenecDatabase } from '../database.js';
 import type { Executor } from '../http/handler.js';
-import type { Quotas } from './quotas.js';
+import type { QuotaKind, Quotas } from './quotas.js';
 
 /** Statements that may add a collection or rows start with one of these words. */
 const MAY_GROW = /^\s*(create|insert|put)\b/i;
@@ -30,15 +32,17 @@ function rowsWritten(statement: Statement, params: readonly unknown[] | undefine
 export class QuotaExecutor implements Executor {
   readonly #db: FenecDatabase;
   readonly #quotas: Quotas;
+  readonly #onRefusal: (quota: QuotaKind) => void;
   #rows: number | undefined;
 
-  constructor(db: FenecDatabase, quotas: Quotas) {
+  constructor(db: FenecDatabase, quotas: Quotas, onRefusal: (quota: QuotaKind) => void = () => undefined) {
     this.#db = db;
     this.#quotas = quotas;
+    this.#onRefusal = onRefusal;
   }
 
   execute(text: string, params?: readonly unknown[], options?: ExecuteOptions): Answer {
-    if (!MAY_GROW.test(text) || (this.#quotas.maxRows === 0 && this.#quotas.maxCollections === 0)) return this.#db.execute(text, params, options);
+    if (!MAY_GROW.test(text) || (this.#quotas.maxRows === 0 && this.#quotas.maxCollections === 0)) return this.#counted(() => this.#db.execute(text, params, options));
     let statement: Statement | undefined;
     try {
       // The database's own parse, kept for the execute that follows: the text is parsed once.
@@ -54,25 +58,38 @@ export class QuotaExecutor implements Executor {
     return this.#run(statement, params, () => this.#db.executeStatement(statement, params, options));
   }
 
+  /** Runs a statement, telling a byte quota refusal (`storage_full`) to onRefusal. */
+  #counted(run: () => Answer): Answer {
+    try {
+      return run();
+    } catch (err) {
+      if (err instanceof FenecError && err.code === 'storage_full') this.#onRefusal('bytes');
+      throw err;
+    }
+  }
+
+  #refuse(quota: QuotaKind, message: string, hint: string): never {
+    this.#onRefusal(quota);
+    throw new FenecError('quota_exceeded', message, { hint });
+  }
+
   #run(statement: Statement, params: readonly unknown[] | undefined, run: () => Answer): Answer {
     if (statement.kind === 'CreateCollection' && this.#quotas.maxCollections > 0) {
       const collections = this.#collections().length;
       if (collections >= this.#quotas.maxCollections && !this.#collections().includes(statement.name)) {
-        throw new FenecError('quota_exceeded', `the tenant has ${collections} collections, its quota`, { hint: 'drop a collection, or raise the tenant\'s maxCollections (PUT /t/<tenant>)' });
+        this.#refuse('collections', `the tenant has ${collections} collections, its quota`, 'drop a collection, or raise the tenant\'s maxCollections (PUT /t/<tenant>)');
       }
     }
     const adding = rowsWritten(statement, params);
-    if (adding === 0 || this.#quotas.maxRows === 0) return run();
+    if (adding === 0 || this.#quotas.maxRows === 0) return this.#counted(run);
     this.#rows ??= this.#countRows();
     if (this.#rows + adding > this.#quotas.maxRows) {
       this.#rows = this.#countRows();
       if (this.#rows + adding > this.#quotas.maxRows) {
-        throw new FenecError('quota_exceeded', `the tenant holds ${this.#rows} rows; ${adding} more would pass its quota of ${this.#quotas.maxRows}`, {
-          hint: 'delete rows, or raise the tenant\'s maxRows (PUT /t/<tenant>)',
-        });
+        this.#refuse('rows', `the tenant holds ${this.#rows} rows; ${adding} more would pass its quota of ${this.#quotas.maxRows}`, 'delete rows, or raise the tenant\'s maxRows (PUT /t/<tenant>)');
       }
     }
-    const answer = run();
+    const answer = this.#counted(run);
     this.#rows += typeof (answer as { count?: unknown }).count === 'number' ? (answer as { count: number }).count : adding;
     return answer;
   }

@@ -18,6 +18,9 @@ export interface Quotas {
   readonly maxRows: number;
 }
 
+/** Which quota refused a request: the label of fenec_tenant_quota_refusals_total. */
+export type QuotaKind = 'rate' | 'bytes' | 'collections' | 'rows';
+
 export const QUOTA_DEFAULTS: Quotas = Object.freeze({ rate: 100, burst: 200, maxBytes: 1024 ** 3, maxCollections: 100, maxRows: 1_000_000 });
 
 const KEYS: readonly (keyof Quotas)[] = ['rate', 'burst', 'maxBytes', 'maxCollections', 'maxRows'];

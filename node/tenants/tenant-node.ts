@@ -4,7 +4,9 @@
  * claim, the quotas — and the admin routes `PUT`/`DELETE /t/<tenant>` and `GET /_tenants`.
  *
  * Order per request: the guard (Origin, then the token), the tenant claim, the tenant's existence,
- * its rate; only then is its file opened and the request handed on. A refusal reads no body.
+ * its rate; only then is its file opened and the request handed on. A refusal reads no body, but for
+ * an MCP message past the rate: a tools/call is answered as the tool's isError result, which a model
+ * reads as it reads any other refusal (the body is read for its id, within --max-body).
  */
 import * as fs from 'node:fs';
 import * as http from 'node:http';
@@ -13,20 +15,21 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Counter, Gauge } from 'prom-client';
 import { Audit } from '../../shared/audit.js';
-import { parsePolicy } from '../../shared/auth/policy.js';
+import { EMPTY_POLICY, grantedTools, parsePolicy, type Policy } from '../../shared/auth/policy.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';
 import { isConsolePath, serveConsole } from '../../shared/console.js';
 import type { Logger } from '../../shared/logger.js';
 import { isTenantName } from '../../router/tenant-name.js';
 import type { ServerConfig } from '../config.js';
-import { FenecDatabase } from '../database.js';
-import { RequestGuard } from '../http/guard.js';
+import { FenecDatabase, type ExecuteOptions } from '../database.js';
+import { RequestGuard, type Caller } from '../http/guard.js';
 import { FenecRequest, HttpHandler, type Executor } from '../http/handler.js';
 import { HttpMetrics } from '../http/metrics.js';
 import type { RunningServer } from '../http/server.js';
 import { mcpEndpoint } from '../mcp/serve-mcp.js';
+import type { McpEndpoint, McpReply } from '../../shared/mcp/endpoint.js';
 import { QuotaExecutor } from './quota-executor.js';
-import type { Quotas } from './quotas.js';
+import type { QuotaKind, Quotas } from './quotas.js';
 import { TenantRegistry, type Tenant } from './tenant-registry.js';
 
 export interface TenantNodeOptions {
@@ -52,32 +55,71 @@ const NO_EXECUTOR: Executor = {
   executeStatement: () => { throw new FenecError('not_found', 'a tenant node runs statements under /t/<tenant>/_mcp'); },
 };
 
+/** Reads a request's body as text, or undefined past `limit` bytes (the rest is read and dropped). */
+function readBody(req: http.IncomingMessage, limit: number, done: (body: string | undefined) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  req.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= limit) chunks.push(chunk);
+  });
+  req.on('end', () => done(size > limit ? undefined : Buffer.concat(chunks).toString('utf8')));
+}
+
+/** The options a caller's statements run under, as the handler gives them (no policy: a refused call runs nothing). */
+function optionsOf(caller: Caller): ExecuteOptions {
+  return caller.kind === 'server' ? {} : { jwt: caller.claims };
+}
+
+function headerReader(req: http.IncomingMessage): (name: string) => string | undefined {
+  return (name) => {
+    const value = req.headers[name];
+    return Array.isArray(value) ? value.join(', ') : value;
+  };
+}
+
 export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, logger: Logger, audit: Audit = Audit.off): Promise<RunningServer & { registry: TenantRegistry<OpenedTenant> }> {
   const metrics = new HttpMetrics();
   const refusals = new Counter({
     name: 'fenec_tenant_quota_refusals_total',
-    help: 'Requests refused for a tenant quota, by quota (rate, bytes, size: collections or rows). No tenant is a label.',
+    help: 'Requests and MCP tool calls refused for a tenant quota, by quota (rate, bytes, collections, rows). No tenant is a label.',
     labelNames: ['quota'],
     registers: [metrics.registry],
   });
+  const refused = (quota: QuotaKind): void => refusals.inc({ quota });
   const guard = new RequestGuard(config, audit);
   const root = new HttpHandler(config, NO_EXECUTOR, guard, metrics, logger, audit);
+  const mcpOptions = (tenant: string) => ({
+    write: config.mcp?.write ?? false,
+    memory: config.mcp?.memory,
+    readOnly: config.httpReadOnly,
+    audit,
+    logger,
+    tenant,
+    count: (tool: string, outcome: 'ok' | 'refused' | 'failed') => metrics.toolCall(tool, outcome),
+  });
+  /**
+   * What answers the MCP calls of a tenant past its rate, without opening its file (its tools never
+   * run): made at the tenant's first refusal, and gone with the tenant (or its quotas) it was made for.
+   */
+  const refusers = new WeakMap<Tenant, { endpoint: McpEndpoint<ExecuteOptions>; policy: Policy }>();
+  const refuserOf = (tenant: Tenant): { endpoint: McpEndpoint<ExecuteOptions>; policy: Policy } => {
+    let refuser = refusers.get(tenant);
+    if (refuser === undefined) refusers.set(tenant, refuser = { endpoint: mcpEndpoint(NO_EXECUTOR, mcpOptions(tenant.name)), policy: policyOf(tenant.name) ?? EMPTY_POLICY });
+    return refuser;
+  };
+  /** The tenant's own policy (`D/<tenant>.policy`), else the node's. @throws FenecError for a policy that does not parse. */
+  const policyOf = (tenant: string): Policy | undefined => {
+    const policyFile = path.join(node.dataDir, `${tenant}.policy`);
+    return fs.existsSync(policyFile) ? parsePolicy(fs.readFileSync(policyFile, 'utf8'), policyFile) : config.policy;
+  };
 
   const registry: TenantRegistry<OpenedTenant> = new TenantRegistry<OpenedTenant>(node.dataDir, node.quotas, node.maxOpenTenants, (tenant: Tenant, file: string): OpenedTenant => {
     const db = FenecDatabase.open({ file, readOnly: false, program: 'fenec-server', sweepIntervalMs: config.sweepIntervalMs, maxBytes: tenant.quotas.maxBytes });
     try {
-      const policyFile = path.join(node.dataDir, `${tenant.name}.policy`);
-      const policy = fs.existsSync(policyFile) ? parsePolicy(fs.readFileSync(policyFile, 'utf8'), policyFile) : config.policy;
-      const held = new QuotaExecutor(db, tenant.quotas);
-      const mcp = config.mcp === undefined ? undefined : mcpEndpoint(held, {
-        write: config.mcp.write,
-        memory: config.mcp.memory,
-        readOnly: config.httpReadOnly,
-        audit,
-        logger,
-        tenant: tenant.name,
-        count: (tool, outcome) => metrics.toolCall(tool, outcome),
-      });
+      const policy = policyOf(tenant.name);
+      const held = new QuotaExecutor(db, tenant.quotas, refused);
+      const mcp = config.mcp === undefined ? undefined : mcpEndpoint(held, mcpOptions(tenant.name));
       const handler = new HttpHandler({ ...config, policy }, held, guard, metrics, logger, audit, mcp);
       return { handler, close: () => db.close() };
     } catch (err) {
@@ -85,7 +127,6 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
       throw err;
     }
   });
-  const bytesRefused = (): void => refusals.inc({ quota: 'bytes' });
   new Gauge({
     name: 'fenec_tenants_open',
     help: 'Tenants whose file is open now.',
@@ -138,10 +179,12 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
     if (more.length > 0 || (route !== 'query' && route !== '_mcp')) {
       return fail(new FenecError('not_found', `a tenant's routes are /t/${name}/query and /t/${name}/_mcp`));
     }
-    const caller = guard.caller(req, `/t/<tenant>/${route}`);
+    const auditRoute = `/t/<tenant>/${route}`;
+    const caller = guard.caller(req, auditRoute);
     if (caller instanceof FenecError) return fail(caller);
     if (caller.kind === 'jwt' && caller.claims.tenant !== name) {
       const claimed = typeof caller.claims.tenant === 'string' ? `tenant ${caller.claims.tenant}` : 'no tenant';
+      audit.auth('wrong_tenant', req.socket.remoteAddress, auditRoute);
       return fail(new FenecError('wrong_tenant', `the token reaches ${claimed}, not ${name}`, { hint: `use a token minted with fenec token --tenant ${name}` }));
     }
     let tenant: Tenant;
@@ -152,9 +195,25 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
     }
     const wait = tenant.bucket.take();
     if (wait > 0) {
-      refusals.inc({ quota: 'rate' });
+      refused('rate');
       const why = tenant.quotas.rate === 0 ? `tenant ${name} is paused (rate 0)` : `tenant ${name} is past its rate of ${tenant.quotas.rate} requests/s (burst ${tenant.quotas.burst})`;
-      return fail(new FenecError('quota_exceeded', why, { hint: `retry after ${wait} s` }), { 'retry-after': String(wait) });
+      const error = new FenecError('quota_exceeded', why, { hint: `retry after ${wait} s` });
+      const headers = { 'retry-after': String(wait) };
+      if (route !== '_mcp' || req.method !== 'POST' || config.mcp === undefined) return fail(error, headers);
+      return readBody(req, config.maxBodyBytes, (body) => {
+        let reply: McpReply | undefined;
+        try {
+          const { endpoint, policy } = refuserOf(tenant);
+          const tools = caller.kind === 'server' ? undefined : grantedTools(policy, caller.claims);
+          if (body !== undefined) reply = endpoint.refuse(body, { options: optionsOf(caller), scoped: caller.kind === 'jwt', tools }, { error, details: { retry_after: wait } }, headerReader(req));
+        } catch {
+          // A tenant policy that does not parse: its requests fail when they run; this one stays a plain 429.
+        }
+        if (reply?.json === undefined) return fail(error, headers);
+        res.writeHead(reply.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(reply.json), ...headers });
+        res.end(reply.json);
+        metrics.observe('/_mcp', reply.status, (performance.now() - started) / 1000);
+      });
     }
     let opened: OpenedTenant;
     try {
@@ -162,11 +221,7 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
     } catch (err) {
       return fail(err);
     }
-    res.once('close', () => {
-      registry.release(name, opened);
-      if (res.statusCode === 507) bytesRefused();
-      else if (res.statusCode === 429) refusals.inc({ quota: 'size' });
-    });
+    res.once('close', () => registry.release(name, opened));
     req.url = q === -1 ? `/${route}` : `/${route}${url.slice(q)}`;
     opened.handler.handle(req, res);
   };
@@ -184,15 +239,9 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
       return send(200, { deleted: name });
     }
     if (req.method !== 'PUT') return fail(new FenecError('method_not_allowed', `/t/${name} takes PUT (create, with quotas) and DELETE`));
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= MAX_ADMIN_BODY) chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (size > MAX_ADMIN_BODY) return fail(new FenecError('payload_too_large', `a tenant's quotas fit in ${MAX_ADMIN_BODY} bytes`));
-      const text = Buffer.concat(chunks).toString('utf8').trim();
+    readBody(req, MAX_ADMIN_BODY, (read) => {
+      if (read === undefined) return fail(new FenecError('payload_too_large', `a tenant's quotas fit in ${MAX_ADMIN_BODY} bytes`));
+      const text = read.trim();
       let body: unknown;
       try {
         body = text === '' ? undefined : JSON.parse(text);

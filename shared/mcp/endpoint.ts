@@ -23,7 +23,10 @@ export interface McpReply {
   readonly json: string | undefined;
 }
 
-/** How a tool call ended, for metrics and audit: `refused` is an isError result, `failed` a fault. */
+/**
+ * How a tool call ended, for metrics and audit: `refused` is an isError result (every refusal the
+ * model can act on, a quota's 507 and 429 included), `failed` a fault inside the server (500).
+ */
 export type ToolCallOutcome = 'ok' | 'refused' | 'failed';
 
 export interface ToolCallEvent {
@@ -51,6 +54,12 @@ const CAPABILITIES = Object.freeze({ tools: {} });
 /** The tools whose answer is rows someone wrote: their text is marked as data (untrusted.ts). */
 const ROW_TOOLS: ReadonlySet<ToolName> = new Set(['query', 'search', 'recall']);
 const CACHE = Object.freeze({ ttlMs: 0, cacheScope: 'private' });
+
+/** A refusal made before a tool may run (a tenant past its rate), and figures for the model (`retry_after`). */
+export interface Refusal {
+  readonly error: FenecError;
+  readonly details?: Readonly<Record<string, unknown>>;
+}
 
 export class McpEndpoint<O> {
   readonly #runner: ToolRunner<O>;
@@ -86,6 +95,20 @@ export class McpEndpoint<O> {
    * only the body's rules apply. Never throws.
    */
   handle(text: string, caller: ToolCaller<O>, header?: HeaderReader): McpReply {
+    return this.#answer(text, caller, header, undefined)!;
+  }
+
+  /**
+   * Answers a message refused before any tool may run (a tenant past its rate): a tools/call gets
+   * the tool's isError result carrying `refusal` and `details`, as a model reads every other refusal,
+   * and is counted as the tool's refused call. Any other message: undefined, the caller's HTTP refusal
+   * stands. Never throws.
+   */
+  refuse(text: string, caller: ToolCaller<O>, refusal: Refusal, header?: HeaderReader): McpReply | undefined {
+    return this.#answer(text, caller, header, refusal);
+  }
+
+  #answer(text: string, caller: ToolCaller<O>, header: HeaderReader | undefined, refusal: Refusal | undefined): McpReply | undefined {
     let message: Message;
     try {
       message = parseMessage(text);
@@ -101,13 +124,15 @@ export class McpEndpoint<O> {
       if (modern) {
         if (header !== undefined) checkHeaders(header, method, params, message.kind === 'request');
         checkEnvelope(meta);
+        if (message.kind === 'request' && method === 'tools/call') return this.#toolReply(message.request, caller, true, refusal);
+        if (refusal !== undefined) return undefined;
         if (message.kind === 'notification') return ACCEPTED;
-        if (method === 'tools/call') return this.#toolReply(message.request, caller, true);
         return reply(200, resultAnswer(message.request.id, this.#modern(message.request, caller)));
       }
       if (headerVersion !== undefined && !(HANDSHAKE as readonly string[]).includes(headerVersion)) throw unsupportedVersion(headerVersion);
+      if (message.kind === 'request' && method === 'tools/call') return this.#toolReply(message.request, caller, false, refusal);
+      if (refusal !== undefined) return undefined;
       if (message.kind === 'notification') return ACCEPTED;
-      if (method === 'tools/call') return this.#toolReply(message.request, caller, false);
       return reply(200, resultAnswer(message.request.id, this.#handshake(message.request, caller)));
     } catch (err) {
       if (err instanceof RpcFault) return fault(err, id);
@@ -156,8 +181,8 @@ export class McpEndpoint<O> {
    * tools/call's answer. A tool's answer is JSON already: the message is put together around it,
    * rather than the answer written out a second time as structured content.
    */
-  #toolReply(request: RpcRequest, caller: ToolCaller<O>, modern: boolean): McpReply {
-    const { result, json: answerJson, text } = this.#call(request, caller);
+  #toolReply(request: RpcRequest, caller: ToolCaller<O>, modern: boolean, refusal: Refusal | undefined): McpReply {
+    const { result, json: answerJson, text } = this.#call(request, caller, refusal);
     const answer = resultAnswer(request.id, modern ? { resultType: 'complete', ...result, _meta: this.#modernMeta } : result);
     if (answerJson === undefined) return reply(200, answer);
     const json =
@@ -167,8 +192,11 @@ export class McpEndpoint<O> {
     return { status: 200, answer, json };
   }
 
-  /** tools/call: an unknown tool or malformed params is a fault; anything the tool refuses is its result. */
-  #call(request: RpcRequest, caller: ToolCaller<O>): { result: Record<string, unknown>; json: string | undefined; text: string | undefined } {
+  /**
+   * tools/call: an unknown tool or malformed params is a fault; anything the tool refuses is its
+   * result, and so is a `refusal` made before it could run.
+   */
+  #call(request: RpcRequest, caller: ToolCaller<O>, refusal: Refusal | undefined): { result: Record<string, unknown>; json: string | undefined; text: string | undefined } {
     const started = performance.now();
     const name = request.params.name;
     let tool = typeof name === 'string' ? this.#runner.tool(name) : undefined;
@@ -183,8 +211,11 @@ export class McpEndpoint<O> {
     }
     const span = this.#tracer.startSpan(`mcp.tool ${tool.name}`, { attributes: { 'mcp.tool': tool.name } });
     // The call runs inside its span, so that spans made below it (a statement's) are its children.
-    const outcome: ToolOutcome = context.with(trace.setSpan(context.active(), span), () => this.#runner.call(tool, request.params.arguments, caller));
-    const failed = !outcome.ok && outcome.error.status >= 500;
+    const outcome: ToolOutcome = refusal !== undefined
+      ? { ok: false, ...refusal }
+      : context.with(trace.setSpan(context.active(), span), () => this.#runner.call(tool, request.params.arguments, caller));
+    // Only a fault is one: a full tenant (507) or an unreachable one (503) is a refusal the model can act on.
+    const failed = !outcome.ok && outcome.error.status === 500;
     const label: ToolCallOutcome = outcome.ok ? 'ok' : failed ? 'failed' : 'refused';
     span.setAttribute('mcp.outcome', label);
     if (!outcome.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error.code });
@@ -196,8 +227,8 @@ export class McpEndpoint<O> {
     }
     if (failed) throw new RpcFault(RpcCode.internalError, `Internal error: ${outcome.error.message}`, 200, { data: { code: outcome.error.code } });
     const { error } = outcome.error.toJSON();
-    const refusal = { error: { ...error, status: outcome.error.status, ...outcome.details } };
-    return { result: { content: [{ type: 'text', text: JSON.stringify(refusal) }], structuredContent: refusal, isError: true }, json: undefined, text: undefined };
+    const refused = { error: { ...error, status: outcome.error.status, ...outcome.details } };
+    return { result: { content: [{ type: 'text', text: JSON.stringify(refused) }], structuredContent: refused, isError: true }, json: undefined, text: undefined };
   }
 }
 
