@@ -26,7 +26,7 @@ install: build
 	bash scripts/link-bins.sh
 
 # The install script is idempotent; the stamp only saves its checks on every make call.
-.install-stamp: scripts/install.sh package.json package-lock.json examples/mcp-agent/package-lock.json $(wildcard native/debian-packages.txt native/*/build.sh native/*/binding.gyp native/*/*.cc native/*/src/*.cc native/*/src/*.h)
+.install-stamp: scripts/install.sh package.json package-lock.json examples/mcp-agent/package-lock.json $(wildcard native/debian-packages.txt native/*/build.sh native/*/binding.gyp native/*/*.cc native/*/src/*.cc native/*/src/*.c native/*/src/*.h)
 	bash scripts/install.sh
 	@touch $@
 

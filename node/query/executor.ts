@@ -8,6 +8,7 @@ import type { SqlValue } from '../storage/codec.js';
 import type { BulkPlan, Plan, PolicyCheck, SqlStep } from './plan.js';
 import type { VectorStore } from '../vector/store.js';
 import { runVector } from './run-vector.js';
+import { withScopedRank } from './text-rank.js';
 import type { BindContext } from './values.js';
 
 export type Answer = { readonly [key: string]: unknown };
@@ -125,7 +126,7 @@ export function run(plan: Plan, ctx: BindContext, cache: StatementCache, db: Con
       return runVector(plan, ctx, { statements: cache, vectors });
     case 'read': {
       if (plan.guard !== undefined && !plan.guard(ctx)) return { rows: [], count: 0 };
-      const raw = cache.get(plan.step.sql).raw(true).all(bind(plan.step, ctx)) as unknown[][];
+      const raw = cache.get(plan.step.sql).raw(true).all(bind(plan.step, withScopedRank(plan.scoped, ctx, cache))) as unknown[][];
       const columns = plan.columns;
       const rows = new Array<Record<string, unknown>>(raw.length);
       for (let r = 0; r < raw.length; r++) {

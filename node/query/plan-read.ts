@@ -11,6 +11,7 @@ import { ident } from '../storage/sqlite.js';
 import { bindValue, Compiler, type Fragment } from './compile.js';
 import type { OutputColumn, Plan } from './plan.js';
 import { planVector, type ReadShape } from './plan-vector.js';
+import { textRank, type MatchQuery } from './text-rank.js';
 import { isValue, scalar, typeName, type ArgSource, type BindContext, type ExprType } from './values.js';
 
 export function fieldOf(collection: Collection, name: string, pos?: Position): Field {
@@ -125,10 +126,10 @@ export function planGet(stmt: GetStmt, collection: Collection, policy?: Cond): P
       limit: stmt.limit === undefined ? undefined : bindCount(stmt.limit, 'limit'),
       offset: stmt.offset === undefined ? undefined : bindCount(stmt.offset, 'offset'),
     };
-    const textQuery = stmt.match === undefined ? undefined : matchQuery(stmt.match, collection);
-    return planVector(stmt, collection, fieldOf(collection, stmt.near.field, stmt.near.pos), filter, shape, textQuery);
+    const text = stmt.match === undefined ? undefined : matchQuery(stmt.match, collection, compiler, policy);
+    return planVector(stmt, collection, fieldOf(collection, stmt.near.field, stmt.near.pos), filter, shape, text);
   }
-  if (stmt.match !== undefined) return planMatch(stmt, stmt.match, collection, filter);
+  if (stmt.match !== undefined) return planMatch(stmt, matchQuery(stmt.match, collection, compiler, policy), collection, filter);
 
   const page = pageSql(stmt);
   // Without `order` SQLite picks the cheapest path, an index when the filter has one, and rows come in
@@ -143,11 +144,8 @@ export function planGet(stmt: GetStmt, collection: Collection, policy?: Cond): P
   return { kind: 'read', step: { sql: `SELECT ${list}${from}`, args }, columns: outputColumns(fields) };
 }
 
-/**
- * The MATCH expression of `match FIELD "words"` (or `*`) when bound: null when the words hold no word,
- * and the statement answers no rows.
- */
-function matchQuery(match: NonNullable<GetStmt['match']>, collection: Collection): (ctx: BindContext) => string | null {
+/** `match FIELD "words"` (or `*`), checked, under the token's policy condition when it has one. */
+function matchQuery(match: NonNullable<GetStmt['match']>, collection: Collection, compiler: Compiler, policy: Cond | undefined): MatchQuery {
   const textFields = collection.textFields;
   if (textFields.length === 0 || (match.field !== '*' && !textFields.some((f) => f.name === match.field))) {
     if (match.field !== '*') fieldOf(collection, match.field, match.pos);
@@ -164,10 +162,19 @@ function matchQuery(match: NonNullable<GetStmt['match']>, collection: Collection
       position: match.query.pos,
     });
   }
-  const words = bindValue(match.query, scalar('text'), 'the words after match');
-  return (ctx) => {
-    const text = words(ctx);
-    return text === null ? null : matchExpression(String(text), match.field, textFields);
+  const bound = bindValue(match.query, scalar('text'), 'the words after match');
+  const words = (ctx: BindContext): string | null => {
+    const text = bound(ctx);
+    return text === null ? null : String(text);
+  };
+  const column = match.field === '*' ? -1 : textFields.findIndex((f) => f.name === match.field);
+  return {
+    field: match.field,
+    expression: (ctx) => {
+      const text = words(ctx);
+      return text === null ? null : matchExpression(text, match.field, textFields);
+    },
+    rank: textRank(collection, match.field, column, words, compiler, policy),
   };
 }
 
@@ -175,17 +182,21 @@ function matchQuery(match: NonNullable<GetStmt['match']>, collection: Collection
  * `match FIELD "words"` or `match * "words"`: the rows best first by BM25 (unless `order` says
  * otherwise), each with `snippet` and `_score`. The filter applies before the limit.
  */
-function planMatch(stmt: GetStmt, match: NonNullable<GetStmt['match']>, collection: Collection, filter: Fragment | undefined): Plan {
-  const query = matchQuery(match, collection);
-  const search = textSearchSql(collection.name, collection.textFields, match.field, filter?.sql);
+function planMatch(stmt: GetStmt, query: MatchQuery, collection: Collection, filter: Fragment | undefined): Plan {
+  const search = textSearchSql(collection.name, collection.textFields, query.field, filter?.sql);
   const page = pageSql(stmt);
   const order = orderSql(stmt, collection, 'c.') ?? search.order;
-  const from = ` FROM ${search.from} WHERE ${search.match}`;
-  const args: ArgSource[] = [...(filter?.args ?? []), query, ...page.args];
-  const guard = (ctx: BindContext): boolean => query(ctx) !== null;
-  if (stmt.count) return { kind: 'count', step: { sql: `SELECT count(*) FROM (SELECT 1${from}${page.sql})`, args }, guard };
+  const filterArgs = filter?.args ?? [];
+  const guard = (ctx: BindContext): boolean => query.expression(ctx) !== null;
+  if (stmt.count) {
+    // A count ranks nothing: no rank function, and no statistics to count.
+    const sql = `SELECT count(*) FROM (SELECT 1 FROM ${search.from} WHERE ${search.match}${page.sql})`;
+    return { kind: 'count', step: { sql, args: [...filterArgs, query.expression, ...page.args] }, guard };
+  }
   const fields = selectedFields(stmt, collection);
   const list = ['c."id"', ...fields.map((f) => `c.${f.column}`), `${search.snippet} AS "_snippet"`, `${search.score} AS "_score"`].join(', ');
   const columns: OutputColumn[] = [...outputColumns(fields), { key: 'snippet', decode: null }, { key: '_score', decode: null }];
-  return { kind: 'read', step: { sql: `SELECT ${list}${from} ORDER BY ${order}${page.sql}`, args }, columns, guard };
+  const sql = `SELECT ${list} FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${order}${page.sql}`;
+  const args = [...filterArgs, query.expression, query.rank.arg, ...page.args];
+  return { kind: 'read', step: { sql, args }, columns, guard, scoped: query.rank.scoped };
 }

@@ -11,6 +11,7 @@ import { textSearchSql } from '../search/text-index.js';
 import type { Collection, Field } from '../storage/catalog.js';
 import type { Fragment } from './compile.js';
 import type { OutputColumn, VectorPlan } from './plan.js';
+import type { MatchQuery } from './text-rank.js';
 import { evaluate, isValue, type ArgSource, type BindContext } from './values.js';
 
 /** How a plain read would answer: the fields, their output columns, its order and its page. */
@@ -35,7 +36,7 @@ export function planVector(
   field: Field,
   filter: Fragment | undefined,
   shape: ReadShape,
-  textQuery: ((ctx: BindContext) => string | null) | undefined,
+  textQuery: MatchQuery | undefined,
 ): VectorPlan {
   const near = stmt.near!;
   if (field.type.kind !== 'vector') {
@@ -64,9 +65,11 @@ export function planVector(
   if (stmt.match !== undefined && textQuery !== undefined) {
     const search = textSearchSql(collection.name, collection.textFields, stmt.match.field, filter?.sql);
     text = {
-      sql: `SELECT c."id", ${search.snippet} AS "_snippet" FROM ${search.from} WHERE ${search.match} ORDER BY ${search.order} LIMIT ?`,
+      sql: `SELECT c."id", ${search.snippet} AS "_snippet" FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${search.order} LIMIT ?`,
       filterArgs: filter?.args ?? [],
-      query: textQuery,
+      query: textQuery.expression,
+      rank: textQuery.rank.arg,
+      scoped: textQuery.rank.scoped,
     };
   }
   return {

@@ -4,6 +4,7 @@
  */
 import type { Metric } from '../../shared/fenecql/ast.js';
 import type { SqlValue } from '../storage/codec.js';
+import type { ScopedRank } from './text-rank.js';
 import type { ArgSource, BindContext } from './values.js';
 
 /** One column of a read's answer: its key and, where the stored form differs from JSON, how to turn it. */
@@ -32,7 +33,14 @@ export interface PolicyCheck {
 export type Guard = (ctx: BindContext) => boolean;
 
 export type Plan =
-  | { readonly kind: 'read'; readonly step: SqlStep; readonly columns: readonly OutputColumn[]; readonly guard?: Guard }
+  | {
+      readonly kind: 'read';
+      readonly step: SqlStep;
+      readonly columns: readonly OutputColumn[];
+      readonly guard?: Guard;
+      /** A `match` under a policy: the statistics its rank function needs, counted before the step runs. */
+      readonly scoped?: ScopedRank;
+    }
   | { readonly kind: 'count'; readonly step: SqlStep; readonly guard?: Guard }
   | { readonly kind: 'insert'; readonly rows: readonly SqlStep[]; readonly check?: PolicyCheck }
   | { readonly kind: 'put'; readonly step: SqlStep; readonly id: ArgSource; readonly check?: PolicyCheck }
@@ -79,8 +87,19 @@ export interface VectorPlan {
   readonly passing: SqlStep | undefined;
   /** Ids and vectors of the rows that pass, for an exact scan. */
   readonly scan: SqlStep;
-  /** With fuse: the text ranking's candidates (id, snippet), best first. Its arguments: the filter's, the MATCH expression, the LIMIT. */
-  readonly text: { readonly sql: string; readonly filterArgs: readonly ArgSource[]; readonly query: (ctx: BindContext) => string | null } | undefined;
+  /**
+   * With fuse: the text ranking's candidates (id, snippet), best first. Its arguments: the filter's, the
+   * MATCH expression, the rank function, the LIMIT.
+   */
+  readonly text:
+    | {
+        readonly sql: string;
+        readonly filterArgs: readonly ArgSource[];
+        readonly query: (ctx: BindContext) => string | null;
+        readonly rank: ArgSource;
+        readonly scoped: ScopedRank | undefined;
+      }
+    | undefined;
   /** Reads the chosen rows: its one argument is their ids as a JSON array. */
   readonly read: string;
   readonly columns: readonly OutputColumn[];

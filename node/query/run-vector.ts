@@ -6,6 +6,7 @@ import { FenecError } from '../../shared/errors.js';
 import type { SqlValue } from '../storage/codec.js';
 import { exactSearch, type ScoredRow, type VectorStore } from '../vector/store.js';
 import type { StatementCache } from './executor.js';
+import { withScopedRank } from './text-rank.js';
 import type { OutputColumn, SqlStep, VectorPlan } from './plan.js';
 import type { BindContext } from './values.js';
 
@@ -106,10 +107,11 @@ export function runVector(plan: VectorPlan, ctx: BindContext, runner: VectorRunn
   } else {
     const depth = Math.max(FUSE_MIN, FUSE_DEPTH * wanted);
     const match = plan.text.query(ctx);
-    const textRows =
-      match === null
-        ? []
-        : (runner.statements.get(plan.text.sql).raw(true).all([...bind(plan.text.filterArgs, ctx), match, depth]) as [number, string | null][]);
+    let textRows: [number, string | null][] = [];
+    if (match !== null) {
+      const scored = withScopedRank(plan.text.scoped, ctx, runner.statements);
+      textRows = runner.statements.get(plan.text.sql).raw(true).all([...bind(plan.text.filterArgs, ctx), match, plan.text.rank(scored), depth]) as [number, string | null][];
+    }
     for (const [rowId, snippet] of textRows) snippets.set(rowId, snippet);
     const vectorRows = vectorRanking(plan, query, depth, runner, ctx);
     chosen = fuse([textRows.map(([rowId]) => rowId), vectorRows.map((r) => r.rowId)]);

@@ -12,6 +12,8 @@ export interface BindContext {
   readonly params: readonly unknown[];
   readonly now: number;
   readonly jwt: Readonly<Record<string, unknown>> | undefined;
+  /** A `match` under a policy: its rank function, over statistics counted at run time (query/text-rank.ts). */
+  readonly rank?: string;
 }
 
 /** Produces one SQL argument of a plan at run time. */

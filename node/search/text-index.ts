@@ -37,7 +37,7 @@ import type { FieldType } from '../../shared/fenecql/ast.js';
 import { ident } from '../storage/sqlite.js';
 import { textColumn } from './text-query.js';
 
-export { MAX_QUERY_WORDS, matchExpression, queryWords, textColumn, textQuery } from './text-query.js';
+export { MAX_QUERY_WORDS, matchExpression, queryWords, textColumn, textQuery, wordExpressions } from './text-query.js';
 
 export const TEXT_TOKENIZER = 'porter unicode61 remove_diacritics 2';
 /** How many tokens a snippet holds at most (FTS5 allows 1 to 64). */
@@ -143,7 +143,14 @@ export interface TextSearchSql {
   readonly from: string;
   /** `<fts> MATCH ?`: binds matchExpression(…); null from it means no rows, without a query. */
   readonly match: string;
-  /** Higher is better: BM25 negated (FTS5's bm25() is lower-better). Never negative. */
+  /**
+   * `<fts>.rank MATCH ?`, after `match`: binds rankFunction(column, …), the scoring of `score` and
+   * `order`. Without it FTS5 ranks by its own bm25().
+   */
+  readonly rank: string;
+  /** The FTS5 column the field is (its index among the `@text` fields), or -1 for `match *`. */
+  readonly column: number;
+  /** Higher is better: fenec_bm25 negated (FTS5 ranks lower-better). Never negative. */
   readonly score: string;
   /** The best passage, matched words as `**word**`, `…` where the text was cut. */
   readonly snippet: string;
@@ -172,6 +179,8 @@ export function textSearchSql(collection: string, fields: readonly { readonly na
   return {
     from: `${fts} JOIN ${rows} ON c."id" = ${fts}.rowid`,
     match: `${fts} MATCH ?`,
+    rank: `${fts}.rank MATCH ?`,
+    column,
     score: `(- ${fts}.rank)`,
     snippet: `snippet(${fts}, ${column}, '**', '**', '…', ${SNIPPET_TOKENS})`,
     order: `${fts}.rank`,
@@ -181,5 +190,46 @@ export function textSearchSql(collection: string, fields: readonly { readonly na
 /** The whole ranked read over `columns` (SQL expressions, `c."body"`), with `LIMIT ? OFFSET ?`. */
 export function textSearchSelect(search: TextSearchSql, columns: readonly string[]): string {
   const list = [...columns, `${search.score} AS "_score"`, `${search.snippet} AS "_snippet"`].join(', ');
-  return `SELECT ${list} FROM ${search.from} WHERE ${search.match} ORDER BY ${search.order} LIMIT ? OFFSET ?`;
+  return `SELECT ${list} FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${search.order} LIMIT ? OFFSET ?`;
+}
+
+/**
+ * The statistics BM25 takes, counted over some of the rows rather than all: N, the rows' total
+ * length in the searched column(s), and per word n, the rows holding it. See rankFunction.
+ */
+export interface TextStats {
+  readonly rows: number;
+  readonly tokens: number;
+  /** One count per word of the query, in its order. */
+  readonly hits: readonly number[];
+}
+
+/**
+ * The rank function `rank MATCH ?` binds: `fenec_bm25(column)` over the whole collection's statistics,
+ * or with `stats`, over theirs (native/fts5/src/fenec_fts5.c). Every argument is a whole number.
+ */
+export function rankFunction(column: number, stats?: TextStats): string {
+  const args = stats === undefined ? [column] : [column, stats.rows, stats.tokens, ...stats.hits];
+  assert(args.every(Number.isSafeInteger), 'the rank function takes whole numbers');
+  return `fenec_bm25(${args.join(', ')})`;
+}
+
+export interface TextStatsSql {
+  /** `count(*)` and total length (in `column`) of the rows `where` holds: N and the sum avglen divides. */
+  readonly size: string;
+  /** The rows `where` holds that a MATCH expression finds: n, bound once per word of the query. */
+  readonly hits: string;
+}
+
+/**
+ * The statements that count TextStats over the rows of `collection` that `where` (over its table's
+ * columns) holds. Arguments: the where's; `hits` then the word's MATCH expression (wordExpressions).
+ */
+export function textStatsSql(collection: string, column: number, where: string): TextStatsSql {
+  const fts = textIndexName(collection);
+  const rows = `(SELECT "id" FROM ${tableName(collection)} WHERE ${where}) AS c`;
+  return {
+    size: `SELECT count(*), coalesce(sum(fenec_doclen(d."sz", ${column})), 0) FROM ${rows} JOIN ${ident(`t.${collection}.fts_docsize`)} AS d ON d."id" = c."id"`,
+    hits: `SELECT count(*) FROM ${fts} JOIN ${rows} ON c."id" = ${fts}.rowid WHERE ${fts} MATCH ?`,
+  };
 }

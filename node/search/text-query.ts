@@ -72,13 +72,31 @@ export function textQuery(userText: string): string | null {
  * with the statement's position).
  */
 export function matchExpression(userText: string, field: string, fields: readonly { readonly name: string }[]): string | null {
+  checkField(field, fields);
+  const query = textQuery(userText);
+  if (query === null) return null;
+  return inField(query, field);
+}
+
+/**
+ * Each word of matchExpression's query as a MATCH argument of its own, in the query's order (FTS5
+ * numbers a query's phrases so): what counts the rows holding each word. [] when the text holds none.
+ */
+export function wordExpressions(userText: string, field: string, fields: readonly { readonly name: string }[]): string[] {
+  checkField(field, fields);
+  return queryWords(userText).map((word) => inField(fts5String(word), field));
+}
+
+function checkField(field: string, fields: readonly { readonly name: string }[]): void {
   assert(fields.length > 0, 'a text index has at least one field');
   if (field !== '*' && !fields.some((f) => f.name === field)) {
     throw new FenecError('invalid_statement', `match ${field}: ${field} is not an @text field`, {
       hint: `the @text fields: ${fields.map((f) => f.name).join(', ')}; match * searches them all`,
     });
   }
-  const query = textQuery(userText);
-  if (query === null) return null;
+}
+
+/** A query restricted to a named field's column, or over every column for `*`. */
+function inField(query: string, field: string): string {
   return field === '*' ? query : `{${fts5String(textColumn(field))}} : (${query})`;
 }

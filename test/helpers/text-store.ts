@@ -6,7 +6,7 @@ import type { CreateCollectionStmt, FieldDef } from '../../shared/fenecql/ast.js
 import { parseStatement } from '../../shared/fenecql/parser.js';
 import { Catalog } from '../../node/storage/catalog.js';
 import { openWritable, type Connection } from '../../node/storage/sqlite.js';
-import { matchExpression, TEXT_TOKENIZER, textColumn, textIndexName, textIndexSql, textSearchSelect, textSearchSql, type TextIndexSql } from '../../node/search/text-index.js';
+import { matchExpression, rankFunction, TEXT_TOKENIZER, textColumn, textIndexName, textIndexSql, textSearchSelect, textSearchSql, type TextIndexSql } from '../../node/search/text-index.js';
 
 export interface Row {
   readonly id: number;
@@ -49,8 +49,9 @@ export class Store {
   search(text: string, field = '*', where?: Where, limit = 100): Row[] {
     const expression = matchExpression(text, field, this.fields);
     if (expression === null) return [];
-    const sql = textSearchSelect(textSearchSql(this.name, this.fields, field, where?.sql), ['c."id"', `c."text"`]);
-    return this.db.prepare(sql).all(...(where?.args ?? []), expression, limit, 0) as Row[];
+    const search = textSearchSql(this.name, this.fields, field, where?.sql);
+    const sql = textSearchSelect(search, ['c."id"', `c."text"`]);
+    return this.db.prepare(sql).all(...(where?.args ?? []), expression, rankFunction(search.column), limit, 0) as Row[];
   }
 
   ids(text: string, field = '*', where?: Where, limit = 100): number[] {

@@ -101,6 +101,42 @@ describe('FenecDatabase under a token policy', function () {
     }
   });
 
+  it("scores a match over the rows the token may read: another subject's rows move no score", () => {
+    const bobs = [
+      { text: 'the deploy runs on fridays', tags: ['ops'], vec: [1, 0] },
+      { text: 'deploy staging first, then deploy production', tags: ['ops'], vec: [0.6, 0.8] },
+      { text: 'lunch on fridays', tags: ['life'], vec: [0, 1] },
+    ];
+    by('bob')(`insert into memories ${JSON.stringify(bobs)}`);
+    const reads = [
+      ['get memories select text match text $1 limit 10', 'deploy fridays'],
+      ['get memories select text match * $1 where tags has "ops" limit 10', 'deploy'],
+      ['get memories select text match text $1 near vec [1, 0] fuse limit 10', 'when is the deploy'],
+    ] as const;
+    const answers = () => reads.map(([statement, words]) => by('bob')(statement, words));
+    const before = answers();
+    const scores = (answer: unknown) => (answer as Rows).rows.map((r) => r._score as number);
+    expect(scores(before[0])).to.have.length(3);
+    expect(scores(before[0]).every((score) => score > 0.1)).to.equal(true);
+
+    // Alice's rows hold the same words, many times over: collection-wide statistics would move.
+    const alices = Array.from({ length: 60 }, (_, i) => ({ text: `deploy deploy ${i % 2 ? 'fridays' : 'mondays'}`, vec: [1, i] }));
+    by('alice')(`insert into memories ${JSON.stringify(alices)}`);
+    expect(answers()).to.deep.equal(before);
+
+    // The server token's scores are the whole collection's; over bob's rows alone they are bob's.
+    expect(scores(server(reads[0][0], reads[0][1]))).to.have.length(10);
+    expect(scores(server(`${reads[0][0].replace('limit 10', 'where owner = "bob" limit 10')}`, reads[0][1]))).not.to.deep.equal(scores(before[0]));
+    const alone = FenecDatabase.open({ file: temp.file('bob.fenec'), readOnly: false, program: 'test', sweepIntervalMs: 0 });
+    try {
+      alone.execute('create collection memories (text text required @text, tags [text], owner text @hash, vec vector<2> @hnsw(cosine))');
+      alone.execute(`insert into memories ${JSON.stringify(bobs.map((row) => ({ ...row, owner: 'bob' })))}`);
+      expect(reads.map(([statement, words]) => alone.execute(statement, [words]))).to.deep.equal(before);
+    } finally {
+      alone.close();
+    }
+  });
+
   it('keeps two subjects apart through every statement (property)', () => {
     const subjects = ['ann', 'bob'] as const;
     for (const sub of subjects) {

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { matchExpression, textIndexName, textQuery, textSearchSelect, textSearchSql } from '../../../node/search/text-index.js';
+import { matchExpression, rankFunction, textIndexName, textQuery, textSearchSelect, textSearchSql } from '../../../node/search/text-index.js';
+import { bm25Term } from '../../helpers/bm25.js';
 import { tempDir } from '../../helpers/temp.js';
 import { NOTES, Store, type Where } from '../../helpers/text-store.js';
 
@@ -100,7 +101,7 @@ describe('text search', () => {
 
     store.db.exec('CREATE INDEX "i.notes.year" ON "c_notes" ("year")');
     const search = textSearchSql('notes', store.fields, '*', '"year" = ?');
-    const plan = store.db.prepare(`EXPLAIN QUERY PLAN ${textSearchSelect(search, ['c."id"'])}`).all(8, '"fox"', 5, 0) as { detail: string }[];
+    const plan = store.db.prepare(`EXPLAIN QUERY PLAN ${textSearchSelect(search, ['c."id"'])}`).all(8, '"fox"', rankFunction(-1), 5, 0) as { detail: string }[];
     // The index leads, in its own rank order (no sort of ours), and each hit looks its row up by id.
     const details = plan.map((p) => p.detail);
     expect(details[0]).to.match(/^SCAN t\.notes\.fts VIRTUAL TABLE/);
@@ -126,7 +127,8 @@ describe('text search', () => {
     const odd = new Store(temp.file('odd.fenec'), 'odd (rank text @text, rowid text @text)');
     try {
       odd.db.prepare('INSERT INTO "c_odd" ("rank", "rowid") VALUES (?, ?)').run('first place', 'row words');
-      expect(odd.db.prepare(textSearchSelect(textSearchSql('odd', odd.fields, 'rowid'), ['c."id"'])).all(matchExpression('words', 'rowid', odd.fields), 5, 0)).to.have.length(1);
+      const search = textSearchSql('odd', odd.fields, 'rowid');
+      expect(odd.db.prepare(textSearchSelect(search, ['c."id"'])).all(matchExpression('words', 'rowid', odd.fields), rankFunction(search.column), 5, 0)).to.have.length(1);
       odd.expectExact();
     } finally {
       odd.close();
@@ -144,38 +146,62 @@ describe('text search', () => {
     ];
     const tokens = (text: string): string[] => text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 
-    /** BM25 as FTS5 computes it: k1 = 1.2, b = 0.75, IDF log((N − n + 0.5) / (n + 0.5)), floored at 1e-6. */
+    /**
+     * BM25 as Lucene (8 and later) and Elasticsearch compute it, by hand: k1 = 1.2, b = 0.75,
+     * IDF ln(1 + (N − n + 0.5) / (n + 0.5)), each word's part IDF · tf / (tf + k1 · (1 − b + b · len / avglen)).
+     * `docs` are the rows' texts in the field searched; len and avglen count that text alone.
+     */
     function bm25(docs: readonly string[], query: readonly string[]): Map<number, number> {
-      const k1 = 1.2;
-      const b = 0.75;
       const words = docs.map(tokens);
       const avgdl = words.reduce((sum, w) => sum + w.length, 0) / docs.length;
       const scores = new Map<number, number>();
       for (const term of query) {
         const n = words.filter((w) => w.includes(term)).length;
-        const raw = Math.log((docs.length - n + 0.5) / (n + 0.5));
-        const idf = raw <= 0 ? 1e-6 : raw;
         words.forEach((w, i) => {
           const f = w.filter((t) => t === term).length;
-          if (f > 0) scores.set(i, (scores.get(i) ?? 0) + (idf * f * (k1 + 1)) / (f + k1 * (1 - b + (b * w.length) / avgdl)));
+          if (f > 0) scores.set(i, (scores.get(i) ?? 0) + bm25Term(docs.length, n, f, w.length, avgdl));
         });
       }
       return scores;
     }
 
-    it('ranks as BM25 computed by hand from the corpus', () => {
+    function expectRanking(query: string, expected: Map<number, number>, ids: readonly number[], field = '*'): void {
+      const sorted = [...expected.entries()].sort((x, y) => y[1] - x[1]);
+      for (let i = 1; i < sorted.length; i++) expect(sorted[i - 1]![1] - sorted[i]![1], `${query}: no ties`).to.be.greaterThan(1e-9);
+      const rows = store.search(query, field);
+      expect(rows.map((r) => r.id), query).to.deep.equal(sorted.map(([doc]) => ids[doc]));
+      rows.forEach((row, i) => expect(row._score, query).to.be.closeTo(sorted[i]![1], 1e-9));
+    }
+
+    it('ranks and scores as BM25 with Lucene\'s IDF, computed by hand from the corpus', () => {
       const ids = CORPUS.map((text) => store.insert(text));
       // The computation tokenizes by hand: it holds only while stemming leaves this corpus's words alone.
       store.db.exec(`CREATE VIRTUAL TABLE vocab USING fts5vocab(${textIndexName('notes')}, 'row')`);
       const terms = store.db.prepare('SELECT term FROM vocab ORDER BY term').pluck().all();
       expect(terms).to.deep.equal([...new Set(CORPUS.flatMap(tokens))].sort());
+      // 'the' is in four rows of six, 'and' in three, 'fox' in four: FTS5's own bm25() scores each about 1e-6.
+      for (const query of ['red hat sun mat', 'fox', 'big red cat', 'dog sun', 'the', 'and fox']) expectRanking(query, bm25(CORPUS, tokens(query)), ids);
+    });
 
-      for (const query of ['red hat sun mat', 'fox', 'big red cat', 'dog sun']) {
-        const expected = [...bm25(CORPUS, tokens(query)).entries()].sort((x, y) => y[1] - x[1]);
-        for (let i = 1; i < expected.length; i++) expect(expected[i - 1]![1] - expected[i]![1], `${query}: no ties`).to.be.greaterThan(1e-9);
-        const rows = store.search(query);
-        expect(rows.map((r) => r.id), query).to.deep.equal(expected.map(([doc]) => ids[doc]));
-        rows.forEach((row, i) => expect(row._score).to.be.closeTo(expected[i]![1], 1e-9));
+    it('scores a word most rows hold on the scale of any other, not near zero', () => {
+      // The search example of docs/agents-and-mcp.md: fox in two rows of three.
+      store.insert('fox the quick brown fox');
+      store.insert('dog a lazy dog sleeps');
+      const cat = store.insert('cat the cat watches the fox');
+      const [row] = store.search('fox', 'text', { sql: '"id" = ?', args: [cat] });
+      expect(row!._score).to.be.closeTo(bm25Term(3, 2, 1, 6, 16 / 3), 1e-9);
+      expect(row!._score).to.be.greaterThan(0.1);
+    });
+
+    it('counts tf, len and avglen in the field a match names, and in every @text field for match *', () => {
+      const texts = ['fox and hat', 'red fox', 'the sun'];
+      const tags = [['fox', 'red'], ['sun'], ['fox', 'fox', 'big', 'red', 'hat']];
+      const ids = texts.map((text, i) => store.insert(text, tags[i]!));
+      const tagTexts = tags.map((t) => t.join(' '));
+      for (const query of ['fox', 'red hat']) {
+        expectRanking(query, bm25(texts, tokens(query)), ids, 'text');
+        expectRanking(query, bm25(tagTexts, tokens(query)), ids, 'tags');
+        expectRanking(query, bm25(texts.map((t, i) => `${t} ${tagTexts[i]}`), tokens(query)), ids, '*');
       }
     });
   });

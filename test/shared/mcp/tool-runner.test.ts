@@ -4,6 +4,7 @@ import { parsePolicy } from '../../../shared/auth/policy.js';
 import { printStatement } from '../../../shared/fenecql/print.js';
 import { createMemories } from '../../../shared/mcp/memory.js';
 import { ToolRunner, type ToolCaller, type ToolOutcome } from '../../../shared/mcp/tool-runner.js';
+import { bm25Term } from '../../helpers/bm25.js';
 import { tempDir } from '../../helpers/temp.js';
 
 const SEED_MEMORIES =
@@ -42,12 +43,13 @@ describe('ToolRunner', () => {
   });
 
   describe('search', () => {
-    it("answers the seed's call with the seed's answer (its score aside)", () => {
+    it("answers the seed's call with the seed's answer, scored by BM25 over the three rows", () => {
       const answer = ok('search', { collection: 'docs', text: 'fox', filter: 'year >= $1', params: [2024] });
       expect(answer.count).to.equal(1);
       const { _score, ...row } = answer.rows[0];
       expect(row).to.deep.equal({ id: 3, title: 'cat', body: 'the cat watches the fox', year: 2025, tags: null, snippet: 'the cat watches the **fox**' });
-      expect(_score).to.be.a('number');
+      // fox is in 2 of the 3 rows; this row holds it once in 6 words of title and body, the rows 15 words.
+      expect(_score).to.be.closeTo(bm25Term(3, 2, 1, 6, 15 / 3), 1e-9);
       expect(Object.keys(answer.rows[0])).to.deep.equal(['id', 'title', 'body', 'year', 'tags', 'snippet', '_score']);
     });
 

@@ -1,0 +1,85 @@
+/**
+ * How a `match` scores its rows: the rank function its SQL binds (`<fts>.rank MATCH ?`).
+ *
+ * With the server's token, or a token whose policy reads every row, BM25's statistics are the whole
+ * collection's, kept by FTS5: the rank function is a constant of the plan. Under a policy condition
+ * they are counted, at each run, over the rows the condition lets the token read: N, their total
+ * length, and for each word of the query the rows holding it. A score then depends on those rows
+ * alone, so that no token learns from its scores how many rows it cannot read hold a word
+ * (docs/security.md). What that costs (docs/performance.md): one statement over the token's rows
+ * and one per word over the rows holding the word, each joined to the policy's condition.
+ */
+import type { Cond } from '../../shared/fenecql/ast.js';
+import { rankFunction, textStatsSql, wordExpressions, type TextStats } from '../search/text-index.js';
+import type { Collection } from '../storage/catalog.js';
+import type { Compiler } from './compile.js';
+import type { StatementCache } from './executor.js';
+import type { ArgSource, BindContext } from './values.js';
+import type { SqlValue } from '../storage/codec.js';
+
+/** Statistics to count at run time: the rows a policy condition lets a token read. */
+export interface ScopedRank {
+  /** N and total length of those rows; its arguments are the condition's. */
+  readonly size: string;
+  /** Those rows that one word's MATCH expression finds; the condition's arguments, then the expression. */
+  readonly hits: string;
+  readonly args: readonly ArgSource[];
+  /** The query's words as MATCH expressions, one each, in the query's order. */
+  readonly words: (ctx: BindContext) => string[];
+  readonly column: number;
+}
+
+/** What a plan keeps of a `match`'s scoring: its rank argument, and what to count first under a policy. */
+export interface TextRank {
+  /** Binds the rank function: the constant one, or the one `scopedRank` put into the context. */
+  readonly arg: ArgSource;
+  readonly scoped: ScopedRank | undefined;
+}
+
+/** A `match` when planned: what it searches for and how it scores. */
+export interface MatchQuery {
+  readonly field: string;
+  /** The MATCH expression when bound: null when the words hold no word, and the statement answers no rows. */
+  readonly expression: (ctx: BindContext) => string | null;
+  readonly rank: TextRank;
+}
+
+/**
+ * The scoring of `match FIELD` (column: its index among the @text fields; -1 for `*`) over
+ * `collection`, under `policy` when the token has one. `text` binds the user's words.
+ */
+export function textRank(collection: Collection, field: string, column: number, text: (ctx: BindContext) => string | null, compiler: Compiler, policy: Cond | undefined): TextRank {
+  if (policy === undefined) {
+    const constant = rankFunction(column);
+    return { arg: () => constant, scoped: undefined };
+  }
+  const condition = compiler.cond(policy);
+  const sql = textStatsSql(collection.name, column, condition.sql);
+  const fields = collection.textFields;
+  return {
+    arg: (ctx) => {
+      if (ctx.rank === undefined) throw new Error('a scoped match ran without its statistics counted first');
+      return ctx.rank;
+    },
+    scoped: {
+      size: sql.size,
+      hits: sql.hits,
+      args: condition.args,
+      words: (ctx) => {
+        const words = text(ctx);
+        return words === null ? [] : wordExpressions(words, field, fields);
+      },
+      column,
+    },
+  };
+}
+
+/** The context a scoped match runs with: its rank function over the statistics of the token's rows. */
+export function withScopedRank(scoped: ScopedRank | undefined, ctx: BindContext, statements: StatementCache): BindContext {
+  if (scoped === undefined) return ctx;
+  const args: SqlValue[] = scoped.args.map((arg) => arg(ctx));
+  const [rows, tokens] = statements.get(scoped.size).raw(true).get(args) as [number, number];
+  const count = statements.get(scoped.hits).pluck(true);
+  const stats: TextStats = { rows, tokens, hits: scoped.words(ctx).map((word) => count.get([...args, word]) as number) };
+  return { ...ctx, rank: rankFunction(scoped.column, stats) };
+}
