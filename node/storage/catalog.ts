@@ -209,7 +209,7 @@ export class Catalog {
       collection.fields.flatMap((field) =>
         field.def.annotations.flatMap((a) =>
           a.kind === 'hnsw' && field.type.kind === 'vector'
-            ? [{ collection: collection.name, field: field.name, dims: field.type.dims, metric: a.metric, m: a.m, ef: a.ef }]
+            ? [{ collection: collection.name, field: field.name, dims: field.type.dims, metric: a.metric, m: a.m, ef: a.ef, efConstruction: a.efConstruction }]
             : [],
         ),
       ),

@@ -284,7 +284,7 @@ export class FieldIndex {
       dims: this.#spec.dims,
       metric: this.#spec.metric === 'l2' ? 'l2' : 'ip',
       m: this.#spec.m ?? DEFAULT_M,
-      efConstruction: EF_CONSTRUCTION,
+      efConstruction: this.#spec.efConstruction ?? EF_CONSTRUCTION,
       efSearch: this.#spec.ef ?? DEFAULT_EF_SEARCH,
     };
   }

@@ -14,6 +14,8 @@ export interface VectorFieldSpec {
   readonly m?: number;
   /** efSearch of a search that names none; default DEFAULT_EF_SEARCH. */
   readonly ef?: number;
+  /** efConstruction of the graph; default EF_CONSTRUCTION. */
+  readonly efConstruction?: number;
 }
 
 /** Faiss's own default, kept: 64 links per node on the bottom level. */
@@ -52,5 +54,5 @@ export function fieldKey(collection: string, field: string): string {
 
 /** What a stored index must have been built with to serve the field (ef is not part of it: each search names its own). */
 export function shapeOf(spec: VectorFieldSpec): string {
-  return JSON.stringify({ kind: 'hnsw', dims: spec.dims, metric: spec.metric, m: spec.m ?? DEFAULT_M, efConstruction: EF_CONSTRUCTION });
+  return JSON.stringify({ kind: 'hnsw', dims: spec.dims, metric: spec.metric, m: spec.m ?? DEFAULT_M, efConstruction: spec.efConstruction ?? EF_CONSTRUCTION });
 }

@@ -25,7 +25,7 @@ export type Annotation =
   | { readonly kind: 'sorted' }
   | { readonly kind: 'text' }
   | { readonly kind: 'ttl'; readonly ms: number }
-  | { readonly kind: 'hnsw'; readonly metric: Metric; readonly m?: number; readonly ef?: number };
+  | { readonly kind: 'hnsw'; readonly metric: Metric; readonly m?: number; readonly ef?: number; readonly efConstruction?: number };
 
 export interface FieldDef {
   readonly name: string;

@@ -98,7 +98,10 @@ const ELEMENT_TYPES: readonly ElementType[] = ['text', 'int', 'float', 'bool', '
 const TYPE_LIST = 'text, int, float, bool, timestamp, json, vector<N>, [T]';
 const ANNOTATION_LIST = '@hash, @sorted, @text, @ttl(DURATION), @hnsw(METRIC)';
 const METRICS: readonly Metric[] = ['cosine', 'l2', 'ip'];
-const HNSW_OPTIONS = { m: { min: 2, max: 128 }, ef: { min: 1, max: 4096 } } as const;
+const HNSW_OPTIONS = { m: { min: 2, max: 128 }, ef: { min: 1, max: 4096 }, ef_construction: { min: 8, max: 4096 } } as const;
+const HNSW_OPTION_NAMES = Object.keys(HNSW_OPTIONS) as (keyof typeof HNSW_OPTIONS)[];
+/** Where each option of @hnsw goes in its annotation. */
+const HNSW_KEYS = { m: 'm', ef: 'ef', ef_construction: 'efConstruction' } as const;
 const FIELD_MODIFIERS = ['required', 'unique', 'default'];
 const FUNCTION_ARITY: Readonly<Record<FunctionName, number>> = { now: 0, len: 1, lower: 1, upper: 1, coalesce: 2 };
 const FUNCTIONS: readonly FunctionName[] = ['now', 'len', 'lower', 'upper', 'coalesce'];
@@ -587,18 +590,18 @@ class Parser {
     return { kind: 'ttl', ms: duration.value };
   }
 
-  /** Hnsw : "(" METRIC ("," ("m" | "ef") "=" INT)* ")" — after "@hnsw", each option at most once */
+  /** Hnsw : "(" METRIC ("," ("m" | "ef" | "ef_construction") "=" INT)* ")" — after "@hnsw", each option at most once */
   parseHnsw(): Annotation {
     const code = 'invalid_annotation';
     if (!this.#eatPunct('(')) throw this.#expected('"("', { code, note: '@hnsw takes a metric, as in @hnsw(cosine, m = 16)' });
     const metric = METRICS.find((m) => m === this.#keyword());
     if (metric === undefined) throw this.#expected(`a metric (${METRICS.join(', ')})`, { code });
     this.#advance();
-    const options: { m?: number; ef?: number } = {};
+    const options: { m?: number; ef?: number; efConstruction?: number } = {};
     while (this.#eatPunct(',')) {
-      const option = this.#keyword();
-      if (option !== 'm' && option !== 'ef') throw this.#expected('an option of @hnsw (m = INT or ef = INT)', { code });
-      if (options[option] !== undefined) throw this.#expected(`each option once`, { code, found: `a second "${option}"` });
+      const option = HNSW_OPTION_NAMES.find((name) => name === this.#keyword());
+      if (option === undefined) throw this.#expected('an option of @hnsw (m = INT, ef = INT or ef_construction = INT)', { code });
+      if (options[HNSW_KEYS[option]] !== undefined) throw this.#expected(`each option once`, { code, found: `a second "${option}"` });
       this.#advance();
       this.#expectPunct('=', undefined, code);
       const { min, max } = HNSW_OPTIONS[option];
@@ -607,7 +610,7 @@ class Parser {
         throw this.#expected(`a whole number from ${min} to ${max} for ${option}`, { code });
       }
       this.#advance();
-      options[option] = value.value;
+      options[HNSW_KEYS[option]] = value.value;
     }
     this.#expectPunct(')', '"," or ")"', code);
     return { kind: 'hnsw', metric, ...options };

@@ -106,7 +106,7 @@ describe('parseStatement', () => {
 
     it('parses every annotation with its arguments', () => {
       const stmt = parse(
-        'create collection t (a text @text @hash, b [text] @text, c vector<3> @hnsw(ip), d vector<3> @hnsw(l2, m = 16, ef = 200), e vector<3> @hnsw(cosine, ef = 1, m = 128))',
+        'create collection t (a text @text @hash, b [text] @text, c vector<3> @hnsw(ip), d vector<3> @hnsw(l2, m = 16, ef = 200), e vector<3> @hnsw(cosine, ef = 1, m = 128), f vector<3> @hnsw(cosine, ef_construction = 200, EF = 600))',
       );
       expect(stmt.kind === 'CreateCollection' && stmt.fields.map((f) => f.annotations)).to.deep.equal([
         [{ kind: 'text' }, { kind: 'hash' }],
@@ -114,6 +114,7 @@ describe('parseStatement', () => {
         [{ kind: 'hnsw', metric: 'ip' }],
         [{ kind: 'hnsw', metric: 'l2', m: 16, ef: 200 }],
         [{ kind: 'hnsw', metric: 'cosine', ef: 1, m: 128 }],
+        [{ kind: 'hnsw', metric: 'cosine', efConstruction: 200, ef: 600 }],
       ]);
     });
 
@@ -495,6 +496,9 @@ describe('parseStatement', () => {
       ['create collection notes (a vector<3> @hnsw(cosine, ef = 5000))', 'invalid_annotation', 1, 57],
       ['create collection notes (a vector<3> @hnsw(cosine, m = 4, m = 8))', 'invalid_annotation', 1, 59],
       ['create collection notes (a vector<3> @hnsw(cosine, size = 8))', 'invalid_annotation', 1, 52],
+      ['create collection notes (a vector<3> @hnsw(cosine, ef_construction = 4))', 'invalid_annotation', 1, 70],
+      ['create collection notes (a vector<3> @hnsw(cosine, ef_construction = 64, ef_construction = 64))', 'invalid_annotation', 1, 74],
+      ['create collection notes (a vector<3> @hnsw(cosine, efconstruction = 64))', 'invalid_annotation', 1, 52],
       ['create collection notes (a vector<3> @hnsw(manhattan))', 'invalid_annotation', 1, 44],
       ['create collection notes (a vector<3> @hash)', 'invalid_annotation', 1, 38],
       ['create collection notes (a text @hnsw(cosine))', 'invalid_annotation', 1, 33],
@@ -545,6 +549,8 @@ describe('parseStatement', () => {
     it('states the ranges of @hnsw options', () => {
       expect(failure(() => parseStatement('create collection t (v vector<2> @hnsw(l2, m = 0))')).message).to.contain('from 2 to 128');
       expect(failure(() => parseStatement('create collection t (v vector<2> @hnsw(l2, ef = 0))')).message).to.contain('from 1 to 4096');
+      expect(failure(() => parseStatement('create collection t (v vector<2> @hnsw(l2, ef_construction = 5000))')).message).to.contain('from 8 to 4096');
+      expect(failure(() => parseStatement('create collection t (v vector<2> @hnsw(l2, size = 5))')).message).to.contain('ef_construction = INT');
     });
 
     it('names the field an annotation does not fit', () => {

@@ -38,6 +38,7 @@ describe('print', () => {
       expect(printAnnotation({ kind: 'hnsw', metric: 'cosine' })).to.equal('@hnsw(cosine)');
       expect(printAnnotation({ kind: 'hnsw', metric: 'cosine', m: 16 })).to.equal('@hnsw(cosine, m = 16)');
       expect(printAnnotation({ kind: 'hnsw', metric: 'l2', ef: 64, m: 8 })).to.equal('@hnsw(l2, m = 8, ef = 64)');
+      expect(printAnnotation({ kind: 'hnsw', metric: 'ip', efConstruction: 200, ef: 512 })).to.equal('@hnsw(ip, ef = 512, ef_construction = 200)');
     });
   });
 
