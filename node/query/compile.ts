@@ -9,7 +9,7 @@ import type { CompareOp, Cond, Expr, FieldType } from '../../shared/fenecql/ast.
 import { FenecError, type Position } from '../../shared/errors.js';
 import { MAX_TERMS } from '../../shared/fenecql/limits.js';
 import { printExpr } from '../../shared/fenecql/print.js';
-import { toSql, type SqlValue } from '../storage/codec.js';
+import { toSql, type NumberKind, type SqlValue } from '../storage/codec.js';
 import { ID_TYPE, type Collection } from '../storage/catalog.js';
 import {
   evaluate,
@@ -97,6 +97,16 @@ function comparable(a: ExprType, b: ExprType): boolean {
   if (isScalar(a, 'timestamp') && (isScalar(b, 'timestamp', 'int'))) return true;
   if (isScalar(b, 'timestamp') && isScalar(a, 'int')) return true;
   return a.kind === 'scalar' && b.kind === 'scalar' && a.scalar === b.scalar && a.scalar !== 'json';
+}
+
+/**
+ * An arithmetic operation whose result SQLite checks on each row as FenecQL takes numbers (codec.ts,
+ * checkedNumber): an overflow is refused with invalid_number rather than stored as Infinity or as a float
+ * in an int. SQLite evaluates an operation on values alone once per statement, not once per row.
+ */
+function checked(expr: Extract<Expr, { kind: 'Binary' }>, kind: NumberKind, sql: string, args: readonly ArgSource[]): Fragment {
+  const label = expr.pos === undefined ? `the ${expr.op}` : `the ${expr.op} of the expression at line ${expr.pos.line}, column ${expr.pos.column}`;
+  return { sql: `fenec_${kind}(${sql}, ?)`, args: [...args, () => label], type: scalar(kind) };
 }
 
 export class Compiler {
@@ -209,17 +219,16 @@ export class Compiler {
           position: expr.pos,
         });
       }
-      return { sql: `(${left.sql} ${expr.op} ${right.sql})`, args: [...left.args, ...right.args], type: bothTimestamps ? scalar('int') : scalar('timestamp') };
+      return checked(expr, bothTimestamps ? 'int' : 'timestamp', `(${left.sql} ${expr.op} ${right.sql})`, [...left.args, ...right.args]);
     }
     const left = this.#numeric(leftOperand, expr.op === '+' ? 'add' : expr.op === '-' ? 'subtract' : expr.op === '*' ? 'multiply' : 'divide');
     const right = this.#numeric(rightOperand, expr.op === '+' ? 'add' : expr.op === '-' ? 'subtract' : expr.op === '*' ? 'multiply' : 'divide by');
     const args = [...left.args, ...right.args];
     if (expr.op === '/') {
       // Division is real division, as a JSON user reads 7 / 2; SQLite's integer division would answer 3.
-      return { sql: `(CAST(${left.sql} AS REAL) / ${right.sql})`, args, type: scalar('float') };
+      return checked(expr, 'float', `(CAST(${left.sql} AS REAL) / ${right.sql})`, args);
     }
-    const type = isScalar(left.type, 'int') && isScalar(right.type, 'int') ? scalar('int') : scalar('float');
-    return { sql: `(${left.sql} ${expr.op} ${right.sql})`, args, type };
+    return checked(expr, isScalar(left.type, 'int') && isScalar(right.type, 'int') ? 'int' : 'float', `(${left.sql} ${expr.op} ${right.sql})`, args);
   }
 
   #call(expr: Extract<Expr, { kind: 'Call' }>): Fragment {

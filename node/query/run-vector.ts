@@ -4,7 +4,7 @@
  */
 import { FenecError } from '../../shared/errors.js';
 import type { SqlValue } from '../storage/codec.js';
-import { exactSearch, type ScoredRow, type VectorStore } from '../vector/store.js';
+import { exactSearch, queryVector, type ScoredRow, type VectorStore } from '../vector/store.js';
 import type { StatementCache } from './executor.js';
 import { withScopedRank } from './text-rank.js';
 import type { OutputColumn, SqlStep, VectorPlan } from './plan.js';
@@ -27,11 +27,16 @@ function bind(args: readonly ((ctx: BindContext) => SqlValue)[], ctx: BindContex
   return args.map((arg) => arg(ctx));
 }
 
-function queryVector(plan: VectorPlan, ctx: BindContext): number[] {
+/**
+ * The query vector, checked before any row is read (length, float32 range, a zero vector under cosine):
+ * a wrong one is refused alike whether the collection holds rows or none, and whatever the filter passes.
+ */
+function nearVector(plan: VectorPlan, ctx: BindContext): number[] {
   const value = plan.vector(ctx);
   if (!Array.isArray(value) || !value.every((x) => typeof x === 'number')) {
     throw new FenecError('type_mismatch', `near ${plan.field} takes vector<${plan.dims}>, an array of ${plan.dims} numbers`);
   }
+  queryVector(value, plan.dims, plan.field, plan.metric);
   return value;
 }
 
@@ -96,7 +101,7 @@ function toRow(columns: readonly OutputColumn[], values: unknown[], snippets: Re
 }
 
 export function runVector(plan: VectorPlan, ctx: BindContext, runner: VectorRunner): { [key: string]: unknown } {
-  const query = queryVector(plan, ctx);
+  const query = nearVector(plan, ctx);
   const limit = plan.limit === undefined ? DEFAULT_NEAR_LIMIT : (plan.limit(ctx) as number);
   const offset = plan.offset === undefined ? 0 : (plan.offset(ctx) as number);
   const wanted = limit + offset;

@@ -29,11 +29,19 @@ function mismatch(label: Label, value: unknown, type: FieldType): FenecError {
   return new FenecError('type_mismatch', `${label} takes ${printFieldType(type)}; the value given is ${describe(value)}`);
 }
 
+/** The widest timestamp, in milliseconds either side of 1970: a JavaScript Date's range (years -271821 to 275760). */
+export const MAX_TIMESTAMP_MS = 8_640_000_000_000_000;
+
 /** A timestamp in: integer milliseconds since the epoch, or an ISO-8601 string (UTC unless it names a zone). */
 export function timestampFromJson(value: unknown, label: Label): number {
   if (typeof value === 'number') {
-    if (Number.isSafeInteger(value)) return value;
-    throw new FenecError('invalid_value', `${label} takes a timestamp; ${value} is not whole milliseconds since 1970-01-01`);
+    if (Number.isSafeInteger(value) && Math.abs(value) <= MAX_TIMESTAMP_MS) return value;
+    throw new FenecError(
+      'invalid_value',
+      Number.isSafeInteger(value)
+        ? `${label} takes a timestamp; ${value} milliseconds is past ±${MAX_TIMESTAMP_MS} (the years -271821 to 275760)`
+        : `${label} takes a timestamp; ${value} is not whole milliseconds since 1970-01-01`,
+    );
   }
   if (typeof value === 'string' && ISO_8601.test(value)) {
     const text = /[zZ]|[+-]\d{2}:?\d{2}$/.test(value) || value.length === 10 ? value : `${value}Z`;
@@ -94,7 +102,49 @@ export function vectorToBlob(value: unknown, dims: number, label: Label): Buffer
     throw new FenecError('vector_length', `vector has ${value.length} components; ${label} takes vector<${dims}>`);
   }
   const floats = Float32Array.from(value as number[]);
+  checkFloat32(floats, value as number[], label);
   return Buffer.from(floats.buffer, floats.byteOffset, floats.byteLength);
+}
+
+/** The largest float32, which a vector's components are stored as. */
+const MAX_FLOAT32 = 3.4028234663852886e38;
+
+/**
+ * Refuses a vector whose components overflowed on the way to float32 (1e39 becomes Infinity, read back
+ * as null and never found by near): `invalid_number`, naming the component.
+ */
+export function checkFloat32(floats: Float32Array, given: ArrayLike<number>, label: Label): void {
+  for (let i = 0; i < floats.length; i++) {
+    if (!Number.isFinite(floats[i]!)) {
+      throw new FenecError('invalid_number', `component ${i} of ${label} is ${given[i]}, past the range of a vector's float32 components (±3.4e38)`, {
+        hint: `give components between -${MAX_FLOAT32} and ${MAX_FLOAT32}`,
+      });
+    }
+  }
+}
+
+export type NumberKind = 'int' | 'float' | 'timestamp';
+
+/**
+ * The result of an arithmetic operation as SQLite computed it, checked as FenecQL takes numbers: an int
+ * inside ±2^53 (SQLite turns an overflowing int into a float), a float finite (SQLite's overflow is
+ * Infinity, stored and read back as null), a timestamp inside a Date's range. `invalid_number` else.
+ * The SQL functions fenec_int, fenec_float and fenec_timestamp (storage/sqlite.ts) call it on each row.
+ */
+export function checkedNumber(kind: NumberKind, value: unknown, label: Label): unknown {
+  if (typeof value !== 'number') return value;
+  const fits =
+    kind === 'float' ? Number.isFinite(value) : Number.isSafeInteger(value) && (kind === 'int' || Math.abs(value) <= MAX_TIMESTAMP_MS);
+  if (fits) return value;
+  const range = kind === 'float' ? '±1.8e308' : kind === 'int' ? 'an int\'s ±2^53' : `a timestamp's ±${MAX_TIMESTAMP_MS} milliseconds`;
+  throw new FenecError('invalid_number', `${label} overflows: its result is past ${range}`, {
+    hint:
+      kind === 'float'
+        ? 'scale the values down before multiplying'
+        : kind === 'int'
+          ? 'compute with floats (1.0 * x) or smaller values'
+          : 'a timestamp lies between the years -271821 and 275760',
+  });
 }
 
 /**

@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { FenecError } from '../../shared/errors.js';
+import { checkedNumber, type SqlValue } from './codec.js';
 
 export type Connection = Database.Database;
 export type Statement = Database.Statement;
@@ -40,6 +41,10 @@ function registerFunctions(db: Connection): void {
   db.function('fenec_upper', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toUpperCase() : s));
   // About the bytes a value takes in a row, to tell whether a set grows its rows (byte-quota.ts).
   db.function('fenec_size', { deterministic: true }, (v: unknown) => (typeof v === 'string' ? Buffer.byteLength(v) : Buffer.isBuffer(v) ? v.length : v === null ? 0 : 8));
+  // Arithmetic checked as it runs (codec.ts, checkedNumber): an overflow is refused, never stored.
+  for (const kind of ['int', 'float', 'timestamp'] as const) {
+    db.function(`fenec_${kind}`, { deterministic: true }, (value: unknown, label: unknown) => checkedNumber(kind, value, String(label)) as SqlValue);
+  }
 }
 
 /**

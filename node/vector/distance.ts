@@ -15,6 +15,7 @@
 import { endianness } from 'node:os';
 import type { Metric } from '../../shared/fenecql/ast.js';
 import { FenecError } from '../../shared/errors.js';
+import { checkFloat32 } from '../storage/codec.js';
 
 export type { Metric };
 
@@ -57,7 +58,8 @@ export function normaliseInto(v: ArrayLike<number>, out: Float32Array, offset: n
 
 /**
  * A `near` query as the index takes it: checked against the field's length (`vector_length`), finite
- * (`invalid_value`), and for cosine scaled to length 1 (a zero vector is refused). A fresh copy.
+ * and inside float32's range (`invalid_number`), and for cosine scaled to length 1 (a zero vector is
+ * refused, `invalid_value`). A fresh copy.
  */
 export function queryVector(query: ArrayLike<number>, dims: number, field: string, metric: Metric): Float32Array {
   if (query.length !== dims) {
@@ -65,10 +67,11 @@ export function queryVector(query: ArrayLike<number>, dims: number, field: strin
   }
   for (let i = 0; i < dims; i++) {
     if (typeof query[i] !== 'number' || !Number.isFinite(query[i])) {
-      throw new FenecError('invalid_value', `component ${i} of the vector near ${field} is not a finite number`);
+      throw new FenecError('invalid_number', `component ${i} of the vector near ${field} is not a finite number`);
     }
   }
   const q = Float32Array.from(query);
+  checkFloat32(q, query, `the vector near ${field}`);
   if (metric !== 'cosine') return q;
   if (norm(q) === 0) {
     throw new FenecError('invalid_value', `a zero vector has no direction: near ${field} (cosine) needs a vector with a nonzero component`);

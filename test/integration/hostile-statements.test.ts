@@ -100,6 +100,21 @@ describe('hostile statements against fenec-server', function () {
       });
     }
 
+    const NUMBERS: ReadonlyArray<[string, string, string?]> = [
+      ['a vector component past float32 in near', 'get docs near v [3.5e38, 1, 1, 1] limit 1'],
+      ['a vector component past float32 in insert', 'insert into docs {v: [1e39, 1, 1, 1]}'],
+      ['a vector component past float32 in a parameter', 'insert into docs {v: $1}', '[[1e39, 1, 1, 1]]'],
+      ['a product past a double', 'insert into docs {f: 1e308 * 10}'],
+      ['a parameter JSON reads as Infinity', 'insert into docs {f: $1}', '[1e400]'],
+    ];
+    for (const [name, statement, paramsJson] of NUMBERS) {
+      it(`${name}: invalid_number (400)`, async () => {
+        const reply = paramsJson === undefined ? await query(server.url, statement) : await queryRaw(server.url, statement, paramsJson);
+        expect(reply.status, reply.text).to.equal(400);
+        expect(reply.json.error.code).to.equal('invalid_number');
+      });
+    }
+
     it('has written nothing, and the server still serves', async () => {
       expect((await query(server.url, 'get docs count')).json).to.deep.equal({ count: 1 });
       expect(server.stderr()).not.to.contain('"code":"internal"');

@@ -109,6 +109,63 @@ describe('hostile statements against a database', () => {
     });
   });
 
+  describe('numbers past their range are refused, never stored', () => {
+    const invalid = (statement: string, ...params: unknown[]) => {
+      const err = refusal(() => q(statement, ...params));
+      expect(err.code, err.message).to.equal('invalid_number');
+      return err;
+    };
+
+    it('refuses a vector component past float32 (1e39 became Infinity, read back as null) in insert, put, set, params and near', () => {
+      expect(invalid('insert into docs {v: [1e39, 1, 1, 1]}').message).to.contain('component 0 of field v is 1e+39, past the range');
+      invalid('put docs {id: 9, v: [1, -3.5e38, 1, 1]}');
+      invalid('set docs {v: [1, 1, 1, 1e39]} where true');
+      invalid('insert into docs {v: $1}', [1e39, 1, 1, 1]);
+      expect(invalid('get docs near v [3.5e38, 1, 1, 1] limit 1').message).to.contain('component 0 of the vector near v is 3.5e+38');
+      invalid('get docs near v $1 limit 1', [1, 1, 1, -1e39]);
+      // float32's largest is taken.
+      expect(q('insert into docs {v: [3.4028234663852886e38, 1, 1, 1]}')).to.deep.include({ count: 1 });
+      expect(q('get docs select v where id = 3')).to.deep.equal({ rows: [{ id: 3, v: [3.4028235e38, 1, 1, 1] }], count: 1 });
+    });
+
+    it('refuses arithmetic that overflows, where it is written and where it is read', () => {
+      expect(invalid('insert into docs {price: 1e308 * 10}').message).to.equal('the * of the expression at line 1, column 26 overflows: its result is past ±1.8e308');
+      invalid('insert into docs {price: 1e308 / 1e-10}');
+      invalid('insert into docs {price: 1e308 * 10 - 1e308 * 10}');
+      invalid('set docs {price: price * 1e308 * 10} where true');
+      invalid('get docs where price * 1e308 * 1e308 > 1 count');
+      invalid('insert into docs {price: $1 * $1}', 1e200);
+      // ints stay exact inside ±2^53, as when they are given.
+      invalid('insert into docs {year: 9007199254740991 + 1}');
+      invalid('get docs where year * 9007199254740991 > 1 count');
+      invalid('insert into docs {at: now() + 9007199254740991}');
+      expect(q('get docs select price where price > 1e300 count')).to.deep.equal({ count: 0 });
+      expect(q('get docs count')).to.deep.equal({ count: 2 });
+    });
+
+    it('keeps arithmetic inside the range exact, and an index serving now() - 7d', () => {
+      expect(q('get docs select id where year * 36028797018963 + 1 = 9007199254740751')).to.deep.equal({ rows: [{ id: 1 }], count: 1 });
+      expect(q('get docs where price * 1e307 > 1e307 count')).to.deep.equal({ count: 1 });
+      expect(q('get docs where 7 / 0 is null count')).to.deep.equal({ count: 2 });
+      q('alter collection docs add seen timestamp @sorted');
+      expect(db.explain('get docs where seen > now() - 7d count').join()).to.contain('INDEX');
+    });
+
+    it('refuses a timestamp past a date\'s range (it made every read of the collection fail)', () => {
+      const err = refusal(() => q('insert into docs {at: 8640000000000001}'));
+      expect(err.code).to.equal('invalid_value');
+      expect(err.message).to.contain('past ±8640000000000000');
+      expect(refusal(() => q('insert into docs {at: $1}', -9007199254740991)).code).to.equal('invalid_value');
+      expect(q('insert into docs {at: -8640000000000000}')).to.deep.include({ count: 1 });
+      expect(q('get docs select at where id = 3')).to.deep.equal({ rows: [{ id: 3, at: '-271821-04-20T00:00:00.000Z' }], count: 1 });
+    });
+
+    it('refuses a parameter JSON reads as Infinity', () => {
+      expect(invalid('insert into docs {price: $1}', Infinity).message).to.contain('$1 is a number beyond the range of a double');
+      invalid('get docs where year in $1 count', [1, -Infinity]);
+    });
+  });
+
   describe('parameters', () => {
     const nested = (n: number): unknown => JSON.parse(`${'['.repeat(n)}1${']'.repeat(n)}`);
 
