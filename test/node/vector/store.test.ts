@@ -204,7 +204,8 @@ describe('VectorStore (node/vector/store)', () => {
       const store = setup.open();
       expect(() => store.search('docs', 'vec', [1, 2, 3, 4, 5], 3)).to.throw(FenecError, 'vector has 5 components; field vec takes vector<3>').with.property('code', 'vector_length');
       expect(() => store.search('docs', 'vec', [0, 0, 0], 3)).to.throw(FenecError, /zero vector/).with.property('code', 'invalid_value');
-      expect(() => store.search('docs', 'vec', [0, NaN, 0], 3)).to.throw(FenecError).with.property('code', 'invalid_value');
+      expect(() => store.search('docs', 'vec', [0, NaN, 0], 3)).to.throw(FenecError).with.property('code', 'invalid_number');
+      expect(() => store.search('docs', 'vec', [0, 1e39, 0], 3)).to.throw(FenecError, /float32/).with.property('code', 'invalid_number');
       expect(store.search('docs', 'd', [0, 0, 0], 3)).to.deep.equal([]); // l2 takes a zero vector; d holds none
     });
   });
