@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { FenecError } from '../shared/errors.js';
 import { createLogger } from '../shared/logger.js';
 import { parseDuration, parsePort } from '../node/config.js';
-import { createProgram, onExit, parseCommandLine } from '../node/cli/command-line.js';
+import { auditTarget, createProgram, onExit, openAudit, parseCommandLine } from '../node/cli/command-line.js';
 import { parseNodes, parsePlacement } from './placement.js';
 import { ROUTER_DEFAULTS, routerOptions, type RouterOptions } from './router-config.js';
 import { createRouterApp } from './router-app.js';
@@ -28,6 +28,7 @@ interface Flags {
   jwtAudience?: string;
   nodeTimeout: string;
   maxSockets: string;
+  audit?: string | true;
 }
 
 async function main(): Promise<void> {
@@ -45,6 +46,7 @@ async function main(): Promise<void> {
     .option('--jwt-audience <aud>', 'take only JSON Web Tokens whose aud claim is or contains this')
     .option('--node-timeout <duration>', 'a node that has not begun to answer by then gets the client a 503', '10s')
     .option('--max-sockets <n>', 'kept-alive connections per node', String(ROUTER_DEFAULTS.maxSocketsPerNode))
+    .option('--audit [file]', 'write one JSON line per refused token to this file (appended), or to stderr when no file is named')
     .action((flags: Flags) => {
       const nodes = parseNodes(flags.nodes);
       const jwtSecret = flags.jwtSecret ?? (flags.jwtPublicKey === undefined ? process.env.FENEC_JWT_SECRET || undefined : undefined);
@@ -60,6 +62,7 @@ async function main(): Promise<void> {
         ...(flags.jwtAudience === undefined ? {} : { jwtAudience: flags.jwtAudience }),
         nodeTimeoutMs: parseDuration('--node-timeout', flags.nodeTimeout),
         maxSocketsPerNode: Number(flags.maxSockets),
+        audit: auditTarget(flags.audit),
       });
     });
   await parseCommandLine(program, process.argv);
@@ -76,13 +79,17 @@ function readOptionFile(option: string, file: string): string {
 
 function serve(options: RouterOptions): void {
   const logger = createLogger(NAME);
-  const app = createRouterApp(options, logger);
+  const audit = openAudit(NAME, options.audit, logger);
+  const app = createRouterApp(options, logger, audit);
   const server = http.createServer({ keepAliveTimeout: 65_000 }, app.handler);
   server.on('error', (err) => {
     logger.error({ err: (err as NodeJS.ErrnoException).code ?? err.message }, 'cannot listen');
     process.exit(1);
   });
-  onExit(() => app.close(), (signal) => {
+  onExit(() => {
+    app.close();
+    audit.close();
+  }, (signal) => {
     logger.info({ signal }, 'stopping');
     server.close(() => process.exit(0));
     server.closeIdleConnections();
@@ -96,6 +103,7 @@ function serve(options: RouterOptions): void {
       nodes: options.nodes.map((node) => `${node.name}=${node.url.origin}`),
       pins: options.pins.size,
       auth: [options.httpToken === undefined ? undefined : 'token', options.jwt === undefined ? undefined : `JWT ${options.jwt.algorithm}`].filter(Boolean).join(' + '),
+      audit: options.audit === undefined ? undefined : options.audit.kind === 'file' ? options.audit.path : 'stderr',
     }, 'listening');
   });
 }

@@ -14,13 +14,14 @@ import { context, propagation, trace, SpanKind, SpanStatusCode, type Span } from
 import express, { type Request, type Response } from 'express';
 import httpProxy from 'http-proxy';
 import { serveConsole } from '../shared/console.js';
+import { Audit } from '../shared/audit.js';
 import { FenecError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { Placement, type NodeTarget } from './placement.js';
 import type { RouterOptions } from './router-config.js';
 import { NO_NODE, RouterMetrics } from './router-metrics.js';
 import { isTenantName } from './tenant-name.js';
-import { TokenCheck, type RouterCaller } from './token-check.js';
+import { TokenCheck, type Door, type RouterCaller } from './token-check.js';
 
 /** What a tenant's path may name after `/t/<tenant>/`: the node's routes, nothing else. */
 const TENANT_ROUTES: ReadonlySet<string> = new Set(['query', '_mcp']);
@@ -38,9 +39,12 @@ export interface RouterApp {
   close(): void;
 }
 
-export function createRouterApp(options: RouterOptions, logger?: Logger): RouterApp {
+/** Audit lines name a tenant's route by its pattern, never the tenant. */
+const ROUTE_PATTERNS: Readonly<Record<string, string>> = { query: '/t/<tenant>/query', _mcp: '/t/<tenant>/_mcp' };
+
+export function createRouterApp(options: RouterOptions, logger?: Logger, audit: Audit = Audit.off): RouterApp {
   const placement = new Placement(options.nodes, options.pins);
-  const tokens = new TokenCheck(options.httpToken, options.jwt);
+  const tokens = new TokenCheck(options.httpToken, options.jwt, audit);
   const metrics = new RouterMetrics();
   const tracer = trace.getTracer('fenec-router');
   const agentOptions = { keepAlive: true, maxSockets: options.maxSocketsPerNode, maxFreeSockets: options.maxSocketsPerNode };
@@ -65,9 +69,8 @@ export function createRouterApp(options: RouterOptions, logger?: Logger): Router
 
   app.get('/_metrics', async (req, res) => {
     if (options.httpToken !== undefined) {
-      const caller = tokens.caller(req.headers.authorization);
+      const caller = serverOnly(req, '/_metrics');
       if (caller instanceof FenecError) return refuse(res, caller);
-      if (caller.kind !== 'server') return refuse(res, new FenecError('forbidden', '/_metrics takes the server\'s token only'));
     }
     const text = await metrics.text();
     metrics.answered(NO_NODE, 200);
@@ -108,9 +111,10 @@ export function createRouterApp(options: RouterOptions, logger?: Logger): Router
   function tenantRoute(req: http.IncomingMessage, res: http.ServerResponse, tenant: string, route: string): void {
     const origin = originRefusal(req);
     if (origin !== undefined) return refuse(res, origin);
-    const caller = tokens.caller(req.headers.authorization);
+    const door: Door = { ip: req.socket.remoteAddress, route: ROUTE_PATTERNS[route]! };
+    const caller = tokens.caller(req.headers.authorization, door);
     if (caller instanceof FenecError) return refuse(res, caller);
-    const wrong = TokenCheck.tenantRefusal(caller, tenant);
+    const wrong = tokens.tenantRefusal(caller, tenant, door);
     if (wrong !== undefined) return refuse(res, wrong);
     forward(req, res, tenant, `/t/${tenant}/${route}`);
   }
@@ -157,9 +161,10 @@ export function createRouterApp(options: RouterOptions, logger?: Logger): Router
   }
 
   function serverOnly(req: Request, route: string): RouterCaller | FenecError {
-    const caller = tokens.caller(req.headers.authorization);
-    if (caller instanceof FenecError || caller.kind === 'server') return caller;
-    return new FenecError('forbidden', `${route} takes the server's token only`);
+    const door: Door = { ip: req.socket.remoteAddress, route };
+    const caller = tokens.caller(req.headers.authorization, door);
+    if (caller instanceof FenecError) return caller;
+    return tokens.serverOnlyRefusal(caller, door) ?? caller;
   }
 
   /** A node's tenants, each named with the node. */

@@ -1,6 +1,7 @@
 /**
  * The router's options, parsed once at the edge (router/cli.ts) and passed down frozen.
  */
+import type { AuditTarget } from '../shared/audit.js';
 import { JwtVerifier } from '../shared/auth/jwt.js';
 import { FenecError } from '../shared/errors.js';
 import type { NodeTarget } from './placement.js';
@@ -22,6 +23,8 @@ export interface RouterOptions {
   readonly nodeTimeoutMs: number;
   /** Keep-alive connections per node. Default 64. */
   readonly maxSocketsPerNode: number;
+  /** Where audit lines go (`--audit [FILE]`: a file, or stderr when no file is named). Default: no audit. */
+  readonly audit: AuditTarget | undefined;
 }
 
 export const ROUTER_DEFAULTS = Object.freeze({ host: '127.0.0.1', port: 8080, nodeTimeoutMs: 10_000, maxSocketsPerNode: 64 });
@@ -55,6 +58,7 @@ export function routerOptions(input: RouterOptionsInput): RouterOptions {
   if (input.httpToken === undefined && jwt === undefined) {
     throw new FenecError('invalid_option', '--http-token (or FENEC_TOKEN) or a JWT key (--jwt-secret, FENEC_JWT_SECRET, --jwt-public-key) is required: the router forwards only requests it can attribute to a tenant');
   }
+  if (input.audit?.kind === 'file' && input.audit.path === '') throw new FenecError('invalid_option', '--audit must name a file, or nothing for stderr');
   const nodeTimeoutMs = input.nodeTimeoutMs ?? ROUTER_DEFAULTS.nodeTimeoutMs;
   if (!Number.isSafeInteger(nodeTimeoutMs) || nodeTimeoutMs <= 0) throw new FenecError('invalid_option', `--node-timeout takes a positive duration, not ${nodeTimeoutMs} ms`);
   const maxSocketsPerNode = input.maxSocketsPerNode ?? ROUTER_DEFAULTS.maxSocketsPerNode;
@@ -68,5 +72,6 @@ export function routerOptions(input: RouterOptionsInput): RouterOptions {
     jwt,
     nodeTimeoutMs,
     maxSocketsPerNode,
+    audit: input.audit,
   });
 }

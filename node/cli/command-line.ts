@@ -3,7 +3,9 @@
  * status 2, and the other ways out (a refused start, a signal) as each program needs them.
  */
 import { Command, CommanderError } from 'commander';
+import { Audit, type AuditTarget } from '../../shared/audit.js';
 import { FenecError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
 
 /** Exit status of a bad flag, a bad flag value or a missing argument. */
 export const USAGE_EXIT = 2;
@@ -27,6 +29,23 @@ export async function parseCommandLine(program: Command, argv: readonly string[]
     if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : USAGE_EXIT);
     if (err instanceof FenecError && err.code === 'invalid_option') usageError(program.name(), err.message);
     throw err;
+  }
+}
+
+/** `--audit [file]` as commander gives it: a file, stderr (the flag alone), or no audit. */
+export function auditTarget(value: string | true | undefined): AuditTarget | undefined {
+  if (value === undefined) return undefined;
+  return value === true ? { kind: 'stderr' } : { kind: 'file', path: value };
+}
+
+/** The audit's file opened for appending before anything is served; one that cannot be is a bad flag. */
+export function openAudit(program: string, target: AuditTarget | undefined, logger: Logger): Audit {
+  if (target === undefined) return Audit.off;
+  try {
+    return Audit.open(target, (err) => logger.error({ err }, 'an audit line could not be written'));
+  } catch (err) {
+    const path = target.kind === 'file' ? target.path : 'stderr';
+    return usageError(program, `--audit cannot open ${path} for appending: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
 }
 

@@ -4,7 +4,6 @@
  * ServerConfig; nothing below reads process.env or process.argv.
  */
 import * as fs from 'node:fs';
-import { Audit, type AuditTarget } from '../../shared/audit.js';
 import { parsePolicy, type Policy } from '../../shared/auth/policy.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
@@ -13,7 +12,7 @@ import { FenecDatabase } from '../database.js';
 import { startServer } from '../http/server.js';
 import { QUOTA_DEFAULTS } from '../tenants/quotas.js';
 import { startTenantNode, type TenantNodeOptions } from '../tenants/tenant-node.js';
-import { createProgram, onExit, parseCommandLine, usageError } from './command-line.js';
+import { auditTarget, createProgram, onExit, openAudit, parseCommandLine } from './command-line.js';
 
 const NAME = 'fenec-server';
 
@@ -149,7 +148,7 @@ function parseSize(option: string, text: string): number {
 /** A tenant node: tenants' files under --data-dir, opened as requests come, closed on the way out. */
 async function serveTenants(config: ServerConfig, tenants: TenantNodeOptions): Promise<void> {
   const logger = createLogger(NAME);
-  const audit = openAudit(config, logger);
+  const audit = openAudit(NAME, config.audit, logger);
   const server = await startTenantNode(config, tenants, logger, audit).catch((err: unknown) => refuseStart(err));
   onExit(() => server.registry.closeAll(), (signal) => {
     logger.info({ signal }, 'stopping');
@@ -184,26 +183,9 @@ function readOptionFile(option: string, file: string): string {
   }
 }
 
-function auditTarget(value: string | true | undefined): AuditTarget | undefined {
-  if (value === undefined) return undefined;
-  return value === true ? { kind: 'stderr' } : { kind: 'file', path: value };
-}
-
-/** The audit's file opened for appending before anything is served; one that cannot be is a bad flag. */
-function openAudit(config: ServerConfig, logger: Logger): Audit {
-  if (config.audit === undefined) return Audit.off;
-  const target = config.audit;
-  try {
-    return Audit.open(target, (err) => logger.error({ err }, 'an audit line could not be written'));
-  } catch (err) {
-    const path = target.kind === 'file' ? target.path : 'stderr';
-    return usageError(NAME, `--audit cannot open ${path} for appending: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
-}
-
 async function serve(config: ServerConfig): Promise<void> {
   const logger = createLogger(NAME);
-  const audit = openAudit(config, logger);
+  const audit = openAudit(NAME, config.audit, logger);
   const db = openOrExit(config, logger);
   let closed = false;
   const closeDb = (): void => {
