@@ -1,7 +1,7 @@
 /**
  * The router's HTTP application: express for its few routes, http-proxy for the forwarding.
  *
- * `/t/<tenant>/query` and `/t/<tenant>/_mcp` (any method) and `PUT`/`DELETE /t/<tenant>` go to the
+ * `/t/<tenant>/query`, `/t/<tenant>/_mcp` and `/t/<tenant>/_revocations` (any method) and `PUT`/`DELETE /t/<tenant>` go to the
  * tenant's node, streamed both ways (no body is parsed here), once the token is checked;
  * `GET /_tenants` asks every node; `/_health` and `/_metrics` are the router's own.
  *
@@ -24,7 +24,7 @@ import { isTenantName } from './tenant-name.js';
 import { TokenCheck, type Door, type RouterCaller } from './token-check.js';
 
 /** What a tenant's path may name after `/t/<tenant>/`: the node's routes, nothing else. */
-const TENANT_ROUTES: ReadonlySet<string> = new Set(['query', '_mcp']);
+const TENANT_ROUTES: ReadonlySet<string> = new Set(['query', '_mcp', '_revocations']);
 
 interface InFlight {
   readonly node: NodeTarget;
@@ -103,7 +103,7 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
     const tenant = req.params.tenant!;
     if (!isTenantName(tenant)) return refuse(res, invalidTenant(tenant));
     const route = req.params.route!;
-    if (!TENANT_ROUTES.has(route)) return refuse(res, new FenecError('not_found', `a tenant's routes are /t/${tenant}/query and /t/${tenant}/_mcp`));
+    if (!TENANT_ROUTES.has(route)) return refuse(res, new FenecError('not_found', `a tenant's routes are /t/${tenant}/query, /t/${tenant}/_mcp and /t/${tenant}/_revocations`));
     tenantRoute(req, res, tenant, route);
   });
 
@@ -119,7 +119,7 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
     forward(req, res, tenant, `/t/${tenant}/${route}`);
   }
 
-  app.use((req, res) => refuse(res, new FenecError('not_found', `no route ${req.method} ${req.path}; the router serves /t/<tenant>/query, /t/<tenant>/_mcp, PUT|DELETE /t/<tenant>, GET /_tenants, /_health, /_metrics`)));
+  app.use((req, res) => refuse(res, new FenecError('not_found', `no route ${req.method} ${req.path}; the router serves /t/<tenant>/query, /t/<tenant>/_mcp, /t/<tenant>/_revocations, PUT|DELETE /t/<tenant>, GET /_tenants, /_health, /_metrics${req.path === '/_revocations' ? ' (revocations are a tenant\'s: fenec token revoke … --tenant NAME)' : ''}`)));
 
   /** Sends the request on to the tenant's node, with the path rebuilt from checked parts only. */
   function forward(req: http.IncomingMessage, res: http.ServerResponse, tenant: string, path: string): void {

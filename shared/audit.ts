@@ -1,6 +1,6 @@
 /**
  * The audit log (`--audit [FILE]`): one JSON line per event that changes who may do what or what
- * exists — refused tokens, schema changes, an agent's MCP writes.
+ * exists — refused tokens, revocations, schema changes, an agent's MCP writes.
  *
  * A line is written before the request it records is answered: to a file opened for appending, by
  * one `fs.writeSync` (the line is in the operating system's hands once the answer leaves, and
@@ -84,6 +84,15 @@ export class Audit {
   mcp(tool: string, tenant: string | null, sub: string | null, ok: boolean, error: ErrorCode | undefined): void {
     if (this === Audit.off) return;
     this.#write({ time: new Date().toISOString(), event: 'mcp', tool, tenant, sub: sub === null ? null : cut(sub), ok, error: error ?? null }, true);
+  }
+
+  /**
+   * A revocation made (`fenec token revoke`): what it names (a jti, or a sub's tokens), the tenant
+   * (null off a tenant node), and whether it is new. Only the server's token revokes.
+   */
+  revocation(kind: 'jti' | 'sub', value: string, tenant: string | null, created: boolean): void {
+    if (this === Audit.off) return;
+    this.#write({ time: new Date().toISOString(), event: 'revoke', kind, value: cut(value), tenant, created, who: 'server' }, true);
   }
 
   /** Closes the file (stderr is left open). */

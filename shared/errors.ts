@@ -38,6 +38,7 @@ export const CATALOGUE = {
   // Who is asking
   unauthorized: { status: 401, summary: 'A token is required and none was given.' },
   invalid_token: { status: 401, summary: 'The token given is not valid.' },
+  revoked: { status: 401, summary: 'The token was revoked (fenec token revoke): by its jti, or with every token of its sub issued before the revocation.' },
   forbidden_host: { status: 403, summary: 'The Host header does not name this machine and no token is configured.' },
   forbidden_origin: { status: 403, summary: 'The Origin header names a site this server does not serve.' },
   read_only: { status: 403, summary: 'The server or file is read-only and the statement writes.' },

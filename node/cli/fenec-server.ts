@@ -10,6 +10,7 @@ import { createLogger, type Logger } from '../../shared/logger.js';
 import { parseByteSize, parseDuration, parsePort, serverConfig, SERVER_DEFAULTS, type PublicKeyInput, type ServerConfig } from '../config.js';
 import { FenecDatabase } from '../database.js';
 import { startServer } from '../http/server.js';
+import { Revocations } from '../storage/revocations.js';
 import { QUOTA_DEFAULTS } from '../tenants/quotas.js';
 import { startTenantNode, type TenantNodeOptions } from '../tenants/tenant-node.js';
 import { auditTarget, createProgram, onExit, openAudit, parseCommandLine } from './command-line.js';
@@ -187,10 +188,19 @@ async function serve(config: ServerConfig): Promise<void> {
   const logger = createLogger(NAME);
   const audit = openAudit(NAME, config.audit, logger);
   const db = openOrExit(config, logger);
+  // Opened once the database holds the file's lock: the revocations live in the same file.
+  let revocations: Revocations;
+  try {
+    revocations = Revocations.open(config.file, config.readOnly);
+  } catch (err) {
+    db.close();
+    return refuseStart(err);
+  }
   let closed = false;
   const closeDb = (): void => {
     if (closed) return;
     closed = true;
+    revocations.close();
     db.close();
   };
 
@@ -198,7 +208,7 @@ async function serve(config: ServerConfig): Promise<void> {
   // The lock is released by db.close(), on every way out: a signal, an exit, an uncaught fault.
   onExit(closeDb, (signal) => stop(signal));
 
-  const server = await startServer(config, db, logger, audit).catch((err: unknown) => refuseStart(err));
+  const server = await startServer(config, db, logger, audit, revocations).catch((err: unknown) => refuseStart(err));
   stop = (signal) => {
     logger.info({ signal }, 'stopping');
     server.close().then(

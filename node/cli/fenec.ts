@@ -3,12 +3,12 @@
  * fenec: the command-line client. `fenec query` runs one statement on a file or on a server and
  * prints the answer's JSON on stdout; a refusal is the error's JSON on stderr, and exit status 1.
  */
-import { mintToken, parseClaims, parseTtl } from '../../shared/auth/token.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';
 import { FenecDatabase } from '../database.js';
 import { createProgram, onExit, parseCommandLine, usageError } from './command-line.js';
 import { addMcpCommand } from './mcp-command.js';
 import { addTenantCommand } from './tenant-command.js';
+import { addTokenCommand } from './token-command.js';
 
 const NAME = 'fenec';
 
@@ -20,7 +20,8 @@ interface QueryOptions {
   token?: string;
 }
 
-const program = createProgram(NAME).description('fenecdb from the command line.');
+// Options are positional: `fenec token revoke --sub S` gives --sub to revoke, not to token.
+const program = createProgram(NAME).description('fenecdb from the command line.').enablePositionalOptions();
 
 program
   .command('query')
@@ -45,35 +46,6 @@ program
       if (options.token !== undefined) usageError(NAME, '--token is for --url; a file takes no token');
       await printOutcome(async () => queryFile(options.file!, statement, params, options.readOnly === true));
     }
-  });
-
-interface TokenOptions {
-  tenant: string;
-  sub: string;
-  ttl: string;
-  claims?: string;
-  jwtSecret?: string;
-}
-
-program
-  .command('token')
-  .description('Mint an agent\'s JSON Web Token (HS256) and print it on stdout.')
-  .requiredOption('--tenant <name>', 'the tenant the token reaches (its tenant claim)')
-  .requiredOption('--sub <subject>', 'who holds it (its sub claim: a policy\'s $jwt.sub)')
-  .option('--ttl <duration>', 'how long it is valid: 30m, 12h, 30d, 2w', '30d')
-  .option('--claims <json>', 'more claims as a JSON object, e.g. \'{"team": "ops"}\' (not sub, tenant, iat or exp)')
-  .option('--jwt-secret <secret>', 'the server\'s HS256 secret, at least 32 bytes (default: $FENEC_JWT_SECRET)')
-  .action((options: TokenOptions) => {
-    const secret = options.jwtSecret ?? (process.env.FENEC_JWT_SECRET || undefined);
-    if (secret === undefined) usageError(NAME, 'token needs the server\'s secret: --jwt-secret or $FENEC_JWT_SECRET');
-    const token = mintToken({
-      secret,
-      tenant: options.tenant,
-      sub: options.sub,
-      ttlSeconds: parseTtl(options.ttl),
-      claims: options.claims === undefined ? undefined : parseClaims(options.claims),
-    });
-    process.stdout.write(`${token}\n`);
   });
 
 function parseParams(text: string): unknown[] {
@@ -161,6 +133,7 @@ function localError(err: unknown): FenecError {
   return new FenecError('internal', `internal error: ${err.message}`, { cause: err });
 }
 
+addTokenCommand(program);
 addMcpCommand(program);
 addTenantCommand(program);
 

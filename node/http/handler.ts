@@ -17,11 +17,18 @@ import type { ExecuteOptions, FenecDatabase } from '../database.js';
 import type { McpEndpoint } from '../../shared/mcp/endpoint.js';
 import { SERVER_CALLER, type Caller, type RequestGuard } from './guard.js';
 import type { HttpMetrics, RouteLabel } from './metrics.js';
-import { parseQueryBody } from './query-body.js';
+import { parseQueryBody, parseRevocationBody } from './query-body.js';
+import type { Revocation, Revocations } from '../storage/revocations.js';
 import { mayChangeSchema, schemaChangeOf } from './schema-change.js';
 
 /** What the handler needs of a database: statements (as text, or as trees for MCP) in, answers out. */
 export type Executor = Pick<FenecDatabase, 'execute' | 'executeStatement'>;
+
+/** The revocations a handler checks tokens against and keeps, and the tenant they are of (null for a one-file server). */
+export interface RevocationScope {
+  readonly list: Revocations;
+  readonly tenant: string | null;
+}
 
 /** A request carrying its own handling state, so that the body's listeners can be shared functions. */
 export class FenecRequest extends IncomingMessage {
@@ -59,6 +66,8 @@ export class HttpHandler {
   /** The MCP endpoint (--mcp), or undefined: then /_mcp is as unknown as any other path. */
   readonly #mcp: McpEndpoint<ExecuteOptions> | undefined;
   readonly #routes: string;
+  /** The revocations of the file served (GET/POST /_revocations), or undefined: then no token is revoked here. */
+  readonly #revocations: RevocationScope | undefined;
   readonly #granted = new WeakMap<object, ReadonlySet<string> | undefined>();
 
   constructor(
@@ -69,6 +78,7 @@ export class HttpHandler {
     logger: Logger,
     audit: Audit = Audit.off,
     mcp?: McpEndpoint<ExecuteOptions>,
+    revocations?: RevocationScope,
   ) {
     this.#db = db;
     this.#guard = guard;
@@ -81,7 +91,8 @@ export class HttpHandler {
     this.#cors = config.httpCors;
     this.#audit = audit;
     this.#mcp = mcp;
-    this.#routes = mcp === undefined ? ROUTES_TEXT : ROUTES_TEXT_MCP;
+    this.#revocations = revocations;
+    this.#routes = `${mcp === undefined ? ROUTES_TEXT : ROUTES_TEXT_MCP}${revocations === undefined ? '' : ', GET|POST /_revocations'}`;
   }
 
   /** The `request` listener of the node:http server (requests are FenecRequest, see startServer). */
@@ -112,6 +123,11 @@ export class HttpHandler {
         req.route = '/_metrics';
         if (method === 'GET' || method === 'HEAD') return this.#metricsText(req, res);
         return this.#otherMethod(req, res, 'GET, HEAD');
+      case '/_revocations':
+        if (this.#revocations === undefined) break;
+        req.route = '/_revocations';
+        if (method === 'GET' || method === 'POST') return this.#revocationsRoute(req, res);
+        return this.#otherMethod(req, res, 'GET, POST');
     }
     if (isConsolePath(path)) return serveConsole(req, res, path, 'file');
     return this.#fail(req, res, new FenecError('not_found', `no route ${JSON.stringify(path.slice(0, 200))}; this server answers ${this.#routes}`));
@@ -121,6 +137,18 @@ export class HttpHandler {
     req.cors = this.#cors !== undefined && this.#guard.isCorsOrigin(req);
     const caller = this.#guard.caller(req, req.route);
     if (caller instanceof FenecError) return this.#fail(req, res, caller);
+    if (caller.kind === 'jwt' && this.#revocations !== undefined) {
+      const revoked = this.#revocations.list.refusal(caller.claims);
+      if (revoked !== undefined) {
+        this.#audit.auth('revoked', req.socket.remoteAddress, req.route);
+        return this.#fail(req, res, revoked);
+      }
+    }
+    this.#readBody(req, res, caller);
+  }
+
+  /** Reads the body of a request that passed the guard; #onEnd answers it by its route. */
+  #readBody(req: FenecRequest, res: ServerResponse, caller: Caller): void {
     req.caller = caller;
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > this.#maxBody) return this.#tooLarge(req, res);
@@ -150,6 +178,7 @@ export class HttpHandler {
     const body = this.rest !== undefined ? Buffer.concat(this.rest, this.received) : (this.first ?? EMPTY);
     this.first = this.rest = undefined;
     if (this.route === '/_mcp') this.handler!.#answerMcp(this, this.response!, body);
+    else if (this.route === '/_revocations') this.handler!.#revoke(this, this.response!, body);
     else this.handler!.#answer(this, this.response!, body);
   }
 
@@ -200,6 +229,27 @@ export class HttpHandler {
     if (change === undefined) return;
     const who = caller.kind === 'server' ? caller : { kind: 'jwt' as const, sub: subjectOf(caller.claims) };
     this.#audit.schema(change.statement, change.collection, who);
+  }
+
+  /** GET lists the revocations, POST {"jti": …} or {"sub": …} revokes: the server's token only. */
+  #revocationsRoute(req: FenecRequest, res: ServerResponse): void {
+    const caller = this.#guard.caller(req, '/_revocations', false);
+    if (caller instanceof FenecError) return this.#fail(req, res, caller);
+    if (req.method === 'GET') return this.#send(req, res, 200, JSON.stringify({ revocations: this.#revocations!.list.list().map(revocationJson) }));
+    this.#readBody(req, res, caller);
+  }
+
+  #revoke(req: FenecRequest, res: ServerResponse, body: Buffer): void {
+    let answer: { revocation: Revocation; created: boolean };
+    try {
+      const { kind, value } = parseRevocationBody(body);
+      answer = this.#revocations!.list.revoke(kind, value);
+      // Written (and flushed) before the answer leaves, as every change of who may do what.
+      this.#audit.revocation(kind, value, this.#revocations!.tenant, answer.created);
+    } catch (err) {
+      return this.#fail(req, res, err);
+    }
+    this.#send(req, res, answer.created ? 201 : 200, JSON.stringify({ revoked: revocationJson(answer.revocation), created: answer.created }));
   }
 
   #tooLarge(req: FenecRequest, res: ServerResponse): void {
@@ -265,4 +315,9 @@ export class HttpHandler {
     res.end(body);
     this.#metrics.observe(req.route, status, (performance.now() - req.started) / 1000);
   }
+}
+
+/** A revocation as answers show it: its time as an ISO date. */
+function revocationJson(revocation: Revocation): Record<string, string> {
+  return { [revocation.kind]: revocation.value, at: new Date(revocation.at).toISOString() };
 }

@@ -5,7 +5,7 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** A route pattern, never a path: a collection or tenant name must not become a label value. */
-export type RouteLabel = '/query' | '/_mcp' | '/_health' | '/_metrics' | 'other';
+export type RouteLabel = '/query' | '/_mcp' | '/_health' | '/_metrics' | '/_revocations' | 'other';
 
 /** How an MCP tool call ended: answered, refused as an isError result, or failed (a fault, an unknown tool). */
 export type ToolOutcomeLabel = 'ok' | 'refused' | 'failed';

@@ -1,5 +1,5 @@
 /**
- * The body of `POST /query`: `{"statement": string, "params"?: array}`, nothing else. A misspelt
+ * The bodies a server reads by hand. That of `POST /query`: `{"statement": string, "params"?: array}`, nothing else. A misspelt
  * field (`"param"`) is refused rather than ignored, since ignoring it would run the statement
  * without the values the caller meant to bind.
  */
@@ -42,6 +42,26 @@ export function parseQueryBody(body: Buffer): QueryBody {
     throw new FenecError('bad_request', `"params" must be an array of values (bound to $1, $2, …), not ${kind(params)}`);
   }
   return { statement, params };
+}
+
+const REVOCATION_SHAPE = '{"jti": "..."} or {"sub": "..."}';
+
+/** The body of `POST /_revocations`: one jti, or one sub. @throws FenecError `bad_json` or `bad_request`. */
+export function parseRevocationBody(body: Buffer): { kind: 'jti' | 'sub'; value: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new FenecError('bad_json', `the request body is not JSON; send ${REVOCATION_SHAPE}`);
+  }
+  const keys = value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.keys(value) : [];
+  const key = keys[0];
+  if (keys.length !== 1 || (key !== 'jti' && key !== 'sub')) {
+    throw new FenecError('bad_request', `the request body must be ${REVOCATION_SHAPE}: one token by its jti, or every token of a sub`);
+  }
+  const named = (value as Record<string, unknown>)[key];
+  if (typeof named !== 'string') throw new FenecError('bad_request', `"${key}" must be a string, not ${kind(named)}`);
+  return { kind: key, value: named };
 }
 
 function kind(value: unknown): string {

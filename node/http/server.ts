@@ -12,6 +12,7 @@ import { RequestGuard } from './guard.js';
 import { FenecRequest, HttpHandler, type Executor } from './handler.js';
 import { HttpMetrics } from './metrics.js';
 import { mcpEndpoint } from '../mcp/serve-mcp.js';
+import type { Revocations } from '../storage/revocations.js';
 
 export interface RunningServer {
   /** The base URL it answers on, with the port it really listens on (config.port 0 takes a free one). */
@@ -30,12 +31,13 @@ const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 const CLOSE_GRACE_MS = 5_000;
 
 /**
- * Starts serving `db` as `config` says, writing refused tokens, schema changes and MCP writes to `audit`.
+ * Starts serving `db` as `config` says, writing refused tokens, revocations, schema changes and MCP
+ * writes to `audit`; JWTs are checked against `revocations` (the file's), which /_revocations keeps.
  *
  * @throws FenecError `invalid_option` when the address cannot be listened on (in use, not this
  *   machine's, a privileged port).
  */
-export function startServer(config: ServerConfig, db: Executor, logger: Logger, audit: Audit = Audit.off): Promise<RunningServer> {
+export function startServer(config: ServerConfig, db: Executor, logger: Logger, audit: Audit = Audit.off, revocations?: Revocations): Promise<RunningServer> {
   const metrics = new HttpMetrics();
   const mcp = config.mcp === undefined ? undefined : mcpEndpoint(db, {
     write: config.mcp.write,
@@ -45,7 +47,7 @@ export function startServer(config: ServerConfig, db: Executor, logger: Logger, 
     logger,
     count: (tool, outcome) => metrics.toolCall(tool, outcome),
   });
-  const handler = new HttpHandler(config, db, new RequestGuard(config, audit), metrics, logger, audit, mcp);
+  const handler = new HttpHandler(config, db, new RequestGuard(config, audit), metrics, logger, audit, mcp, revocations === undefined ? undefined : { list: revocations, tenant: null });
   const server = http.createServer({ IncomingMessage: FenecRequest }, handler.handle);
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   // A client that sends `Expect: 100-continue` (curl, for large bodies) is told to go on only once

@@ -86,6 +86,21 @@ export function openSnapshot(file: string): Connection {
   return db;
 }
 
+/**
+ * Opens a `.fenec` file read-only without holding a transaction: each read sees what the file holds
+ * then, as a writer beside it changes it (the revocations of a `--read-only` server).
+ */
+export function openReader(file: string): Connection {
+  try {
+    const db = new Database(file, { readonly: true, fileMustExist: true });
+    db.pragma('busy_timeout = 1000');
+    checkFormat(db, file);
+    return db;
+  } catch (err) {
+    throw cannotOpen(file, err);
+  }
+}
+
 function cannotOpen(file: string, err: unknown): FenecError {
   if (err instanceof FenecError) return err;
   const reason = err instanceof Error ? err.message : String(err);

@@ -28,6 +28,7 @@ import { HttpMetrics } from '../http/metrics.js';
 import type { RunningServer } from '../http/server.js';
 import { mcpEndpoint } from '../mcp/serve-mcp.js';
 import type { McpEndpoint, McpReply } from '../../shared/mcp/endpoint.js';
+import { Revocations } from '../storage/revocations.js';
 import { QuotaExecutor } from './quota-executor.js';
 import type { QuotaKind, Quotas } from './quotas.js';
 import { TenantRegistry, type Tenant } from './tenant-registry.js';
@@ -120,8 +121,15 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
       const policy = policyOf(tenant.name);
       const held = new QuotaExecutor(db, tenant.quotas, refused);
       const mcp = config.mcp === undefined ? undefined : mcpEndpoint(held, mcpOptions(tenant.name));
-      const handler = new HttpHandler({ ...config, policy }, held, guard, metrics, logger, audit, mcp);
-      return { handler, close: () => db.close() };
+      const revocations = Revocations.open(file, false);
+      const handler = new HttpHandler({ ...config, policy }, held, guard, metrics, logger, audit, mcp, { list: revocations, tenant: tenant.name });
+      return {
+        handler,
+        close: () => {
+          revocations.close();
+          db.close();
+        },
+      };
     } catch (err) {
       db.close();
       throw err;
@@ -176,8 +184,8 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
       return fail(new FenecError('invalid_tenant', `${JSON.stringify(name.slice(0, 80))} is not a tenant name: a-z, 0-9 and -, 1 to 63 characters, not starting with -`));
     }
     if (route === undefined) return admin(req, res, name, send, fail);
-    if (more.length > 0 || (route !== 'query' && route !== '_mcp')) {
-      return fail(new FenecError('not_found', `a tenant's routes are /t/${name}/query and /t/${name}/_mcp`));
+    if (more.length > 0 || (route !== 'query' && route !== '_mcp' && route !== '_revocations')) {
+      return fail(new FenecError('not_found', `a tenant's routes are /t/${name}/query, /t/${name}/_mcp and /t/${name}/_revocations`));
     }
     const auditRoute = `/t/<tenant>/${route}`;
     const caller = guard.caller(req, auditRoute);
