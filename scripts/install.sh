@@ -36,8 +36,10 @@ fi
 # 2. npm packages, pinned by package-lock.json.
 node_major=$(node -p 'process.versions.node.split(".")[0]')
 if [ "$node_major" -lt 20 ]; then say "Node.js 20 or later is needed (found $(node --version))"; exit 1; fi
-# Each package's own, the example agent's (examples/mcp-agent: its test runs it) beside the product's.
+# Each package's own, the example agent's (examples/mcp-agent: its test runs it) beside the product's;
+# a copy without the example (the Docker image) installs the product's alone.
 for dir in . examples/mcp-agent; do
+  [ -f "$dir/package-lock.json" ] || continue
   stamp=$dir/node_modules/.fenec-lock-hash
   want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
