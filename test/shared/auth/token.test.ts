@@ -8,13 +8,20 @@ const SECRET = 'a-secret-of-at-least-thirty-two-bytes-0123';
 describe('mintToken', () => {
   const verifier = JwtVerifier.create({ secret: SECRET });
 
-  it('signs sub, tenant, iat, exp and the extra claims with HS256, which the server\'s verifier takes', () => {
+  it('signs sub, tenant, jti, iat, exp and the extra claims with HS256, which the server\'s verifier takes', () => {
     const now = Date.now();
     const token = mintToken({ secret: SECRET, tenant: 'acme', sub: 'ada', ttlSeconds: 3600, claims: { team: 'ops' }, now });
-    const claims = verifier.verify(token);
+    const { jti, ...claims } = verifier.verify(token);
     const iat = Math.floor(now / 1000);
     expect(claims).to.deep.equal({ team: 'ops', sub: 'ada', tenant: 'acme', iat, exp: iat + 3600 });
+    expect(jti).to.match(/^[A-Za-z0-9_-]{22}$/);
     expect(JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString())).to.deep.equal({ alg: 'HS256', typ: 'JWT' });
+  });
+
+  it('mints a one-file server\'s token without a tenant claim, and a jti of its own each time', () => {
+    const [a, b] = [0, 1].map(() => verifier.verify(mintToken({ secret: SECRET, sub: 'ada', ttlSeconds: 60 })));
+    expect(a).to.not.have.property('tenant');
+    expect(a!.jti).to.be.a('string').and.not.equal(b!.jti);
   });
 
   it('mints a token the verifier refuses once its ttl is past', () => {
@@ -28,6 +35,7 @@ describe('mintToken', () => {
     ['an empty sub', { sub: '' }, '--sub'],
     ['claims overriding sub and exp', { claims: { sub: 'root', exp: 1, team: 'ops' } }, '--claims may not set sub, exp'],
     ['a claim overriding tenant', { claims: { tenant: 'other' } }, 'tenant'],
+    ['a claim setting the jti', { claims: { jti: 'mine' } }, '--claims may not set jti'],
   ] as const) {
     it(`refuses ${what} with invalid_option`, () => {
       const valid = { secret: SECRET, tenant: 'acme', sub: 'ada', ttlSeconds: 60 };
