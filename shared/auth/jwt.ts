@@ -139,6 +139,8 @@ export class JwtVerifier {
     }
     const { exp, nbf } = payload as { exp?: unknown; nbf?: unknown };
     if (typeof exp !== 'number') return refused('no_expiry', 'the token has no exp claim; this server takes only tokens that expire');
+    // JSON's 1e400 parses as Infinity, which jsonwebtoken compares as a time that never comes: a token that never expires.
+    if (!Number.isFinite(exp)) return refused('bad_claims', 'the token\'s exp claim is not a finite number of seconds; this server takes only tokens that expire');
     // Without a prototype: a policy's $jwt.constructor or $jwt.toString names no claim, as it should not.
     const claims = Object.freeze(Object.assign(Object.create(null) as Record<string, unknown>, payload));
     const accepted = Object.freeze({ ok: true as const, claims });

@@ -173,6 +173,8 @@ export interface RequestOptions {
   readonly body?: string | Buffer;
   /** Send the body in chunked encoding, without Content-Length. */
   readonly chunked?: boolean;
+  /** Give up (reject) when the whole answer is not in by then; without it the wait is the test's own timeout. */
+  readonly timeoutMs?: number;
 }
 
 /** One HTTP request on a fresh connection, with exactly the headers given (plus Host, unless given). */
@@ -198,6 +200,11 @@ export function request(base: string, options: RequestOptions = {}): Promise<Rep
     });
     // A server that refuses a body early may close before all of it is sent; its answer still counts.
     req.on('error', reject);
+    if (options.timeoutMs !== undefined) {
+      const timer = setTimeout(() => req.destroy(new Error(`no answer from ${url.pathname} within ${options.timeoutMs} ms`)), options.timeoutMs);
+      req.once('response', (res) => res.once('close', () => clearTimeout(timer)));
+      req.once('error', () => clearTimeout(timer));
+    }
     if (options.body !== undefined) req.write(options.body);
     req.end();
   });

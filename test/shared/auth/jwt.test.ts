@@ -87,6 +87,10 @@ describe('JwtVerifier', () => {
       ['not yet valid', () => hs, () => sign({ ...claims, nbf: now() + 3600 }), 'not_yet_valid', 'not valid before'],
       ['no exp', () => hs, () => jwt.sign(claims, SECRET), 'no_expiry', 'no exp'],
       ['a string exp', () => hs, () => hmacToken({ alg: 'HS256' }, { ...claims, exp: 'soon' }, SECRET), 'bad_claims', 'exp'],
+      ['an exp of 1e400, Infinity once parsed: a token that never expires', () => hs, () => {
+        const input = `${b64({ alg: 'HS256' })}.${Buffer.from(JSON.stringify(claims).replace(/}$/, ',"exp":1e400}')).toString('base64url')}`;
+        return `${input}.${createHmac('sha256', SECRET).update(input).digest('base64url')}`;
+      }, 'bad_claims', 'exp claim is not a finite number'],
       ['the wrong issuer', () => hs, () => sign({ ...claims, iss: 'elsewhere' }), 'wrong_issuer', '"fenec"'],
       ['no issuer', () => hs, () => sign({ sub: 'ada', aud: 'agents' }), 'wrong_issuer', 'iss'],
       ['the wrong audience', () => hs, () => sign({ ...claims, aud: 'others' }), 'wrong_audience', '"agents"'],
