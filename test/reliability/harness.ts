@@ -153,3 +153,13 @@ export function seeded(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/**
+ * A table's rows for this run: all of them under `make reliability`, every `stride`-th inside
+ * `make test` (which ones turns with the seed, so that runs over days cover the whole table).
+ */
+export function sampled<T>(rows: readonly T[], stride: number): T[] {
+  if (FULL) return [...rows];
+  const offset = SEED % stride;
+  return rows.filter((_, i) => i % stride === offset);
+}
