@@ -6,13 +6,14 @@ FILE ?= notes.fenec
 PORT ?= 8080
 SOURCES := $(shell find shared node router deploy test bench -name '*.ts' 2>/dev/null) tsconfig.json
 
-.PHONY: help install build test mcp-test mcp-conformance chromium console-screenshots run serve requests-bench search-bench mcp-bench mcp-detail bench clean
+.PHONY: help install build test mcp-test reliability mcp-conformance chromium console-screenshots run serve requests-bench search-bench mcp-bench mcp-detail bench clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
 	@echo "make install      install what is missing, build, and put fenec, fenec-server, fenec-router on your PATH"
 	@echo "make test         install what is missing, build, run every test"
 	@echo "make mcp-test     the MCP tests alone: tools, protocol, official clients, conformance suite, docs configs"
+	@echo "make reliability  kill -9 rounds, fuzzing of /query and MCP, the forged-token and policy-escape tables (under 10 minutes; make test runs a part)"
 	@echo "make serve FILE=F serve one file (its console: http://127.0.0.1:$(PORT)/_console/)"
 	@echo "make console-screenshots  refresh docs/console/*.png from the console's browser tests"
 	@echo "make requests-bench  /query against bare node:http; the router hop against the node direct"
@@ -44,6 +45,13 @@ MCP_TESTS := 'dist/test/shared/mcp/**/*.test.js' 'dist/test/integration/mcp/**/*
 
 mcp-test: build mcp-conformance
 	npx mocha --no-config --exit --timeout 60000 $(if $(CI),--forbid-only) $(MCP_TESTS)
+
+# The full reliability run (docs/reliability.md); make test runs the same files at their small counts.
+# Bounded: past 10 minutes the run is stopped, and the test helpers kill every server it started.
+RELIABILITY_SEED ?=
+reliability: build
+	FENEC_RELIABILITY=full $(if $(RELIABILITY_SEED),FENEC_RELIABILITY_SEED=$(RELIABILITY_SEED)) timeout --kill-after=20s 600s \
+	  $(NODE) node_modules/mocha/bin/mocha.js --no-config --exit --timeout 600000 $(if $(CI),--forbid-only) 'dist/test/reliability/**/*.test.js'
 
 # Debian's Chromium for the console's browser tests (test/console), when missing.
 chromium:

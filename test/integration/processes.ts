@@ -36,6 +36,16 @@ export interface Finished {
   readonly stderr: string;
 }
 
+/** Every child of every sandbox still running: killed by pid if the test run itself is stopped. */
+const LIVE = new Set<ChildProcess>();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  // `make reliability` stops a run past its time bound with SIGTERM; a run stopped so leaves no server behind.
+  process.once(signal, () => {
+    for (const child of LIVE) child.kill('SIGKILL');
+    process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
+  });
+}
+
 /** The processes and temporary folders of one suite, all removed by `cleanUp()`. */
 export class Sandbox {
   readonly #children = new Set<ChildProcess>();
@@ -114,7 +124,11 @@ export class Sandbox {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.#children.add(child);
-    child.once('exit', () => this.#children.delete(child));
+    LIVE.add(child);
+    child.once('exit', () => {
+      this.#children.delete(child);
+      LIVE.delete(child);
+    });
     return child;
   }
 }

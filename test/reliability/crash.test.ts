@@ -17,7 +17,7 @@ import { expect } from 'chai';
 import { request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
 import { report, scaled, SEED, seeded } from './harness.js';
 
-const ROUNDS = scaled(2, 20);
+const ROUNDS = scaled(2, 15);
 const WRITERS = 3;
 /** Rows checked by match and near each round besides the ones the round changed. */
 const SAMPLE = scaled(10, 40);
@@ -40,7 +40,7 @@ type InFlight =
   | { readonly kind: 'del'; readonly id: number };
 
 describe('reliability: kill -9 under mixed writes', function () {
-  this.timeout(scaled(60_000, 420_000));
+  this.timeout(scaled(60_000, 300_000));
   const sandbox = new Sandbox();
   after(() => sandbox.cleanUp());
 

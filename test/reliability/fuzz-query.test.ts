@@ -12,13 +12,13 @@ import { query, Sandbox, type ServerProcess } from '../integration/processes.js'
 import { condition, FUZZ_SCHEMA, queryBody } from './arbitraries.js';
 import { describeTally, expectRssBounded, expectServing, judged, newTally, report, rssKiB, scaled, SEED, shown } from './harness.js';
 
-const ROUNDS = scaled(2, 8);
-const RUNS = scaled(100, 600);
+const ROUNDS = scaled(2, 5);
+const RUNS = scaled(60, 400);
 const TOKEN = 'fuzz-query-token';
 const SECRET = 'fuzz-query-secret-of-at-least-32-bytes';
 
 describe('reliability: fuzzing /query', function () {
-  this.timeout(scaled(120_000, 400_000));
+  this.timeout(scaled(60_000, 300_000));
   const sandbox = new Sandbox();
   let server: ServerProcess;
   let jwt: string;
