@@ -58,8 +58,8 @@ describe('reliability: issue 9\'s shapes', function () {
     expect(reply.json.error.message).to.be.a('string').and.not.equal('');
   };
 
-  /** A server of its own for each group: a statement that stalls one must not fail the next group's tests. */
-  async function startServer(): Promise<void> {
+  before(async () => {
+    reader = mintToken({ secret: SECRET, tenant: 'acme', sub: 'ada', ttlSeconds: 3600 });
     const dir = sandbox.dir();
     fs.writeFileSync(path.join(dir, 'policy.txt'), POLICY);
     server = await sandbox.startServer(['--file', path.join(dir, 'shapes.fenec'), '--http-token', TOKEN, '--jwt-secret', SECRET,
@@ -68,18 +68,10 @@ describe('reliability: issue 9\'s shapes', function () {
     await admin('insert into docs [{title: "fox", year: 2, f: 1.5, j: {}, v: [1, 2, 3, 4]}, {title: "dog", year: 3, f: 2.5, j: [], v: [4, 3, 2, 1]}]');
     await admin('create collection vecs (title text @text, v vector<3> @hnsw(cosine))');
     await admin('create collection if not exists memories (text text required @text, tags [text], owner text @hash, at timestamp @sorted, expires timestamp @ttl(1ms), vector vector<3> @hnsw(cosine))');
-  }
-  const stopServer = (): Promise<void> => sandbox.kill(server.child);
-
-  before(() => {
-    reader = mintToken({ secret: SECRET, tenant: 'acme', sub: 'ada', ttlSeconds: 3600 });
   });
   after(() => sandbox.cleanUp());
 
   describe('1. compile time linear in the statement', () => {
-    before(startServer);
-    after(stopServer);
-
     const chain = (n: number, term = '1'): string => Array(n).fill(term).join(' + ');
     const nested = (n: number): string => `${'coalesce('.repeat(n)}1${', 1)'.repeat(n)}`;
     const shapes: Array<[string, string]> = [
@@ -121,9 +113,6 @@ describe('reliability: issue 9\'s shapes', function () {
   });
 
   describe('2. large input answers a 4xx that says what to change, never internal', () => {
-    before(startServer);
-    after(stopServer);
-
     const shapes: Array<[string, () => [string, unknown[] | string]]> = [
       ['979 nested parentheses', () => [`get docs where ${'('.repeat(979)}year = 1${')'.repeat(979)}`, []]],
       ['2 000 nested parentheses', () => [`get docs where ${'('.repeat(2000)}year = 1${')'.repeat(2000)}`, []]],
@@ -155,9 +144,6 @@ describe('reliability: issue 9\'s shapes', function () {
   });
 
   describe('3. non-finite numbers refused at the door, never stored', () => {
-    before(startServer);
-    after(stopServer);
-
     const shapes: Array<[string, string]> = [
       ['a vector component of 1e39 in an insert', 'insert into docs {v: [1e39, 1, 1, 1]}'],
       ['1e308 * 10 in an insert', 'insert into docs {f: 1e308 * 10}'],
@@ -186,9 +172,6 @@ describe('reliability: issue 9\'s shapes', function () {
   });
 
   describe('7. a vector of the wrong length is refused before the data is read', () => {
-    before(startServer);
-    after(stopServer);
-
     it('MCP search on an empty vector<3> collection answers vector_length, as /query does', async () => {
       const tool = await post(server, '/_mcp', TOKEN, mcpCall('search', { collection: 'vecs', vector: [1, 2] }));
       expect(tool.json.result.isError, tool.text).to.equal(true);
