@@ -127,7 +127,8 @@ const typedRow: fc.Arbitrary<string> = fc
     tags: fc.array(anyText, { maxLength: 3 }).map((t) => JSON.stringify(t)), meta: anyJson.map((m) => JSON.stringify(m) ?? 'null'),
     at: fc.constantFrom('now()', 'now() - 1d', '"2026-01-01T00:00:00Z"', '1700000000000', 'null'), owner: fc.constantFrom('"ada"', '"bob"', '$jwt.sub', 'null'),
     code: fc.oneof(fc.constant('null'), fc.nat(30).map((n) => `"c${n}"`)),
-    v: fc.array(fc.double({ min: -10, max: 10, noNaN: true }), { minLength: 4, maxLength: 4 }).map((xs) => JSON.stringify(xs)),
+    v: fc.array(fc.oneof({ weight: 9, arbitrary: fc.double({ min: -10, max: 10, noNaN: true }).map((x) => JSON.stringify(x)) }, { weight: 1, arbitrary: fc.constantFrom('3.5e38', '-1e39', '1e-46', '1e309') }), { minLength: 4, maxLength: 4 })
+      .map((xs) => `[${xs.join(', ')}]`),
     w: fc.array(fc.integer({ min: -5, max: 5 }), { minLength: 2, maxLength: 2 }).map((xs) => JSON.stringify(xs)),
   }, { requiredKeys: [] })
   .map((row) => `{${Object.entries(row).map(([k, v]) => `${k}: ${v}`).join(', ')}}`);

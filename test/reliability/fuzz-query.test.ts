@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { mintToken } from '../../shared/auth/token.js';
 import { query, Sandbox, type ServerProcess } from '../integration/processes.js';
 import { condition, FUZZ_SCHEMA, queryBody } from './arbitraries.js';
-import { describeTally, expectRssBounded, expectServing, judged, newTally, report, rssKiB, scaled, SEED, shown } from './harness.js';
+import { describeTally, expectRssBounded, expectServing, judged, newTally, PropertyBroken, report, rssKiB, scaled, SEED, shown } from './harness.js';
 
 const ROUNDS = scaled(2, 5);
 const RUNS = scaled(60, 400);
@@ -32,6 +32,16 @@ describe('reliability: fuzzing /query', function () {
     if (created.status !== 200) throw new Error(created.text);
   });
   after(() => sandbox.cleanUp());
+
+  /** Nothing stored is garbage: a vector component that overflowed float32 would read back as null. */
+  async function expectNoGarbage(): Promise<void> {
+    const rows = (await query(server.url, 'get docs select id, v, w limit 1000000', [], TOKEN)).json.rows as Array<{ id: number; v?: unknown[]; w?: unknown[] }>;
+    for (const row of rows) {
+      for (const vector of [row.v, row.w]) {
+        if (vector?.some((x) => typeof x !== 'number' || !Number.isFinite(x))) throw new PropertyBroken(`row ${row.id} holds a vector with a component that is not a number: ${JSON.stringify(vector)}`);
+      }
+    }
+  }
 
   /** Rows for the reads to find, given back whenever the fuzzed deletes took them. */
   async function refill(): Promise<void> {
@@ -59,6 +69,7 @@ describe('reliability: fuzzing /query', function () {
         { seed: SEED + round, numRuns: RUNS, endOnFailure: true },
       );
       await expectServing(server.url);
+      await expectNoGarbage();
       rss.push(rssKiB(server.pid));
     }
     expectRssBounded('/query fuzzing', rss);
