@@ -3,19 +3,19 @@
  *
  * 1. statements whose compile time doubled with each term (`1 + 1 + …`, nested `coalesce`, `1.5 + …`,
  *    an MCP filter, insert and set values) answer within the bound, and /_health is not held up by them;
- * 2. inputs that were merely large (nesting, chains, long patterns) answer a 4xx with a code that says
- *    what to change, never `internal`, and change no data;
- * 3. a 1e400 param is refused, never stored;
+ * 2. inputs that were merely large (nesting, chains, long patterns, float32 overflow) answer a 4xx with
+ *    a code that says what to change, never `internal`, and change no data;
+ * 3. numbers past float32 (vectors) or float64 (`1e308 * 10`, a 1e400 param) are refused, never stored;
  * 4. a tenant at its byte quota can free space: del, set that does not grow, compact; the file shrinks;
  * 5. MCP writes at the byte quota are tool results (`isError`, 507 `storage_full`), not protocol errors;
- * 6. a token for another tenant leaves an audit line at the node;
- * 7. a vector of the wrong length is refused by MCP search on an empty collection too.
+ * 6. a token for another tenant leaves an audit line at the node, and the router audits refused tokens;
+ * 7. a vector of the wrong length is refused by MCP search and recall on an empty collection too.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
 import { mintToken } from '../../shared/auth/token.js';
-import { request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
+import { FENEC_ROUTER, request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
 import { ANSWER_LIMIT_MS, expectServing, HANG_MS, judged, newTally, type Tally } from './harness.js';
 
 const TOKEN = 'issue-9-server-token';
@@ -128,6 +128,7 @@ describe('reliability: issue 9\'s shapes', function () {
       ['a nested JSON parameter 5 000 deep', () => ['insert into docs {j: $1}', `[${'['.repeat(5000)}${']'.repeat(5000)}]`]],
       ['a nested JSON parameter 100 000 deep', () => ['insert into docs {j: $1}', `[${'['.repeat(100_000)}${']'.repeat(100_000)}]`]],
       ['a like pattern of 50 001 characters', () => [`get docs where title like "${'%a'.repeat(25_001)}"`, []]],
+      ['a vector component past float32 in near', () => ['get docs near v [3.5e38, 1, 1, 1] limit 1', []]],
     ];
     // A parser may take a shape of the issue's size, or refuse it past its limit; never a fault.
     for (const [what, shape] of shapes) {
@@ -143,6 +144,22 @@ describe('reliability: issue 9\'s shapes', function () {
   });
 
   describe('3. non-finite numbers refused at the door, never stored', () => {
+    const shapes: Array<[string, string]> = [
+      ['a vector component of 1e39 in an insert', 'insert into docs {v: [1e39, 1, 1, 1]}'],
+      ['1e308 * 10 in an insert', 'insert into docs {f: 1e308 * 10}'],
+      ['1e308 * 10 in a set', 'set docs {f: 1e308 * 10} where true'],
+      ['1e309 written as a literal', 'insert into docs {f: 1e309}'],
+    ];
+    for (const [what, statement] of shapes) {
+      it(`refuses ${what} (400), storing nothing`, async () => {
+        const before = await admin('get docs select * order id limit 100');
+        const reply = await judgedQuery(statement);
+        expectRefusal(reply, what);
+        expect(await admin('get docs select * order id limit 100')).to.deep.equal(before);
+        expect((await admin('get docs where f > 1e308 count')).count).to.equal(0);
+      });
+    }
+
     it('refuses a parameter of 1e400 (Infinity once the body is parsed)', async () => {
       const before = (await admin('get docs count')).count;
       const reply = await judged(tally, '1e400 param', server.url, {
@@ -161,6 +178,14 @@ describe('reliability: issue 9\'s shapes', function () {
       expect(tool.json.result.structuredContent.error.code).to.equal('vector_length');
       const direct = await post(server, '/query', TOKEN, { statement: 'get vecs near v [1, 2] limit 5' });
       expect(direct.json.error.code).to.equal('vector_length');
+    });
+
+    it('MCP recall on an empty memory collection answers vector_length, for the server token and a scoped JWT', async () => {
+      for (const token of [TOKEN, reader]) {
+        const tool = await post(server, '/_mcp', token, mcpCall('recall', { vector: [1, 2] }));
+        expect(tool.json.result.isError, tool.text).to.equal(true);
+        expect(tool.json.result.structuredContent.error.code).to.equal('vector_length');
+      }
     });
   });
 });
@@ -251,6 +276,18 @@ describe('reliability: issue 9\'s shapes on a tenant node and a router', functio
       expect(lines, JSON.stringify(lines)).to.have.length(1);
       expect(lines[0]!.event).to.equal('auth');
       expect(JSON.stringify(lines[0])).to.include('wrong_tenant');
+    });
+
+    it('fenec-router --audit writes one for a forged token and one for another tenant\'s', async () => {
+      const routerAudit = path.join(dir, 'router-audit.log');
+      const router = await sandbox.startProgram(FENEC_ROUTER, ['--port', '0', '--nodes', `a=${node.url}`, '--http-token', TOKEN, '--jwt-secret', SECRET, '--audit', routerAudit]);
+      const forged = await post(router, '/t/alpha/query', `${mintToken({ secret: SECRET, tenant: 'alpha', sub: 'ada', ttlSeconds: 600 })}x`, { statement: 'get notes' });
+      expect(forged.status).to.equal(401);
+      const wrong = await post(router, '/t/beta/query', mintToken({ secret: SECRET, tenant: 'alpha', sub: 'ada', ttlSeconds: 600 }), { statement: 'get notes' });
+      expect(wrong.status).to.equal(403);
+      const lines = auditLines(routerAudit);
+      expect(lines.map((l) => l.event), JSON.stringify(lines)).to.deep.equal(['auth', 'auth']);
+      expect(JSON.stringify(lines[1])).to.include('wrong_tenant');
     });
   });
 });
