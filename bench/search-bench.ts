@@ -299,7 +299,7 @@ async function clusteredRun(dir: string): Promise<void> {
       (q) => (rawMatch.raw(true).all(ftsQueries[q], K) as [number, number][]).map(([id]) => id),
     );
     const sameTop = match.ours.out.filter((ids, i) => sameList(ids, match.theirs.out[i]!)).length;
-    results.notes.push(`match: ${sameTop} of ${QUERIES} queries answered the same ${K} rows in the same order as raw FTS5`);
+    results.notes.push(`match: ${sameTop} of ${QUERIES} queries answered the same ${K} rows in the same order as raw FTS5 (fenecdb ranks by BM25 with Lucene's IDF, raw FTS5 by its own bm25(), whose IDF is ~0 for a word in half the rows or more: rankings differ where such a word is in the query)`);
     results.queries.push(queryMeasure('match body (2 words)', MATCH, match, `raw FTS5 '"w1" OR "w2"'`, TARGET_RATIO));
     const rare = measurePair(
       (q) => idsOf(db.execute(MATCH, [`${rareWords[q]![0]} ${rareWords[q]![1]}`])),
@@ -335,7 +335,7 @@ async function clusteredRun(dir: string): Promise<void> {
       },
     );
     const sameFused = fused.ours.out.filter((ids, i) => sameList(ids, fused.theirs.out[i]!)).length;
-    results.notes.push(`fuse: ${sameFused} of ${QUERIES} queries answered the same ${K} rows in the same order as the raw composition`);
+    results.notes.push(`fuse: ${sameFused} of ${QUERIES} queries answered the same ${K} rows in the same order as the raw composition (its text ranking is FTS5's bm25(), fenecdb's BM25 with Lucene's IDF)`);
     results.queries.push(queryMeasure('match … near … fuse', FUSE, fused, `raw FTS5 + raw Faiss (${FUSE_CANDIDATES} each) + RRF`));
 
     if (SINGLE_INSERTS > 0) {
