@@ -2,6 +2,7 @@
  * The server's options, parsed once at the edge (the CLI) and passed down frozen. Nothing below
  * the CLI reads process.env or process.argv: whatever the server does differently is in here.
  */
+import { randomBytes } from 'node:crypto';
 import type { AuditTarget } from '../shared/audit.js';
 import { JwtVerifier } from '../shared/auth/jwt.js';
 import type { Policy } from '../shared/auth/policy.js';
@@ -56,6 +57,12 @@ export interface ServerConfig {
    * and `/_mcp` is as unknown as any other path.
    */
   readonly mcp: McpConfig | undefined;
+  /**
+   * The key cursors are signed with (HMAC-SHA256): 32 random bytes made when the config is, so a
+   * cursor lives as long as the server that answered it. Passed down with the config (to every
+   * tenant's handler, and to any thread that serves requests), never kept in a global.
+   */
+  readonly cursorSecret: Uint8Array;
 }
 
 /** A public key for JWTs: its PEM text, and the file it came from (for messages). */
@@ -108,6 +115,7 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     policy: input.policy,
     audit: input.audit,
     mcp: input.mcp === undefined ? undefined : Object.freeze({ ...input.mcp }),
+    cursorSecret: input.cursorSecret ?? randomBytes(32),
   };
   if (config.file === '') throw invalidOption('--file', 'must name a file');
   if (config.host === '') throw invalidOption('--host', 'must name an address, e.g. 127.0.0.1 or 0.0.0.0');
@@ -125,6 +133,7 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
   if (config.policy !== undefined && config.jwt === undefined) {
     throw invalidOption('--policy', 'holds JSON Web Tokens to a policy: give --jwt-secret or --jwt-public-key too');
   }
+  if (config.cursorSecret.length < 32) throw invalidOption('cursorSecret', `takes at least 32 bytes, not ${config.cursorSecret.length}`);
   if (config.audit?.kind === 'file' && config.audit.path === '') throw invalidOption('--audit', 'must name a file, or nothing for stderr');
   const memory = config.mcp?.memory;
   if (memory !== undefined && (!isName(memory) || memory.startsWith('_'))) {

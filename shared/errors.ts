@@ -76,6 +76,12 @@ export const CATALOGUE = {
   invalid_argument: { status: 400, summary: 'An MCP tool argument the tool does not take, or a value of the wrong shape for it.' },
   answer_too_large: { status: 413, summary: 'An MCP tool\'s answer is past its bounds (100 rows, 64 KB): refused whole, never cut; the hint is a narrower call that fits.' },
 
+  // Cursors (paging)
+  invalid_cursor: { status: 400, summary: 'A cursor this server did not make, or one altered: pass next_cursor exactly as it was answered.' },
+  cursor_mismatch: { status: 400, summary: 'A cursor made for another read: it continues only the statement or call (its arguments but limit and the fields answered) it was answered to.' },
+  foreign_cursor: { status: 403, summary: 'A cursor answered to another token: a cursor continues a read for the token it was answered to alone.' },
+  expired_cursor: { status: 410, summary: 'A cursor made before the server started again (or by another server), or more than 24 hours ago: start the walk again.' },
+
   // Programs
   invalid_option: { status: 400, summary: 'A program option (flag) with a value it does not take.' },
 

@@ -20,9 +20,11 @@ import type { HttpMetrics, RouteLabel } from './metrics.js';
 import { parseQueryBody, parseRevocationBody } from './query-body.js';
 import type { Revocation, Revocations } from '../storage/revocations.js';
 import { mayChangeSchema, schemaChangeOf } from './schema-change.js';
+import { CursorKeeper, cursorSubject } from '../../shared/paging/cursor.js';
+import { Pager, pages } from '../../shared/paging/pager.js';
 
-/** What the handler needs of a database: statements (as text, or as trees for MCP) in, answers out. */
-export type Executor = Pick<FenecDatabase, 'execute' | 'executeStatement'>;
+/** What the handler needs of a database: statements (as text, or as trees for MCP and pages) in, answers out. */
+export type Executor = Pick<FenecDatabase, 'execute' | 'executeStatement' | 'statementOf'>;
 
 /** The revocations a handler checks tokens against and keeps, and the tenant they are of (null for a one-file server). */
 export interface RevocationScope {
@@ -50,6 +52,8 @@ const HEALTH_BODY = '{"status":"ok"}';
 const ROUTES_TEXT = 'POST /query, GET /_health and GET /_metrics';
 const ROUTES_TEXT_MCP = 'POST /query, POST /_mcp, GET /_health and GET /_metrics';
 const EMPTY = Buffer.alloc(0);
+/** A statement that may be a `get` with a limit: only these are parsed before they run, to page them. */
+const MAY_PAGE = /^\s*(?:--[^\n]*\n\s*)*get\b[\s\S]*\blimit\b/i;
 
 export class HttpHandler {
   readonly #db: Executor;
@@ -69,9 +73,11 @@ export class HttpHandler {
   /** The revocations of the file served (GET/POST /_revocations), or undefined: then no token is revoked here. */
   readonly #revocations: RevocationScope | undefined;
   readonly #granted = new WeakMap<object, ReadonlySet<string> | undefined>();
+  /** Pages of `get … limit N` (next_cursor) and their continuations (cursor). */
+  readonly #pager: Pager<ExecuteOptions>;
 
   constructor(
-    config: Pick<ServerConfig, 'maxBodyBytes' | 'httpReadOnly' | 'httpCors' | 'policy'>,
+    config: Pick<ServerConfig, 'maxBodyBytes' | 'httpReadOnly' | 'httpCors' | 'policy' | 'cursorSecret'>,
     db: Executor,
     guard: RequestGuard,
     metrics: HttpMetrics,
@@ -93,6 +99,7 @@ export class HttpHandler {
     this.#mcp = mcp;
     this.#revocations = revocations;
     this.#routes = `${mcp === undefined ? ROUTES_TEXT : ROUTES_TEXT_MCP}${revocations === undefined ? '' : ', GET|POST /_revocations'}`;
+    this.#pager = new Pager(db, new CursorKeeper(config.cursorSecret));
   }
 
   /** The `request` listener of the node:http server (requests are FenecRequest, see startServer). */
@@ -186,17 +193,33 @@ export class HttpHandler {
     let text: string;
     const caller = req.caller;
     try {
-      const { statement, params } = parseQueryBody(body);
+      const { statement, params, cursor } = parseQueryBody(body);
       const options: ExecuteOptions = caller.kind === 'server'
         ? this.#executeOptions
         : { readOnly: this.#readOnly, jwt: caller.claims, policy: this.#policy };
-      text = JSON.stringify(this.#db.execute(statement, params, options));
+      text = JSON.stringify(this.#run(statement, params, cursor, options, caller));
       // Written (and flushed) before the answer leaves: an answered change is an audited one.
       if (this.#audit.enabled && mayChangeSchema(statement)) this.#auditSchema(statement, caller);
     } catch (err) {
       return this.#fail(req, res, err);
     }
     this.#send(req, res, 200, text);
+  }
+
+  /**
+   * A statement's answer: a `get` with a limit (or a cursor) a page of its rows, with next_cursor
+   * when more follow; any other statement as the database answers it.
+   */
+  #run(statement: string, params: readonly unknown[], cursor: string | undefined, options: ExecuteOptions, caller: Caller): unknown {
+    const tree = cursor === undefined && !MAY_PAGE.test(statement) ? undefined : this.#db.statementOf(statement);
+    if (tree?.kind !== 'Get' || (cursor === undefined && (tree.limit === undefined || !pages(tree)))) {
+      if (cursor !== undefined) {
+        throw new FenecError('bad_request', '"cursor" continues a get whose answer carried next_cursor; this statement is not one', { hint: 'leave "cursor" out' });
+      }
+      return this.#db.execute(statement, params, options);
+    }
+    const subject = cursorSubject(caller.kind === 'server' ? undefined : caller.claims);
+    return this.#pager.read({ statement: tree, params, options, cursor, scope: '/query', subject }).answer;
   }
 
   /** One MCP message: its answer is JSON-RPC's, whatever the tool said; a notification is a bare 202. */
@@ -207,7 +230,7 @@ export class HttpHandler {
       : { readOnly: this.#readOnly, jwt: caller.claims, policy: this.#policy };
     const headers = req.headers;
     const tools = caller.kind === 'server' ? undefined : this.#grants(caller.claims);
-    const subject = caller.kind === 'server' ? 'server' : `jwt:${JSON.stringify([caller.claims.iss ?? null, caller.claims.tenant ?? null, caller.claims.sub ?? null])}`;
+    const subject = cursorSubject(caller.kind === 'server' ? undefined : caller.claims);
     const reply = this.#mcp!.handle(body.toString('utf8'), { options, scoped: caller.kind === 'jwt', tools, subject }, (name) => {
       const value = headers[name];
       return Array.isArray(value) ? value.join(', ') : value;

@@ -8,9 +8,11 @@ import { FenecError } from '../../shared/errors.js';
 export interface QueryBody {
   readonly statement: string;
   readonly params: readonly unknown[];
+  /** next_cursor of the page before: the rows after it. */
+  readonly cursor?: string;
 }
 
-const SHAPE = '{"statement": "...", "params": [...]}';
+const SHAPE = '{"statement": "...", "params": [...], "cursor": "..."}';
 const NO_PARAMS: readonly unknown[] = Object.freeze([]);
 
 /** Parses and checks a request body. @throws FenecError `bad_json` or `bad_request`. */
@@ -25,11 +27,14 @@ export function parseQueryBody(body: Buffer): QueryBody {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new FenecError('bad_request', `the request body must be a JSON object ${SHAPE}, not ${kind(value)}`);
   }
-  const { statement, params } = value as Record<string, unknown>;
+  const { statement, params, cursor } = value as Record<string, unknown>;
   for (const key in value) {
-    if (key !== 'statement' && key !== 'params') {
-      throw new FenecError('bad_request', `unknown field ${JSON.stringify(key)} in the request body; it takes "statement" and "params"`);
+    if (key !== 'statement' && key !== 'params' && key !== 'cursor') {
+      throw new FenecError('bad_request', `unknown field ${JSON.stringify(key)} in the request body; it takes "statement", "params" and "cursor"`);
     }
+  }
+  if (cursor !== undefined && typeof cursor !== 'string') {
+    throw new FenecError('bad_request', `"cursor" must be a string (next_cursor of the page before), not ${kind(cursor)}`);
   }
   if (typeof statement !== 'string') {
     throw new FenecError(
@@ -37,11 +42,11 @@ export function parseQueryBody(body: Buffer): QueryBody {
       statement === undefined ? `"statement" is missing; send ${SHAPE}` : `"statement" must be a string, not ${kind(statement)}`,
     );
   }
-  if (params === undefined) return { statement, params: NO_PARAMS };
-  if (!Array.isArray(params)) {
+  if (params !== undefined && !Array.isArray(params)) {
     throw new FenecError('bad_request', `"params" must be an array of values (bound to $1, $2, …), not ${kind(params)}`);
   }
-  return { statement, params };
+  const values = params === undefined ? NO_PARAMS : (params as unknown[]);
+  return cursor === undefined ? { statement, params: values } : { statement, params: values, cursor };
 }
 
 const REVOCATION_SHAPE = '{"jti": "..."} or {"sub": "..."}';

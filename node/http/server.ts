@@ -45,6 +45,7 @@ export function startServer(config: ServerConfig, db: Executor, logger: Logger, 
     readOnly: config.httpReadOnly || config.readOnly,
     audit,
     logger,
+    cursorSecret: config.cursorSecret,
     count: (tool, outcome) => metrics.toolCall(tool, outcome),
   });
   const handler = new HttpHandler(config, db, new RequestGuard(config, audit), metrics, logger, audit, mcp, revocations === undefined ? undefined : { list: revocations, tenant: null });

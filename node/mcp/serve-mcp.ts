@@ -7,6 +7,7 @@ import { Audit, subjectOf } from '../../shared/audit.js';
 import { McpEndpoint, type ToolCallEvent } from '../../shared/mcp/endpoint.js';
 import { ToolRunner, type StatementRunner, type ToolCaller } from '../../shared/mcp/tool-runner.js';
 import type { Logger } from '../../shared/logger.js';
+import { CursorKeeper } from '../../shared/paging/cursor.js';
 import type { ExecuteOptions } from '../database.js';
 
 export type { ToolCaller };
@@ -31,6 +32,8 @@ export interface McpServeOptions {
   readonly tenant?: string | null;
   readonly audit?: Audit;
   readonly logger: Logger;
+  /** Signs the cursors of reads (the server's config.cursorSecret); default: a secret of this endpoint's own. */
+  readonly cursorSecret?: Uint8Array;
   /** Counts each call by tool and outcome (the server's fenec_mcp_tool_calls_total). */
   readonly count?: (tool: string, outcome: ToolCallEvent['outcome']) => void;
 }
@@ -41,7 +44,7 @@ export function mcpEndpoint(db: StatementRunner<ExecuteOptions>, options: McpSer
   const runner = new ToolRunner<ExecuteOptions>(db, { write: options.write, memory: options.memory, readOnly: options.readOnly }, (change) => {
     if (change.kind === 'CreateCollection') audit.schema('create', change.name, { kind: 'server' });
     else audit.schema('alter add', change.collection, { kind: 'server' });
-  });
+  }, options.cursorSecret === undefined ? undefined : new CursorKeeper(options.cursorSecret));
   const tenant = options.tenant ?? null;
   const { logger, count } = options;
   return new McpEndpoint(runner, {

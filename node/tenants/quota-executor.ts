@@ -54,6 +54,10 @@ export class QuotaExecutor implements Executor {
     return this.#run(statement, params, () => this.#db.execute(text, params, options));
   }
 
+  statementOf(text: string): Statement {
+    return this.#db.statementOf(text);
+  }
+
   executeStatement(statement: Statement, params?: readonly unknown[], options?: ExecuteOptions): Answer {
     return this.#run(statement, params, () => this.#db.executeStatement(statement, params, options));
   }

@@ -54,6 +54,7 @@ const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 const NO_EXECUTOR: Executor = {
   execute: () => { throw new FenecError('not_found', 'a tenant node runs statements under /t/<tenant>/query'); },
   executeStatement: () => { throw new FenecError('not_found', 'a tenant node runs statements under /t/<tenant>/_mcp'); },
+  statementOf: () => { throw new FenecError('not_found', 'a tenant node runs statements under /t/<tenant>/query'); },
 };
 
 /** Reads a request's body as text, or undefined past `limit` bytes (the rest is read and dropped). */
@@ -97,6 +98,7 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
     audit,
     logger,
     tenant,
+    cursorSecret: config.cursorSecret,
     count: (tool: string, outcome: 'ok' | 'refused' | 'failed') => metrics.toolCall(tool, outcome),
   });
   /**

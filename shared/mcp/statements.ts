@@ -5,6 +5,7 @@
  * parameters after the caller's `params`.
  */
 import type { Cond, Expr, GetStmt, ObjectEntry, ObjectExpr, ParamExpr, Statement } from '../fenecql/ast.js';
+import { MAX_PARAMS, Params, param } from '../fenecql/bind.js';
 import { DURATION_UNITS } from '../fenecql/lexer.js';
 import { parseCondition, parseStatement } from '../fenecql/parser.js';
 import { FenecError } from '../errors.js';
@@ -18,44 +19,12 @@ export interface Bound<S extends Statement = Statement> {
   readonly params: readonly unknown[];
 }
 
-/** FenecQL's highest parameter, `$99`. */
-const MAX_PARAMS = 99;
 /** A call binding fewer values than this has a tree of parameters only, which serves every call of its shape. */
 export const MAX_BOUND = MAX_PARAMS;
 
-const param = (index: number): ParamExpr => ({ kind: 'Param', index });
 const int = (value: number): Expr => ({ kind: 'Literal', type: 'int', value });
 const field = (name: string): Expr => ({ kind: 'Field', name });
 const and = (left: Cond | undefined, right: Cond): Cond => (left === undefined ? right : { kind: 'And', left, right });
-
-/** Values bound to $1, $2, …: the caller's first, then the tool's own. */
-class Params {
-  readonly values: unknown[];
-
-  constructor(given: unknown) {
-    this.values = given === undefined || given === null ? [] : [...(given as unknown[])];
-  }
-
-  /**
-   * Binds a value and answers the parameter that names it. Past $99 (a bulk insert) the value goes
-   * into the tree as the literal it is: still never text to parse, only a plan less to share.
-   */
-  add(value: unknown): Expr {
-    if (this.values.length >= MAX_PARAMS) return literal(value);
-    this.values.push(value);
-    return param(this.values.length);
-  }
-}
-
-/** A JSON value as a literal tree. */
-function literal(value: unknown): Expr {
-  if (value === null || value === undefined) return { kind: 'Literal', type: 'null', value: null };
-  if (typeof value === 'boolean') return { kind: 'Literal', type: 'bool', value };
-  if (typeof value === 'number') return { kind: 'Literal', type: Number.isSafeInteger(value) ? 'int' : 'float', value };
-  if (typeof value === 'string') return { kind: 'Literal', type: 'text', value };
-  if (Array.isArray(value)) return { kind: 'Array', items: value.map(literal) };
-  return { kind: 'Object', entries: Object.entries(value as Record<string, unknown>).map(([key, v]) => ({ key, value: literal(v) })) };
-}
 
 /**
  * A `filter` argument as the condition it is, alone: no clause after it, no second statement, no

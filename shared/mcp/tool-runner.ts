@@ -4,7 +4,10 @@
  * left out, and the answer held to the bounds.
  */
 import type { AlterAddStmt, Cond, CreateCollectionStmt, Expr, GetStmt, Statement } from '../fenecql/ast.js';
+import { randomBytes } from 'node:crypto';
 import { printStatement } from '../fenecql/print.js';
+import { CursorKeeper } from '../paging/cursor.js';
+import { Pager } from '../paging/pager.js';
 import { asFenecError, FenecError } from '../errors.js';
 import { checkArguments, type Arguments } from './arguments.js';
 import { checkBounds, type Narrowing } from './bounds.js';
@@ -38,11 +41,13 @@ export interface StatementRunner<O> {
 }
 
 /**
- * A read as a call of that shape runs it: the tree asked for, the tree run (at most one row past the
- * bound), and for `query` the run tree's canonical text.
+ * A read as a call of that shape runs it: the tree asked for, the tree read (the fields answered
+ * worked out: `query` leaves vectors out), the tree run when it does not page (at most one row past
+ * the bound), and for `query` the run tree's canonical text.
  */
 interface PreparedRead {
   readonly requested: GetStmt;
+  readonly read: GetStmt;
   readonly run: GetStmt;
   readonly text: string | undefined;
 }
@@ -101,10 +106,21 @@ export class ToolRunner<O> {
   readonly #memory: string | undefined;
   readonly #prepared = new Map<string, PreparedRead>();
   readonly #onSchemaChange: ((change: CreateCollectionStmt | AlterAddStmt) => void) | undefined;
+  readonly #pager: Pager<O>;
 
-  /** `onSchemaChange` hears of the memory collection made or given its vector field (for the audit). */
-  constructor(db: StatementRunner<O>, options: ToolSetOptions, onSchemaChange?: (change: CreateCollectionStmt | AlterAddStmt) => void) {
+  /**
+   * `onSchemaChange` hears of the memory collection made or given its vector field (for the audit).
+   * `cursors` signs the cursors of reads: the server's, from its config; by default one of this
+   * runner's own (a process serving one stdio session).
+   */
+  constructor(
+    db: StatementRunner<O>,
+    options: ToolSetOptions,
+    onSchemaChange?: (change: CreateCollectionStmt | AlterAddStmt) => void,
+    cursors: CursorKeeper = new CursorKeeper(randomBytes(32)),
+  ) {
     this.#db = db;
+    this.#pager = new Pager(db, cursors);
     this.#onSchemaChange = onSchemaChange;
     this.#memory = options.memory;
     this.tools = toolDefinitions(options);
@@ -169,12 +185,13 @@ export class ToolRunner<O> {
         if (select.some((f) => vectors.includes(f))) select = select.filter((f) => !vectors.includes(f));
         keep = false;
       }
-      const run = probing({ ...statement, select });
-      prepared = { requested: statement, run, text: printStatement(run) };
+      const read = { ...statement, select };
+      const run = probing(read);
+      prepared = { requested: statement, read, run, text: printStatement(run) };
       if (keep) this.#keep(key, prepared);
     }
     const { requested } = prepared;
-    return this.#read('query', prepared, params, caller, {
+    return this.#read('query', prepared, params, caller, args.cursor, {
       choosesFields: true,
       call: (limit, fields) => ({
         name: 'query',
@@ -187,7 +204,7 @@ export class ToolRunner<O> {
     let field: string | undefined;
     if (args.vector != null) field = this.#searchVectorField(args.collection as string, caller);
     const { tree, params } = this.#shaped(searchShape(args, field), () => searchStatement(args, field), () => searchParams(args));
-    return this.#read('search', tree, params, caller, {
+    return this.#read('search', tree, params, caller, args.cursor, {
       choosesFields: (args.detail ?? 'fields') === 'fields',
       call: (limit, fields) => ({ name: 'search', arguments: { ...args, limit, ...(fields === undefined ? {} : { fields }) } }),
     });
@@ -198,7 +215,7 @@ export class ToolRunner<O> {
     const narrowing: Narrowing = { choosesFields: false, call: (limit) => ({ name: 'recall', arguments: { ...args, limit } }) };
     const recall = (a: Arguments): ToolOutcome => {
       const { tree, params } = this.#shaped(recallShape(a), () => recallStatement(memory, a), () => recallParams(a));
-      return this.#read('recall', tree, params, caller, narrowing);
+      return this.#read('recall', tree, params, caller, a.cursor, narrowing);
     };
     try {
       return recall(args);
@@ -221,7 +238,7 @@ export class ToolRunner<O> {
     const kept = this.#prepared.get(key);
     if (kept !== undefined) return { tree: kept, params: values() };
     const bound = make();
-    const tree: PreparedRead = { requested: bound.statement, run: probing(bound.statement), text: undefined };
+    const tree: PreparedRead = { requested: bound.statement, read: bound.statement, run: probing(bound.statement), text: undefined };
     if (bound.params.length < MAX_BOUND) this.#keep(key, tree);
     return { tree, params: bound.params };
   }
@@ -233,14 +250,28 @@ export class ToolRunner<O> {
 
   /**
    * A read run with at most one row past the bound, so that a statement matching a million rows
-   * never reads them all; when the bound is passed, the rows found are counted for the refusal.
+   * never reads them all; when the bound is passed, the rows found are counted for the refusal. A
+   * read of rows pages (pager.ts): `next_cursor` when more rows follow its limit, and `cursor` to
+   * continue. A count, and a read of one id without a cursor, run as they are.
    */
-  #read(tool: string, prepared: PreparedRead, params: readonly unknown[], caller: ToolCaller<O>, narrowing: Narrowing): ToolOutcome {
-    const answer = prepared.text === undefined
-      ? this.#db.executeStatement(prepared.run, params, caller.options)
-      : this.#db.execute(prepared.text, params, caller.options);
-    if (prepared.requested.count) return this.#bounded(tool, answer, narrowing);
-    return this.#bounded(tool, answer, narrowing, () => this.#count({ statement: prepared.requested, params }, caller));
+  #read(tool: string, prepared: PreparedRead, params: readonly unknown[], caller: ToolCaller<O>, cursor: unknown, narrowing: Narrowing): ToolOutcome {
+    if (prepared.requested.count || (cursor == null && oneId(prepared.requested.where))) {
+      const answer = prepared.text === undefined
+        ? this.#db.executeStatement(prepared.run, params, caller.options)
+        : this.#db.execute(prepared.text, params, caller.options);
+      if (prepared.requested.count) return this.#bounded(tool, answer, narrowing);
+      return this.#bounded(tool, answer, narrowing, () => this.#count({ statement: prepared.requested, params }, caller));
+    }
+    const page = this.#pager.read({
+      statement: prepared.read,
+      params,
+      options: caller.options,
+      cursor: cursor == null ? undefined : (cursor as string),
+      scope: tool,
+      subject: caller.subject ?? 'server',
+      bound: BOUNDS.rows,
+    });
+    return this.#bounded(tool, page.answer, narrowing, () => this.#count({ statement: page.counted, params: page.params }, caller));
   }
 
   /** How many rows a read would answer under its own limit and offset, for a refusal's figures. */

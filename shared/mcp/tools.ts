@@ -75,11 +75,18 @@ const DETAIL = (fields: string): ArgSchema => ({
     'Search with "ids" first, then read the rows you need by id.',
 });
 
+const CURSOR: ArgSchema = {
+  type: 'string',
+  description: 'next_cursor of the page before, to answer the rows after it; the other arguments as they were (limit and the fields answered may change).',
+};
+const PAGES_NOTE = 'When more rows follow, the answer carries next_cursor: call again with it as cursor for the next page.';
+
 const ROWS_OUTPUT = {
   type: 'object',
   properties: {
     rows: { type: 'array', items: { type: 'object' } },
     count: { type: 'integer' },
+    next_cursor: { type: 'string' },
   },
 } as const;
 
@@ -91,13 +98,14 @@ const QUERY: ToolDefinition = {
   description:
     'Runs one FenecQL read statement (get … or schema) and answers its JSON: {"rows": [...], "count": n}, {"count": n} for get … count. ' +
     'Example: {"statement": "get notes select title, year where year >= $1 order year desc limit 20", "params": [2024]}. ' +
-    `Vector fields are left out of rows unless include_vectors is true. ${TEXT_LIMIT_NOTE}`,
+    `Vector fields are left out of rows unless include_vectors is true. The limit is the page size: ${PAGES_NOTE} ${TEXT_LIMIT_NOTE}`,
   inputSchema: {
     type: 'object',
     properties: {
       statement: { type: 'string', description: 'One FenecQL read: get COLLECTION [select …] [match …] [near …] [where …] [order …] [limit N], or schema [COLLECTION].' },
       params: PARAMS,
       include_vectors: { type: 'boolean', description: 'Keep vector fields in the rows (an embedding is kilobytes of numbers). Default false.' },
+      cursor: CURSOR,
     },
     required: ['statement'],
     additionalProperties: false,
@@ -115,7 +123,7 @@ const SEARCH: ToolDefinition = {
     'Example: {"collection": "docs", "text": "fox", "filter": "year >= $1", "params": [2024]}. ' +
     `A vector must be made with the model the collection was filled with, and be of its field's length. ` +
     'Search narrow: detail "ids" answers id, _score and snippet alone; then read the rows you need by id with query ({"statement": "get docs where id in $1", "params": [[3, 7]]}). ' +
-    `${TEXT_LIMIT_NOTE}`,
+    `${PAGES_NOTE} ${TEXT_LIMIT_NOTE}`,
   inputSchema: {
     type: 'object',
     properties: {
@@ -126,7 +134,8 @@ const SEARCH: ToolDefinition = {
       params: PARAMS,
       fields: { type: 'array', items: { type: 'string' }, description: 'The fields to answer (id is always kept), with detail "fields". Default: every field but vectors; naming a vector field keeps it.' },
       detail: DETAIL('every field but vectors, or those fields names'),
-      limit: { type: 'integer', minimum: 1, description: `How many rows, best first. Default ${DEFAULT_SEARCH_LIMIT}.` },
+      limit: { type: 'integer', minimum: 1, description: `How many rows, best first: the page size. Default ${DEFAULT_SEARCH_LIMIT}.` },
+      cursor: CURSOR,
     },
     required: ['collection'],
     additionalProperties: false,
@@ -206,7 +215,7 @@ function memoryTools(collection: string): ToolDefinition[] {
       title: 'Recall memories',
       description:
         `Finds memories in ${collection}: by words (text), by meaning (vector, fused with the words when both are given), by tags (every tag given), ` +
-        'or, with none of these, the latest first. Example: {"text": "when do we deploy"}.',
+        `or, with none of these, the latest first. Example: {"text": "when do we deploy"}. ${PAGES_NOTE}`,
       inputSchema: {
         type: 'object',
         properties: {
@@ -214,7 +223,8 @@ function memoryTools(collection: string): ToolDefinition[] {
           vector: { ...VECTOR, description: 'An embedding of what to recall.' },
           tags: { type: 'array', items: { type: 'string' }, description: 'Only memories with every one of these tags.' },
           detail: DETAIL('text, tags and at'),
-          limit: { type: 'integer', minimum: 1, description: `How many, best first. Default ${DEFAULT_RECALL_LIMIT}.` },
+          limit: { type: 'integer', minimum: 1, description: `How many, best first: the page size. Default ${DEFAULT_RECALL_LIMIT}.` },
+          cursor: CURSOR,
         },
         additionalProperties: false,
       },
