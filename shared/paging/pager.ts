@@ -61,11 +61,6 @@ const and = (parts: Cond[]): Cond => parts.reduce((left, right) => ({ kind: 'And
 /** Each deeper run of a ranking for a page at least doubles how many rows it asks for. */
 const DEEPER = 2;
 
-/** Best first, ties in id order: the order a ranked walk goes in. */
-function byRank(a: Row, b: Row): number {
-  return (b._score as number) - (a._score as number) || (a.id as number) - (b.id as number);
-}
-
 /** The rows a ranked walk answers after the row `id` scoring `score`. */
 function afterRank(score: number, id: number): (row: Row) => boolean {
   return (row) => (row._score as number) < score || ((row._score as number) === score && (row.id as number) > id);
@@ -157,30 +152,27 @@ export class Pager<O> {
     return { answer, counted: counted as GetStmt, params: run.params };
   }
 
-  /** The rows of a run: at most `fetch`; a ranked one through ranked(). */
+  /**
+   * The rows of a run: at most `fetch`. A ranked continuation reads the ranking again from its top,
+   * deep enough to hold the last row answered and the page after it, and answers the rows after that
+   * row's place: an insert moves every BM25 score alike (they are relative to the collection), and
+   * where the walk left off is the row's place among the others, not its old figure. (The engine
+   * ranks best first, ties in id order, the same at any depth.) A row since deleted leaves its old
+   * `(_score, id)` as the key.
+   */
   #rows(statement: GetStmt, params: readonly unknown[], fetch: number | undefined, position: Position | undefined, options: O): Row[] {
     const limited = (n: number | undefined): GetStmt => (n === undefined ? statement : { ...statement, limit: int(n) });
-    if (!ranked(statement)) return this.#db.executeStatement(limited(fetch), params, options).rows as Row[];
-    if (fetch === undefined) return (this.#db.executeStatement(statement, params, options).rows as Row[]).sort(byRank);
-    // The ranking is read again from its top, deep enough to hold the position and the page after it
-    // whole: the rows before the key are never answered, and a group of rows tied on _score is never
-    // cut where the run ends (the index meets tied rows in any order; here they go by id).
-    let depth = (position?.answered ?? 0) + fetch + 1;
+    if (position === undefined || !ranked(statement)) return this.#db.executeStatement(limited(fetch), params, options).rows as Row[];
+    let depth = fetch === undefined ? undefined : position.answered + fetch + 1;
     for (;;) {
-      const rows = (this.#db.executeStatement(limited(depth), params, options).rows as Row[]).sort(byRank);
-      const whole = rows.length < depth;
-      // The key is the last row answered as it scores now: an insert moves every BM25 score alike
-      // (the collection's statistics), and the row's place among the others, not its old figure, is
-      // where the walk left off. A row since deleted leaves its old figure.
-      const anchor = position === undefined ? undefined : rows.find((row) => row.id === position.id);
-      if (position !== undefined && anchor === undefined && !whole) {
-        depth *= DEEPER;
-        continue;
+      const rows = this.#db.executeStatement(limited(depth), params, options).rows as Row[];
+      const whole = depth === undefined || rows.length < depth;
+      const anchor = rows.findIndex((row) => row.id === position.id);
+      if (anchor !== -1 || whole) {
+        const next = anchor !== -1 ? rows.slice(anchor + 1) : rows.filter(afterRank(position.score!, position.id));
+        if (whole || next.length >= fetch!) return fetch === undefined ? next : next.slice(0, fetch);
       }
-      const next = position === undefined ? rows : rows.filter(afterRank((anchor?._score as number | undefined) ?? position.score!, position.id));
-      const edge = next[fetch - 1];
-      if (whole || (edge !== undefined && (rows[rows.length - 1]!._score as number) < (edge._score as number))) return next.slice(0, fetch);
-      depth *= DEEPER;
+      depth! *= DEEPER;
     }
   }
 
