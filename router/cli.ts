@@ -3,16 +3,19 @@
  * fenec-router: the stateless router in front of tenant nodes. Options are read here, once, into
  * frozen RouterOptions; nothing below reads process.env or process.argv.
  */
+import cluster from 'node:cluster';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
+import { availableParallelism } from 'node:os';
+import { AggregatorRegistry } from 'prom-client';
 import type { AddressInfo } from 'node:net';
 import { FenecError } from '../shared/errors.js';
-import { createLogger } from '../shared/logger.js';
+import { createLogger, type Logger } from '../shared/logger.js';
 import { parseDuration, parsePort } from '../node/config.js';
 import { auditTarget, createProgram, onExit, openAudit, parseCommandLine } from '../node/cli/command-line.js';
 import { parseNodes, parsePlacement } from './placement.js';
 import { ROUTER_DEFAULTS, routerOptions, type RouterOptions } from './router-config.js';
-import { createRouterApp } from './router-app.js';
+import type { RouterApp } from './router-app.js';
 
 const NAME = 'fenec-router';
 
@@ -29,10 +32,16 @@ interface Flags {
   nodeTimeout: string;
   maxSockets: string;
   audit?: string | true;
+  workers: string;
 }
+
+/** A worker's ask for the metrics of every worker, and the primary's answer. */
+const METRICS_ASK = 'fenec-router:metrics';
+const METRICS_ANSWER = 'fenec-router:metrics-text';
 
 async function main(): Promise<void> {
   let options: RouterOptions | undefined;
+  let placementFile: string | undefined;
   const program = createProgram(NAME)
     .description('Route /t/<tenant>/query and /t/<tenant>/_mcp to the tenant node that holds each tenant, after checking the token\'s tenant claim.')
     .requiredOption('--nodes <list>', 'the tenant nodes, name=url,… e.g. a=http://127.0.0.1:8081,b=http://127.0.0.1:8082 (the names place tenants: keep them stable)')
@@ -47,11 +56,16 @@ async function main(): Promise<void> {
     .option('--node-timeout <duration>', 'a node that has not begun to answer by then gets the client a 503', '10s')
     .option('--max-sockets <n>', 'kept-alive connections per node', String(ROUTER_DEFAULTS.maxSocketsPerNode))
     .option('--audit [file]', 'write one JSON line per refused token to this file (appended), or to stderr when no file is named')
+    .option('--workers <n>', 'processes serving the port (node:cluster), each a whole router (default: the machine\'s cores)', String(availableParallelism()))
     .action((flags: Flags) => {
       const nodes = parseNodes(flags.nodes);
       const jwtSecret = flags.jwtSecret ?? (flags.jwtPublicKey === undefined ? process.env.FENEC_JWT_SECRET || undefined : undefined);
+      const workers = Number(flags.workers);
+      if (!Number.isSafeInteger(workers) || workers < 1 || workers > 256) throw new FenecError('invalid_option', `--workers takes a whole number from 1 to 256, not ${flags.workers}`);
+      placementFile = flags.placement;
       options = routerOptions({
         nodes,
+        workers,
         pins: flags.placement === undefined ? new Map() : parsePlacement(readOptionFile('--placement', flags.placement), flags.placement, nodes),
         host: flags.host,
         port: parsePort(flags.port),
@@ -66,7 +80,83 @@ async function main(): Promise<void> {
       });
     });
   await parseCommandLine(program, process.argv);
-  if (options !== undefined) serve(options);
+  if (options === undefined) return;
+  if (options.workers > 1 && cluster.isPrimary) supervise(options);
+  else await serve(options, placementFile);
+}
+
+/**
+ * The primary of `--workers N`: forks the routers (they share the port through node:cluster), forks a
+ * new one when one dies, answers their asks for every worker's metrics (prom-client's aggregator), and
+ * stops them all on SIGINT or SIGTERM. It serves nothing itself.
+ */
+function supervise(options: RouterOptions): void {
+  const logger = createLogger(NAME);
+  const aggregator = new AggregatorRegistry();
+  let stopping = false;
+  for (let i = 0; i < options.workers; i += 1) cluster.fork();
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      return;
+    }
+    logger.error({ pid: worker.process.pid, code, signal }, 'router worker died; starting another');
+    cluster.fork();
+  });
+  cluster.on('message', (worker, message: { type?: string; id?: number }) => {
+    if (message?.type !== METRICS_ASK) return;
+    aggregator.clusterMetrics().then(
+      (text) => worker.send({ type: METRICS_ANSWER, id: message.id, text }),
+      (err: Error) => worker.send({ type: METRICS_ANSWER, id: message.id, error: err.message }),
+    );
+  });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (stopping) process.exit(signal === 'SIGINT' ? 130 : 143);
+      stopping = true;
+      logger.info({ signal, workers: options.workers }, 'stopping');
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill(signal);
+    });
+  }
+}
+
+/** In a worker of `--workers N`: /_metrics answers the figures of every worker, summed by the primary. */
+function clusterMetricsText(registry: RouterApp['metrics']['registry']): () => Promise<string> {
+  AggregatorRegistry.setRegistries([registry]);
+  // Constructing one is what makes prom-client answer the primary's asks in this worker.
+  new AggregatorRegistry();
+  let next = 0;
+  const waiting = new Map<number, { resolve: (text: string) => void; reject: (err: Error) => void }>();
+  process.on('message', (message: { type?: string; id?: number; text?: string; error?: string }) => {
+    if (message?.type !== METRICS_ANSWER || message.id === undefined) return;
+    const asked = waiting.get(message.id);
+    waiting.delete(message.id);
+    if (message.error !== undefined) asked?.reject(new Error(message.error));
+    else asked?.resolve(message.text ?? '');
+  });
+  return () => new Promise((resolve, reject) => {
+    const id = next++;
+    waiting.set(id, { resolve, reject });
+    process.send!({ type: METRICS_ASK, id });
+  });
+}
+
+/**
+ * Re-reads the placement file when it changes (polled each second: an edited file, a file replaced by
+ * a rename, a Kubernetes ConfigMap's swapped link all show). A file that no longer parses is logged
+ * and the pins the router had are kept.
+ */
+function watchPlacement(file: string, options: RouterOptions, app: RouterApp, logger: Logger): void {
+  fs.watchFile(file, { interval: 1000, persistent: false }, (now, before) => {
+    if (now.mtimeMs === before.mtimeMs && now.size === before.size && now.ino === before.ino) return;
+    try {
+      const pins = parsePlacement(readOptionFile('--placement', file), file, options.nodes);
+      app.setPins(pins);
+      logger.info({ placement: file, pins: pins.size }, 'placement re-read');
+    } catch (err) {
+      logger.error({ placement: file, err: (err as Error).message }, 'placement not re-read; the pins before it stay');
+    }
+  });
 }
 
 function readOptionFile(option: string, file: string): string {
@@ -77,10 +167,14 @@ function readOptionFile(option: string, file: string): string {
   }
 }
 
-function serve(options: RouterOptions): void {
+async function serve(options: RouterOptions, placementFile: string | undefined): Promise<void> {
   const logger = createLogger(NAME);
+  // Imported here: a --workers primary never loads express and the proxy it does not run.
+  const { createRouterApp } = await import('./router-app.js');
   const audit = openAudit(NAME, options.audit, logger);
   const app = createRouterApp(options, logger, audit);
+  if (cluster.isWorker) app.metrics.textOf = clusterMetricsText(app.metrics.registry);
+  if (placementFile !== undefined) watchPlacement(placementFile, options, app, logger);
   const server = http.createServer({ keepAliveTimeout: 65_000 }, app.handler);
   server.on('error', (err) => {
     logger.error({ err: (err as NodeJS.ErrnoException).code ?? err.message }, 'cannot listen');

@@ -3,6 +3,10 @@
  * (highest random weight) hashing of the tenant over the nodes' names. Every router with the same
  * `--nodes` and placement file picks the same node, without talking to any other: that is what
  * makes routers stateless and interchangeable. Adding a node moves only the tenants it now wins.
+ *
+ * A tenant moved by `fenec tenant move` leaves a tombstone on the node it left; every router reads the
+ * nodes' tombstones (`GET /_moved`, each second) and follows them, so a move needs no placement edit
+ * and no restart. The placement file is re-read when it changes.
  */
 import { createHash } from 'node:crypto';
 import { FenecError } from '../shared/errors.js';
@@ -86,7 +90,9 @@ export function rendezvousNode(tenant: string, nodes: readonly NodeTarget[]): No
 export class Placement {
   readonly nodes: readonly NodeTarget[];
   readonly #byName: ReadonlyMap<string, NodeTarget>;
-  readonly #pins: ReadonlyMap<string, string>;
+  #pins: ReadonlyMap<string, string>;
+  /** node → (tenant → the node it moved to), as each node's `GET /_moved` says. */
+  readonly #moved = new Map<string, ReadonlyMap<string, string>>();
   readonly #memo = new Map<string, NodeTarget>();
 
   constructor(nodes: readonly NodeTarget[], pins: ReadonlyMap<string, string> = new Map()) {
@@ -98,7 +104,33 @@ export class Placement {
   /** The node that holds `tenant` (a valid tenant name). */
   nodeOf(tenant: string): NodeTarget {
     const pinned = this.#pins.get(tenant);
-    if (pinned !== undefined) return this.#byName.get(pinned)!;
+    let node = pinned === undefined ? this.#hashed(tenant) : this.#byName.get(pinned)!;
+    // A tenant moved away leaves a tombstone naming where it went: follow them (a tenant moved
+    // a → b → c is found from a), never more hops than there are nodes.
+    for (let hops = 0; hops < this.nodes.length; hops += 1) {
+      const next = this.#byName.get(this.#moved.get(node.name)?.get(tenant) ?? '');
+      if (next === undefined) break;
+      node = next;
+    }
+    return node;
+  }
+
+  /** Takes a new placement file's pins (the router re-reads it when it changes). */
+  setPins(pins: ReadonlyMap<string, string>): void {
+    this.#pins = pins;
+  }
+
+  /** Takes the tenants that moved away from `node`, as that node lists them. */
+  setMoved(node: string, moved: ReadonlyMap<string, string>): void {
+    this.#moved.set(node, moved);
+  }
+
+  /** Records one move at once (the router that made it need not wait for its next read of the node). */
+  learnMove(tenant: string, from: string, to: string): void {
+    this.#moved.set(from, new Map([...(this.#moved.get(from) ?? []), [tenant, to]]));
+  }
+
+  #hashed(tenant: string): NodeTarget {
     let node = this.#memo.get(tenant);
     if (node === undefined) {
       node = rendezvousNode(tenant, this.nodes);

@@ -21,10 +21,13 @@ import { Placement, type NodeTarget } from './placement.js';
 import type { RouterOptions } from './router-config.js';
 import { NO_NODE, RouterMetrics } from './router-metrics.js';
 import { isTenantName } from './tenant-name.js';
+import { moveTenant, watchMoves } from './tenant-move.js';
 import { TokenCheck, type Door, type RouterCaller } from './token-check.js';
 
 /** What a tenant's path may name after `/t/<tenant>/`: the node's routes, nothing else. */
 const TENANT_ROUTES: ReadonlySet<string> = new Set(['query', '_mcp', '_revocations']);
+/** `{"to": NODE}` */
+const MAX_MOVE_BODY = 4096;
 
 interface InFlight {
   readonly node: NodeTarget;
@@ -35,6 +38,8 @@ interface InFlight {
 export interface RouterApp {
   readonly handler: http.RequestListener;
   readonly metrics: RouterMetrics;
+  /** Takes the placement file's pins anew (it changed). */
+  setPins(pins: ReadonlyMap<string, string>): void;
   /** Closes the kept-alive upstream connections. */
   close(): void;
 }
@@ -52,6 +57,7 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
   const httpsAgent = new https.Agent(agentOptions);
   const proxy = httpProxy.createProxyServer({ xfwd: true, changeOrigin: true, proxyTimeout: options.nodeTimeoutMs, ws: false });
   const inFlight = new WeakMap<http.IncomingMessage, InFlight>();
+  const nodeClient = { httpAgent, httpsAgent, timeoutMs: options.nodeTimeoutMs };
 
   proxy.on('proxyRes', (proxyRes, req) => {
     const flight = inFlight.get(req);
@@ -72,7 +78,12 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
       const caller = serverOnly(req, '/_metrics');
       if (caller instanceof FenecError) return refuse(res, caller);
     }
-    const text = await metrics.text();
+    let text: string;
+    try {
+      text = await metrics.text();
+    } catch (err) {
+      return refuse(res, new FenecError('unavailable', `the router's metrics cannot be gathered: ${(err as Error).message}`, { hint: 'retry shortly' }));
+    }
     metrics.answered(NO_NODE, 200);
     res.status(200).type(metrics.contentType).send(text);
   });
@@ -103,9 +114,33 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
     const tenant = req.params.tenant!;
     if (!isTenantName(tenant)) return refuse(res, invalidTenant(tenant));
     const route = req.params.route!;
+    if (route === '_backup' || route === '_move') return transferRoute(req, res, tenant, route);
     if (!TENANT_ROUTES.has(route)) return refuse(res, new FenecError('not_found', `a tenant's routes are /t/${tenant}/query, /t/${tenant}/_mcp and /t/${tenant}/_revocations`));
     tenantRoute(req, res, tenant, route);
   });
+
+  /**
+   * `GET|PUT /t/<tenant>/_backup` (forwarded to the tenant's node, streamed) and
+   * `POST /t/<tenant>/_move {"to": NODE}` (done here, node to node): the server's token only.
+   */
+  function transferRoute(req: Request, res: Response, tenant: string, route: '_backup' | '_move'): void {
+    const methods = route === '_backup' ? ['GET', 'PUT'] : ['POST'];
+    if (!methods.includes(req.method)) return refuse(res, new FenecError('method_not_allowed', `/t/${tenant}/${route} takes ${methods.join(' or ')}`));
+    const caller = serverOnly(req, `/t/<tenant>/${route}`);
+    if (caller instanceof FenecError) return refuse(res, caller);
+    if (route === '_backup') return forward(req, res, tenant, `/t/${tenant}/_backup`);
+    readJson(req, MAX_MOVE_BODY).then((body) => {
+      const to = (body as { to?: unknown } | undefined)?.to;
+      const target = options.nodes.find((node) => node.name === to);
+      if (target === undefined) {
+        throw new FenecError('bad_request', `POST /t/${tenant}/_move takes {"to": NODE}, NODE one of ${options.nodes.map((node) => node.name).join(', ')}`);
+      }
+      return moveTenant(tenant, target, placement, nodeClient, req.headers.authorization!);
+    }).then((moved) => {
+      logger?.info(moved, 'tenant moved');
+      send(res, NO_NODE, 200, moved);
+    }, (err) => refuse(res, err instanceof FenecError ? err : new FenecError('unavailable', String(err))));
+  }
 
   /** The hot route, `/t/<tenant>/query|_mcp`: checked, then forwarded. */
   function tenantRoute(req: http.IncomingMessage, res: http.ServerResponse, tenant: string, route: string): void {
@@ -201,6 +236,7 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
     send(res, NO_NODE, error.status, error.toJSON());
   }
 
+  const stopWatching = options.httpToken === undefined ? () => undefined : watchMoves(placement, nodeClient, `Bearer ${options.httpToken}`, logger);
   const expressApp = app as unknown as http.RequestListener;
   return {
     // The hot route skips express's router (about half the router's time per request, measured);
@@ -211,7 +247,9 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
       expressApp(req, res);
     },
     metrics,
+    setPins: (pins) => placement.setPins(pins),
     close(): void {
+      stopWatching();
       proxy.close();
       httpAgent.destroy();
       httpsAgent.destroy();
@@ -247,4 +285,26 @@ function invalidTenant(tenant: string): FenecError {
 
 function seconds(start: bigint): number {
   return Number(process.hrtime.bigint() - start) / 1e9;
+}
+
+/** A small JSON body (undefined when empty); `bad_json` or `payload_too_large` otherwise. */
+function readJson(req: http.IncomingMessage, maxBytes: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= maxBytes) chunks.push(chunk);
+    });
+    req.on('error', reject);
+    req.on('end', () => {
+      if (size > maxBytes) return reject(new FenecError('payload_too_large', `the body is larger than ${maxBytes} bytes`));
+      const text = Buffer.concat(chunks).toString('utf8').trim();
+      try {
+        resolve(text === '' ? undefined : JSON.parse(text));
+      } catch {
+        reject(new FenecError('bad_json', 'the body is not JSON'));
+      }
+    });
+  });
 }

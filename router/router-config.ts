@@ -25,6 +25,8 @@ export interface RouterOptions {
   readonly maxSocketsPerNode: number;
   /** Where audit lines go (`--audit [FILE]`: a file, or stderr when no file is named). Default: no audit. */
   readonly audit: AuditTarget | undefined;
+  /** Processes serving the port (`--workers`, node:cluster). Default 1 here; the CLI's default is the machine's cores. */
+  readonly workers: number;
 }
 
 export const ROUTER_DEFAULTS = Object.freeze({ host: '127.0.0.1', port: 8080, nodeTimeoutMs: 10_000, maxSocketsPerNode: 64 });
@@ -73,5 +75,6 @@ export function routerOptions(input: RouterOptionsInput): RouterOptions {
     nodeTimeoutMs,
     maxSocketsPerNode,
     audit: input.audit,
+    workers: input.workers ?? 1,
   });
 }

@@ -39,8 +39,11 @@ export class RouterMetrics {
     this.#latency.observe({ node }, seconds);
   }
 
+  /** This process's figures; under `--workers`, every worker's, summed (set by the CLI). */
+  textOf: () => Promise<string> = () => this.registry.metrics();
+
   text(): Promise<string> {
-    return this.registry.metrics();
+    return this.textOf();
   }
 
   get contentType(): string {

@@ -34,6 +34,9 @@ export const CATALOGUE = {
   wrong_tenant: { status: 403, summary: 'The token\'s tenant claim names another tenant than the path.' },
   quota_exceeded: { status: 429, summary: 'The tenant is past one of its quotas (requests per second, collections, rows); Retry-After says when to try again for the rate.' },
   storage_full: { status: 507, summary: 'The tenant\'s file is at its byte quota; nothing already written is lost.' },
+  tenant_moving: { status: 429, summary: 'The tenant is paused while it is copied (a move or a restore), or has moved to another node; Retry-After says when to try again.' },
+  tenant_exists: { status: 409, summary: 'A restore names a tenant that exists; it replaces one only when asked (replace).' },
+  invalid_backup: { status: 400, summary: 'A restore\'s body is not a whole fenecdb tenant file.' },
 
   // Who is asking
   unauthorized: { status: 401, summary: 'A token is required and none was given.' },

@@ -25,12 +25,13 @@ import { FenecDatabase, type ExecuteOptions } from '../database.js';
 import { RequestGuard, type Caller } from '../http/guard.js';
 import { FenecRequest, HttpHandler, type Executor } from '../http/handler.js';
 import { HttpMetrics } from '../http/metrics.js';
+import { QUOTAS_HEADER, TenantTransfers } from './tenant-transfer.js';
 import type { RunningServer } from '../http/server.js';
 import { mcpEndpoint } from '../mcp/serve-mcp.js';
 import type { McpEndpoint, McpReply } from '../../shared/mcp/endpoint.js';
 import { Revocations } from '../storage/revocations.js';
 import { QuotaExecutor } from './quota-executor.js';
-import type { QuotaKind, Quotas } from './quotas.js';
+import { quotasOf, type QuotaKind, type Quotas } from './quotas.js';
 import { TenantRegistry, type Tenant } from './tenant-registry.js';
 
 export interface TenantNodeOptions {
@@ -49,6 +50,10 @@ interface OpenedTenant {
 
 const MAX_ADMIN_BODY = 64 * 1024;
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+/** How long a pause (a move, a restore over a live tenant) waits for the tenant's requests under way. */
+const PAUSE_TIMEOUT_MS = 10_000;
+/** The tenant's routes that move its file (the server's token only). */
+const TRANSFER_ROUTES: ReadonlySet<string> = new Set(['_backup', '_policy', '_pause', '_resume', '_moved']);
 
 /** Nothing runs at the node's root: /query and /_mcp live under /t/<tenant>/. */
 const NO_EXECUTOR: Executor = {
@@ -137,6 +142,7 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
       throw err;
     }
   });
+  const transfers = new TenantTransfers(node.dataDir, registry);
   new Gauge({
     name: 'fenec_tenants_open',
     help: 'Tenants whose file is open now.',
@@ -168,6 +174,12 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
       send(error.status, error.toJSON(), error.status === 401 ? { 'www-authenticate': 'Bearer', ...headers } : headers);
     };
 
+    if (pathname === '/_moved') {
+      if (req.method !== 'GET') return fail(new FenecError('method_not_allowed', '/_moved takes GET'));
+      const caller = guard.caller(req, '/_moved', false);
+      if (caller instanceof FenecError) return fail(caller);
+      return send(200, { moved: transfers.moved() });
+    }
     if (pathname === '/_tenants') {
       if (req.method !== 'GET') return fail(new FenecError('method_not_allowed', '/_tenants takes GET'));
       const caller = guard.caller(req, '/_tenants', false);
@@ -186,6 +198,7 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
       return fail(new FenecError('invalid_tenant', `${JSON.stringify(name.slice(0, 80))} is not a tenant name: a-z, 0-9 and -, 1 to 63 characters, not starting with -`));
     }
     if (route === undefined) return admin(req, res, name, send, fail);
+    if (more.length === 0 && TRANSFER_ROUTES.has(route)) return transfer(req, res, name, route, url.slice(q === -1 ? url.length : q), send, fail);
     if (more.length > 0 || (route !== 'query' && route !== '_mcp' && route !== '_revocations')) {
       return fail(new FenecError('not_found', `a tenant's routes are /t/${name}/query, /t/${name}/_mcp and /t/${name}/_revocations`));
     }
@@ -197,6 +210,8 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
       audit.auth('wrong_tenant', req.socket.remoteAddress, auditRoute);
       return fail(new FenecError('wrong_tenant', `the token reaches ${claimed}, not ${name}`, { hint: `use a token minted with fenec token --tenant ${name}` }));
     }
+    const moving = transfers.refusal(name);
+    if (moving !== undefined) return fail(moving, { 'retry-after': '1' });
     let tenant: Tenant;
     try {
       tenant = registry.get(name);
@@ -268,6 +283,75 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
     void res;
   }
 
+  /**
+   * The server's token only: `GET|PUT /t/<tenant>/_backup` (a copy out; a copy in, `?replace=true`
+   * over a tenant that exists), `GET|PUT /t/<tenant>/_policy` (its own policy file, as JSON), `POST /t/<tenant>/_pause|_resume`, and `POST /t/<tenant>/_moved?to=NODE`
+   * (the tenant now lives on NODE: its data here is deleted). The router's tenant move calls them.
+   */
+  function transfer(req: FenecRequest, res: http.ServerResponse, name: string, route: string, search: string, send: (status: number, body: unknown) => void, fail: (err: unknown) => void): void {
+    const caller = guard.caller(req, `/t/<tenant>/${route}`, false);
+    if (caller instanceof FenecError) return fail(caller);
+    const params = new URLSearchParams(search);
+    const expected = route === '_backup' || route === '_policy' ? ['GET', 'PUT'] : ['POST'];
+    if (!expected.includes(req.method ?? '')) return fail(new FenecError('method_not_allowed', `/t/${name}/${route} takes ${expected.join(' or ')}`));
+    const done = (work: Promise<unknown>): void => {
+      work.then((body) => { if (body !== undefined) send(200, body); }, (err) => {
+        if (res.headersSent) res.destroy();
+        else fail(err);
+      });
+    };
+    switch (route) {
+      case '_backup':
+        if (req.method === 'GET') return done(transfers.backup(name, res).then(() => undefined));
+        return done(Promise.resolve().then(() => transfers.restore(name, req, {
+          replace: params.get('replace') === 'true',
+          quotas: quotasHeader(req.headers[QUOTAS_HEADER], registry.defaults),
+          pauseTimeoutMs: PAUSE_TIMEOUT_MS,
+        })).then(({ created, bytes }) => { send(created ? 201 : 200, { restored: name, created, bytes }); }));
+      case '_policy':
+        if (req.method === 'GET') {
+          let text: string | undefined;
+          try {
+            text = transfers.policy(name);
+          } catch (err) {
+            return fail(err);
+          }
+          return send(200, { policy: text ?? null });
+        }
+        return readBody(req, MAX_ADMIN_BODY, (body) => {
+          if (body === undefined) return fail(new FenecError('payload_too_large', `a tenant's policy fits in ${MAX_ADMIN_BODY} bytes`));
+          let policy: unknown;
+          try {
+            policy = (JSON.parse(body) as { policy?: unknown } | null)?.policy;
+          } catch {
+            return fail(new FenecError('bad_json', `the body of PUT /t/${name}/_policy is not JSON`));
+          }
+          if (typeof policy !== 'string') return fail(new FenecError('bad_request', `PUT /t/${name}/_policy takes {"policy": TEXT}`));
+          try {
+            transfers.setPolicy(name, policy);
+          } catch (err) {
+            return fail(err);
+          }
+          send(200, { policy: name });
+        });
+      case '_pause':
+        return done(transfers.pause(name, PAUSE_TIMEOUT_MS).then(() => ({ paused: name })));
+      case '_resume':
+        transfers.resume(name);
+        return send(200, { resumed: name });
+      default: {
+        const to = params.get('to');
+        if (to === null || to === '') return fail(new FenecError('bad_request', `POST /t/${name}/_moved takes ?to=NODE, the node the tenant moved to`));
+        try {
+          transfers.markMoved(name, to);
+        } catch (err) {
+          return fail(err);
+        }
+        return send(200, { moved: name, to });
+      }
+    }
+  }
+
   const server = http.createServer({ IncomingMessage: FenecRequest }, handle);
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   server.on('checkContinue', handle);
@@ -294,4 +378,15 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
       });
     });
   });
+}
+
+/** The quotas a backup carried (its `fenec-quotas` header), or undefined when it carried none. */
+function quotasHeader(value: string | string[] | undefined, defaults: Quotas): Quotas | undefined {
+  if (typeof value !== 'string' || value === '') return undefined;
+  try {
+    return quotasOf(JSON.parse(value), defaults);
+  } catch (err) {
+    if (err instanceof FenecError) throw err;
+    throw new FenecError('bad_request', `the ${QUOTAS_HEADER} header is not JSON quotas`);
+  }
 }

@@ -52,6 +52,11 @@ export class TenantRegistry<T extends OpenTenant> {
     }
   }
 
+  /** The quotas a tenant gets when none are given. */
+  get defaults(): Quotas {
+    return this.#defaults;
+  }
+
   get openCount(): number {
     return this.#lru.size;
   }
@@ -63,22 +68,38 @@ export class TenantRegistry<T extends OpenTenant> {
     return tenant;
   }
 
+  has(name: string): boolean {
+    return this.#tenants.has(name);
+  }
+
+  /** Requests under way on the tenant's open file (0 when it is not open). */
+  busy(name: string): number {
+    return this.#lru.get(name)?.busy ?? 0;
+  }
+
   list(): readonly Tenant[] {
     return [...this.#tenants.values()].sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /** Creates a tenant, or sets the quotas of one that exists (its file kept, or adopted when present). */
   put(name: string, body: unknown): { tenant: Tenant; created: boolean } {
-    const quotas = quotasOf(body, this.#defaults);
     const created = !this.#tenants.has(name);
-    const meta = path.join(this.#dir, name + META);
-    fs.writeFileSync(`${meta}.tmp`, `${JSON.stringify({ quotas }, null, 2)}\n`);
-    fs.renameSync(`${meta}.tmp`, meta);
-    const tenant = tenantOf(name, quotas);
-    this.#tenants.set(name, tenant);
+    const tenant = this.#store(name, quotasOf(body, this.#defaults));
     // Reopened at its next request, under its new byte quota.
     this.#close(name);
     return { tenant, created };
+  }
+
+  /**
+   * Makes `file` (a checked copy, on this file system) the tenant's data, replacing what it held,
+   * with `quotas` or the ones it had (the defaults for a new tenant). The caller has paused it.
+   */
+  adopt(name: string, file: string, quotas: Quotas | undefined): Tenant {
+    this.#close(name);
+    const data = path.join(this.#dir, `${name}.fenec`);
+    for (const suffix of ['-wal', '-shm', '.lock']) fs.rmSync(data + suffix, { force: true });
+    fs.renameSync(file, data);
+    return this.#store(name, quotas ?? this.#tenants.get(name)?.quotas ?? this.#defaults);
   }
 
   /** Deletes a tenant and its data (`unknown_tenant` when there is none); its .policy file is the operator's and stays. */
@@ -109,6 +130,20 @@ export class TenantRegistry<T extends OpenTenant> {
     const entry = this.#lru.get(name);
     if (entry !== undefined && entry.value === value) entry.busy -= 1;
     this.#evict();
+  }
+
+  #store(name: string, quotas: Quotas): Tenant {
+    const meta = path.join(this.#dir, name + META);
+    fs.writeFileSync(`${meta}.tmp`, `${JSON.stringify({ quotas }, null, 2)}\n`);
+    fs.renameSync(`${meta}.tmp`, meta);
+    const tenant = tenantOf(name, quotas);
+    this.#tenants.set(name, tenant);
+    return tenant;
+  }
+
+  /** Closes the tenant's file, if open: its next request opens it again (under a new policy, say). */
+  reopen(name: string): void {
+    this.#close(name);
   }
 
   closeAll(): void {

@@ -18,8 +18,8 @@ export const FENEC_ROUTER = path.join(ROOT, 'dist/router/cli.js');
 /** Where node is, and the system's own programs: a PATH with nothing of ours on it. */
 export const SYSTEM_PATH = [...new Set([path.dirname(process.execPath), '/usr/bin', '/bin'])].join(':');
 
-/** How long a program may take to start or to run one command. */
-const START_TIMEOUT_MS = 10_000;
+/** How long a program may take to start or to run one command (a bound for a loaded machine, not a speed check). */
+const START_TIMEOUT_MS = 30_000;
 
 export interface ServerProcess {
   readonly child: ChildProcess;
