@@ -6,7 +6,7 @@ FILE ?= notes.fenec
 PORT ?= 8080
 SOURCES := $(shell find shared node router deploy test bench -name '*.ts' 2>/dev/null) tsconfig.json
 
-.PHONY: help install build test mcp-test reliability mcp-conformance chromium console-screenshots run serve requests-bench search-bench mcp-bench mcp-detail bench clean
+.PHONY: help install build test mcp-test reliability mcp-conformance chromium console-screenshots run serve requests-bench search-bench tenants-bench mcp-bench mcp-detail bench clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
@@ -18,6 +18,7 @@ help:
 	@echo "make console-screenshots  refresh docs/console/*.png from the console's browser tests"
 	@echo "make requests-bench  /query against bare node:http; the router hop against the node direct"
 	@echo "make search-bench    match, near, fuse against raw FTS5 and raw Faiss (BENCH_ROWS=20000 BENCH_UNIFORM_ROWS=5000: 90 s)"
+	@echo "make tenants-bench   10 000 tenants on one node: a cold open's and a warm request's latency, open files, RSS"
 	@echo "make mcp-bench       MCP tool calls against the same statements through /query"
 	@echo "make mcp-detail      the bytes a 10-row search answers at each detail (ids, fields, full)"
 	@echo "make bench        every bench"
@@ -78,6 +79,10 @@ requests-bench: build
 
 search-bench: build
 	$(NODE) dist/bench/search-bench.js
+
+# 10 000 tenants on one node behind a router (BENCH_TENANTS, BENCH_MAX_OPEN): cold and warm latency, files, memory.
+tenants-bench: build
+	$(NODE) dist/bench/tenants-bench.js
 
 mcp-bench: build
 	$(NODE) dist/bench/mcp-bench.js

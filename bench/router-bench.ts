@@ -8,16 +8,15 @@
  * requests/s (on 2 cores the router and the node share what the load generator leaves: 0.5 is the
  * ceiling); at 1 client the p50 the hop adds under 0.3 ms.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { load as loadRun, median, type Measure } from './load.js';
+import { call, ROOT, startProgram } from './processes.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RESULTS = path.join(ROOT, 'bench/results/router.json');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -33,12 +32,12 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-router-bench-'));
   const children: ChildProcess[] = [];
   try {
-    const node = await start(children, 'dist/node/cli/fenec-server.js', ['--data-dir', dir, '--port', '0', '--http-token', TOKEN]);
-    const router = await start(children, 'dist/router/cli.js', ['--port', '0', '--http-token', TOKEN, '--nodes', `n=${node}`]);
-    await call(node, 'PUT', `/t/${TENANT}`, { rate: 10_000_000, burst: 10_000_000 });
-    await call(node, 'POST', `/t/${TENANT}/query`, { statement: 'create collection notes (title text, n int)' });
+    const node = await startProgram(children, 'dist/node/cli/fenec-server.js', ['--data-dir', dir, '--port', '0', '--http-token', TOKEN]);
+    const router = await startProgram(children, 'dist/router/cli.js', ['--port', '0', '--http-token', TOKEN, '--nodes', `n=${node}`]);
+    await call(node, TOKEN, 'PUT', `/t/${TENANT}`, { rate: 10_000_000, burst: 10_000_000 });
+    await call(node, TOKEN, 'POST', `/t/${TENANT}/query`, { statement: 'create collection notes (title text, n int)' });
     const rows = Array.from({ length: 1000 }, (_, i) => `{title: "note ${i + 1}", n: ${i + 1}}`);
-    await call(node, 'POST', `/t/${TENANT}/query`, { statement: `insert into notes [${rows.join(', ')}]` });
+    await call(node, TOKEN, 'POST', `/t/${TENANT}/query`, { statement: `insert into notes [${rows.join(', ')}]` });
     const targets = { direct: node, router };
     const measures: Measure[] = [];
     for (const clients of CLIENTS) {
@@ -55,31 +54,6 @@ async function main(): Promise<void> {
     await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)));
     fs.rmSync(dir, { recursive: true, force: true });
   }
-}
-
-async function start(children: ChildProcess[], script: string, args: string[]): Promise<string> {
-  const child = spawn(process.execPath, [path.join(ROOT, script), ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, FENEC_TOKEN: '' } });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let text = '';
-    child.stderr!.on('data', (chunk: Buffer) => {
-      text += chunk.toString();
-      for (const line of text.split('\n')) {
-        try {
-          const entry = JSON.parse(line) as { msg?: string; url?: string };
-          if (entry.msg === 'listening') resolve(entry.url!);
-        } catch {
-          // not a whole line yet
-        }
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`${script} exited (${code}):\n${text}`)));
-  });
-}
-
-async function call(base: string, method: string, route: string, body: unknown): Promise<void> {
-  const response = await fetch(`${base}${route}`, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  if (!response.ok) throw new Error(`${method} ${route} → ${response.status} ${await response.text()}`);
 }
 
 async function measure(name: string, base: string, clients: number): Promise<Measure> {
