@@ -4,7 +4,10 @@ import { FenecError } from '../../shared/errors.js';
 
 describe('serverConfig', () => {
   it('applies the documented defaults and freezes the result', () => {
-    const config = serverConfig({ file: 'notes.fenec' });
+    const { cursorSecret, ...config } = serverConfig({ file: 'notes.fenec' });
+    // The key cursors are signed with: 32 random bytes of each config's own.
+    expect(cursorSecret).to.have.length(32);
+    expect(Buffer.from(cursorSecret).equals(Buffer.from(serverConfig({ file: 'notes.fenec' }).cursorSecret))).to.equal(false);
     expect(config).to.deep.equal({
       file: 'notes.fenec',
       host: '127.0.0.1',
@@ -20,7 +23,7 @@ describe('serverConfig', () => {
       audit: undefined,
       mcp: undefined,
     });
-    expect(Object.isFrozen(config)).to.equal(true);
+    expect(Object.isFrozen(serverConfig({ file: 'notes.fenec' }))).to.equal(true);
   });
 
   it('keeps what the caller gives', () => {
