@@ -18,7 +18,7 @@ import { deleteExpired } from './query/expiry.js';
 import { VectorStore, type VectorStoreEvent } from './vector/store.js';
 import type { Plan } from './query/plan.js';
 import { plan, type RowStatement } from './query/planner.js';
-import { runSchemaStatement, type SchemaStatement } from './query/schema.js';
+import { runSchemaStatement, type IndexState, type SchemaStatement } from './query/schema.js';
 import type { BindContext } from './query/values.js';
 
 export type { Answer };
@@ -282,7 +282,7 @@ export class FenecDatabase {
       });
     }
     const visible = policy === undefined ? undefined : (name: string) => policy.rules.get(name)?.read === true;
-    const answer = runSchemaStatement(statement, this.#catalog, this.#db, ctx, visible);
+    const answer = runSchemaStatement(statement, this.#catalog, this.#db, ctx, visible, (collection, field) => this.#indexState(collection, field));
     if (statement.kind === 'Compact') {
       const compacted = statement.collection === undefined ? undefined : statement.collection;
       for (const spec of this.#catalog.vectorFields()) {
@@ -297,6 +297,13 @@ export class FenecDatabase {
       this.#vectors.sync(this.#catalog.vectorFields());
     }
     return answer;
+  }
+
+  /** A vector index's state as `schema` shows it; undefined for a field without one. */
+  #indexState(collection: string, field: string): IndexState | undefined {
+    const info = this.#vectors.info(collection, field);
+    if (info === undefined) return undefined;
+    return { rows: info.live, pending: info.pending, building: info.state === 'adding' || info.state === 'building' };
   }
 
   /** The statement a text holds, parsed at most once while it stays among the recent ones. */

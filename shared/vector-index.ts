@@ -50,18 +50,26 @@ export interface VectorIndex {
   readonly kind: VectorIndexKind;
   readonly metric: VectorMetric;
   readonly dims: number;
-  /** Vectors added, as of the last finished add. */
+  /**
+   * Vectors the index holds now: while an addAsync runs, those of the parts it has added so far
+   * (labels first … ntotal-1 of its batch are searchable).
+   */
   readonly ntotal: number;
-  /** True while an addAsync runs; every other call is refused until it ends. */
+  /** True while an addAsync or serializeAsync runs: add, serialize and dispose are refused until it ends; search is not. */
   readonly busy: boolean;
-  /** Adds n vectors (n × dims floats, read in place); returns the first one's label (the others follow in order). */
+  /** Adds n vectors (n × dims floats, read in place) on the calling thread; returns the first one's label (the others follow in order). */
   add(vectors: Float32Array): number;
-  /** add on a worker thread (the vectors are copied first); for rebuilds that must not stall the event loop. */
+  /**
+   * add on a worker thread (the vectors are copied first), in parts of a few milliseconds each, so
+   * that a search beside it waits at most for one part; the index is searchable throughout.
+   */
   addAsync(vectors: Float32Array): Promise<number>;
-  /** The k nearest labels of each of the nq queries (nq × dims floats). */
+  /** The k nearest labels of each of the nq queries (nq × dims floats), on the calling thread alone (no OpenMP team). */
   search(queries: Float32Array, k: number, options?: VectorSearchOptions): VectorSearchResult;
   /** The whole index as bytes (a checksummed envelope around Faiss's own format). */
   serialize(): Buffer;
+  /** serialize on a worker thread: searches go on meanwhile. */
+  serializeAsync(): Promise<Buffer>;
   /** Frees the native memory now; later calls are refused. Twice is harmless. */
   dispose(): void;
 }
@@ -70,6 +78,6 @@ export interface VectorEngine {
   create(options: VectorIndexOptions): VectorIndex;
   /** An index from serialize()'s bytes; damaged bytes are refused (see isDamagedIndexError), never half-read. */
   deserialize(bytes: Uint8Array): VectorIndex;
-  /** Threads each Faiss call may use (OpenMP and OpenBLAS), process-wide. */
+  /** Threads the background work (addAsync, serializeAsync) may use; searches and add use the calling thread alone. */
   setThreads(threads: number): void;
 }

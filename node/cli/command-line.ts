@@ -4,7 +4,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { Audit, type AuditTarget } from '../../shared/audit.js';
-import { FenecError } from '../../shared/errors.js';
+import { asFenecError, FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 
 /** Exit status of a bad flag, a bad flag value or a missing argument. */
@@ -75,4 +75,11 @@ export function onExit(cleanup: () => void, onSignal?: (signal: NodeJS.Signals) 
       onSignal(signal);
     });
   }
+}
+
+/** A fault on this machine is the user's own to read: its message is kept, unlike a server's 500. */
+export function localError(err: unknown): FenecError {
+  const error = asFenecError(err);
+  if (error.code !== 'internal' || !(err instanceof Error)) return error;
+  return new FenecError('internal', `internal error: ${err.message}`, { cause: err });
 }

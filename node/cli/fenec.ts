@@ -3,12 +3,13 @@
  * fenec: the command-line client. `fenec query` runs one statement on a file or on a server and
  * prints the answer's JSON on stdout; a refusal is the error's JSON on stderr, and exit status 1.
  */
-import { asFenecError, FenecError } from '../../shared/errors.js';
 import { FenecDatabase } from '../database.js';
-import { createProgram, onExit, parseCommandLine, usageError } from './command-line.js';
+import { createProgram, localError, onExit, parseCommandLine, usageError } from './command-line.js';
 import { addMcpCommand } from './mcp-command.js';
 import { addTenantCommand } from './tenant-command.js';
 import { addTokenCommand } from './token-command.js';
+import { addImportCommand } from './import-command.js';
+import { postQuery, queryUrl, tokenOf, type Outcome } from './server-client.js';
 
 const NAME = 'fenec';
 
@@ -40,7 +41,7 @@ program
     }
     if (options.url !== undefined) {
       if (options.readOnly) usageError(NAME, '--read-only is for --file; a server\'s writes are its own to refuse');
-      const token = options.token ?? (process.env.FENEC_TOKEN || undefined);
+      const token = tokenOf(options.token);
       await printOutcome(() => queryServer(queryUrl(options.url!), statement, params, token));
     } else {
       if (options.token !== undefined) usageError(NAME, '--token is for --url; a file takes no token');
@@ -59,25 +60,6 @@ function parseParams(text: string): unknown[] {
   return params;
 }
 
-/** A base URL gets /query appended (keeping any path prefix, as /t/<tenant>); a /query URL is kept. */
-function queryUrl(text: string): URL {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    usageError(NAME, `--url takes a URL such as http://127.0.0.1:8080, not ${text}`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') usageError(NAME, `--url takes an http or https URL, not ${text}`);
-  if (!url.pathname.endsWith('/query')) url.pathname = `${url.pathname.replace(/\/$/, '')}/query`;
-  return url;
-}
-
-/** An answer, or a refusal as its error JSON. */
-interface Outcome {
-  readonly ok: boolean;
-  readonly body: unknown;
-}
-
 async function queryFile(file: string, statement: string, params: unknown[], readOnly: boolean): Promise<Outcome> {
   const db = FenecDatabase.open({ file, readOnly, program: 'fenec query', sweepIntervalMs: 0 });
   // A signal or fault while the statement runs must still release the file's lock.
@@ -89,25 +71,8 @@ async function queryFile(file: string, statement: string, params: unknown[], rea
   return { ok: true, body };
 }
 
-/** @throws FenecError `unavailable` when no fenecdb server answers at `url`. */
-async function queryServer(url: URL, statement: string, params: unknown[], token: string | undefined): Promise<Outcome> {
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (token !== undefined) headers.authorization = `Bearer ${token}`;
-  let response: Response;
-  try {
-    response = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ statement, params }) });
-  } catch (err) {
-    const cause = (err as Error).cause as NodeJS.ErrnoException | undefined;
-    throw new FenecError('unavailable', `cannot reach ${url.href}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
-  }
-  const text = await response.text();
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new FenecError('unavailable', `${url.href} answered ${response.status} with no JSON; is it a fenecdb server?`);
-  }
-  return { ok: response.ok, body };
+function queryServer(url: URL, statement: string, params: unknown[], token: string | undefined): Promise<Outcome> {
+  return postQuery(url, JSON.stringify({ statement, params }), token);
 }
 
 async function printOutcome(run: () => Promise<Outcome>): Promise<void> {
@@ -126,14 +91,8 @@ async function printOutcome(run: () => Promise<Outcome>): Promise<void> {
   process.stdout.write(`${JSON.stringify(outcome.body, null, process.stdout.isTTY ? 2 : undefined)}\n`);
 }
 
-/** A fault on this machine is the user's own to read: its message is kept, unlike a server's 500. */
-function localError(err: unknown): FenecError {
-  const error = asFenecError(err);
-  if (error.code !== 'internal' || !(err instanceof Error)) return error;
-  return new FenecError('internal', `internal error: ${err.message}`, { cause: err });
-}
-
 addTokenCommand(program);
+addImportCommand(program);
 addMcpCommand(program);
 addTenantCommand(program);
 

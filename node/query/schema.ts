@@ -38,7 +38,16 @@ function checkDefault(def: FieldDef, ctx: BindContext): void {
   }
 }
 
-function describeCollection(collection: Collection): Answer {
+/** What `schema` tells of a field's vector index: the rows it holds, those it does not hold yet, and whether it is at work. */
+export interface IndexState {
+  readonly rows: number;
+  readonly pending: number;
+  readonly building: boolean;
+}
+
+export type IndexStates = (collection: string, field: string) => IndexState | undefined;
+
+function describeCollection(collection: Collection, indexes: IndexStates | undefined): Answer {
   return {
     name: collection.name,
     fields: [
@@ -50,23 +59,30 @@ function describeCollection(collection: Collection): Answer {
         unique: f.def.unique,
         annotations: f.def.annotations.map(printAnnotation),
         ...(f.def.default === undefined ? {} : { default: printExpr(f.def.default) }),
+        ...indexOf(collection.name, f.name, indexes),
       })),
     ],
   };
 }
 
+function indexOf(collection: string, field: string, indexes: IndexStates | undefined): { index?: IndexState } {
+  const state = indexes?.(collection, field);
+  return state === undefined ? {} : { index: state };
+}
+
 /**
  * Runs a statement about collections. `visible`, for a token held to a policy, names the collections
- * `schema` shows it: the others are as unknown to it as ones that do not exist.
+ * `schema` shows it: the others are as unknown to it as ones that do not exist. `indexes` tells the
+ * state of each `@hnsw` field's index, for `schema` to show.
  */
-export function runSchemaStatement(stmt: SchemaStatement, catalog: Catalog, db: Connection, ctx: BindContext, visible?: (name: string) => boolean): Answer {
+export function runSchemaStatement(stmt: SchemaStatement, catalog: Catalog, db: Connection, ctx: BindContext, visible?: (name: string) => boolean, indexes?: IndexStates): Answer {
   switch (stmt.kind) {
     case 'Schema': {
       if (stmt.collection !== undefined && visible !== undefined && !visible(stmt.collection)) {
         throw catalog.unknown(stmt.collection, visible);
       }
       const collections = stmt.collection === undefined ? catalog.list().filter((c) => visible?.(c.name) ?? true) : [catalog.require(stmt.collection)];
-      return { collections: collections.map(describeCollection) };
+      return { collections: collections.map((c) => describeCollection(c, indexes)) };
     }
     case 'CreateCollection': {
       if (stmt.ifNotExists && catalog.get(stmt.name) !== undefined) return { created: false };

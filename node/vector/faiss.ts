@@ -8,6 +8,7 @@
  * its cause.
  */
 import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { FenecError } from '../../shared/errors.js';
@@ -52,6 +53,8 @@ function addon(): NativeAddon {
   }
   try {
     loaded = createRequire(import.meta.url)(path) as NativeAddon;
+    // Background work (builds, adds, snapshots) takes the cores the serving thread leaves; searches run on one.
+    loaded.setThreads(Math.max(1, availableParallelism() - 1));
   } catch (err) {
     throw new FenecError('vector_engine', `the Faiss addon ${path} does not load: ${(err as Error).message}`, {
       hint: 'run `make install` again to rebuild it',
@@ -119,6 +122,14 @@ class FaissIndex implements VectorIndex {
 
   serialize(): Buffer {
     return guarded(() => this.#native.serialize());
+  }
+
+  async serializeAsync(): Promise<Buffer> {
+    try {
+      return await this.#native.serializeAsync();
+    } catch (err) {
+      throw translate(err);
+    }
   }
 
   dispose(): void {

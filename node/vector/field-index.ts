@@ -1,21 +1,26 @@
 /**
- * The vector index of one `@hnsw` field: a Faiss HNSW index with its label map, the log seq it is in
- * step with, and at most one background job.
+ * The vector index of one `@hnsw` field: a Faiss HNSW index with its label map, the rows it does
+ * not hold yet, and at most one background job.
  *
- * The index that answers searches ("served") reflects every log entry of its field up to `seq`. Log
- * entries are applied by reading the row as it is now (tombstone the old label, add the new vector),
- * so applying one again, or late, changes nothing. Work of at most `syncLimit` floats is done on the
- * spot; more runs as a job on Faiss's worker thread (addAsync), so that a bulk write or a rebuild does
- * not stall the event loop:
+ * The index that answers searches ("served") holds the vectors of its live labels. A log entry says
+ * "look at this row again": taking it tombstones the row's label at once and queues the row; the
+ * queued rows are added as they are then (read from the file), so applying an entry twice, or late,
+ * changes nothing. A search answers from the served index for the rows it holds and scans exactly
+ * the rows it does not hold yet (queued, or in an add still running): right at every moment, and
+ * costing in proportion to what is pending, not to the whole field.
  *
- * - `add`: the served index takes a large batch; it is busy until the job ends, and searches scan
- *   the rows exactly meanwhile.
- * - `build`: a new index from every row, as of log seq S; the served index (if any) keeps answering
- *   and taking small batches. When the job ends the new index is served at S and catches up with the
- *   log after S (the store keeps those entries until then).
+ * Work of at most `syncLimit` floats is done on the spot; more runs as a job on Faiss's worker
+ * thread, in batches of at most JOB_FLOATS, while searches go on beside it (the addon lets a search
+ * wait for at most one part of an add):
  *
- * A field without a usable served index is answered by an exact scan of its rows (store.ts): slower,
- * never wrong.
+ * - `add`: a batch of queued rows into the served index. Rows committed meanwhile queue for the
+ *   next batch: a load that runs ahead of the index is added to it, never built again from all rows.
+ * - a build from the rows (open without a snapshot, a new field, a failed index) starts a new
+ *   empty served index with every row queued: the same adds, one index per load.
+ * - a rebuild (compact, tombstones past TOMBSTONE_SHARE) fills a new index in batches beside the
+ *   served one, which keeps answering while the rows changed meanwhile queue; at the swap they are
+ *   queued for the new index.
+ * - `serialize`: a large snapshot's bytes, taken on the worker thread, then written part by part.
  */
 import assert from 'node:assert/strict';
 import type { VectorEngine, VectorIndex, VectorIndexOptions } from '../../shared/vector-index.js';
@@ -23,7 +28,7 @@ import type { Connection } from '../storage/sqlite.js';
 import { isDamagedIndexError } from './faiss.js';
 import { scoreOf, type ScoredRow } from './distance.js';
 import { LabelMap } from './label-map.js';
-import { writeSnapshot, type StoredSnapshot } from './snapshot.js';
+import { writeSnapshot, writeSnapshotInParts, type SnapshotData, type StoredSnapshot } from './snapshot.js';
 import type { VectorLog } from './vector-log.js';
 import { DEFAULT_EF_SEARCH, DEFAULT_M, EF_CONSTRUCTION, fieldKey, shapeOf, TOMBSTONE_SHARE, type FieldInfo, type FieldState, type VectorFieldSpec } from './vector-field.js';
 import { VectorBatch, VectorRows } from './vector-rows.js';
@@ -34,10 +39,21 @@ export interface FieldContext {
   readonly engine: VectorEngine;
   readonly log: VectorLog;
   readonly syncLimit: number;
+  readonly readOnly: boolean;
   /** A job ended (after its outcome is recorded): the store settles it when it may touch the log. */
   jobDone(field: FieldIndex): void;
   failed(field: FieldIndex, what: string, error: unknown): void;
+  /** A snapshot was stored (bytes), for the log. */
+  stored(field: FieldIndex, bytes: number): void;
 }
+
+/**
+ * Floats one background add takes: 1 M, about 2 700 vectors of 384 dims (4 MB read from the file to
+ * gather them on the serving thread, a few milliseconds); the rest waits for the next.
+ */
+export const JOB_FLOATS = 1 << 20;
+/** Index bytes up to which a snapshot is serialized and written on the spot (a few milliseconds). */
+export const SYNC_SNAPSHOT_BYTES = 1 << 20;
 
 interface Served {
   readonly index: VectorIndex;
@@ -51,15 +67,31 @@ interface JobBase {
 }
 interface AddJob extends JobBase {
   readonly kind: 'add';
-  readonly upTo: number;
+  readonly target: Served;
   readonly first: number;
-  readonly count: number;
-  readonly applied: number;
+  /** The rows of the batch, in label order (label first + i). */
+  readonly rowIds: readonly number[];
+  /** How many of them are live already (the parts the addon has added, seen at a search). */
+  activated: number;
 }
-interface BuildJob extends JobBase {
-  readonly kind: 'build';
-  readonly fromSeq: number;
+interface SerializeJob extends JobBase {
+  readonly kind: 'serialize';
+  readonly seq: number;
+  readonly labels: Buffer;
+  bytes?: Buffer;
+}
+
+/** A rebuild beside the served index: the new index, and the rows still to add to it. */
+interface Rebuild {
   readonly candidate: Served;
+  readonly rowIds: readonly number[];
+  next: number;
+}
+
+/** What a search of the served index found, and the rows it does not hold yet (to scan). */
+export interface IndexAnswer {
+  readonly found: ScoredRow[];
+  readonly pending: ReadonlySet<number>;
 }
 
 export class FieldIndex {
@@ -68,13 +100,19 @@ export class FieldIndex {
   readonly #ctx: FieldContext;
   readonly #rows: VectorRows;
   #served: Served | null = null;
+  /** Every log entry of the field up to seq is taken: applied to the served index, in its add job, or queued. */
   #seq = -1;
   #snapshotSeq = -1;
   /** Rows applied since the snapshot. */
   #changed = 0;
   /** Built from the rows since the snapshot: worth storing now. */
   #rebuilt = false;
-  #job: AddJob | BuildJob | null = null;
+  /** Rows whose entries are taken but that no add holds yet; their old labels are dead already. */
+  #queued = new Set<number>();
+  #job: AddJob | SerializeJob | null = null;
+  #rebuild: Rebuild | null = null;
+  /** A snapshot being written part by part. */
+  #storing: Promise<void> | null = null;
   #failed = false;
   #disposed = false;
 
@@ -103,25 +141,36 @@ export class FieldIndex {
     return this.#seq;
   }
 
-  /** Takes log entries now: it has a served index that no job holds. */
+  /** Takes log entries: it has a served index. */
   get accepting(): boolean {
-    return this.#served !== null && this.#job?.kind !== 'add';
+    return this.#served !== null;
   }
 
-  /** The running job's end (settled by the store), or undefined. */
+  /** What runs in the background (a job, a snapshot being stored), or undefined. */
   get pending(): Promise<void> | undefined {
-    return this.#job?.done;
+    return this.#job?.done ?? this.#storing ?? undefined;
+  }
+
+  /** Rows whose vectors the served index does not hold yet. */
+  get backlog(): number {
+    this.#progress();
+    const job = this.#job;
+    const running = job?.kind === 'add' && job.target === this.#served ? job.rowIds.length - job.activated : 0;
+    return this.#queued.size + running;
   }
 
   info(): FieldInfo {
     const labels = this.#served?.labels;
-    const state: FieldState = this.#job !== null ? (this.#job.kind === 'add' ? 'adding' : 'building') : this.#failed ? 'failed' : 'ready';
+    const backlog = this.backlog;
+    const building = this.#rebuild !== null;
+    const state: FieldState = building ? 'building' : backlog > 0 || this.#job !== null ? 'adding' : this.#failed ? 'failed' : 'ready';
     return {
       state,
       serving: this.accepting,
       ntotal: labels?.size ?? 0,
       live: labels?.liveCount ?? 0,
       tombstones: labels?.deadCount ?? 0,
+      pending: backlog,
       seq: this.#served === null ? -1 : this.#seq,
       snapshotSeq: this.#snapshotSeq,
     };
@@ -149,133 +198,186 @@ export class FieldIndex {
   }
 
   /**
-   * Builds a new index from every row: on the spot when small, else as a job while the served index
-   * (if any) keeps answering. Throws what the engine throws on the spot (the addon missing).
+   * Builds the index from every row. Without a served index: a new empty one is served at once,
+   * every row queued (added on the spot when few, else in background batches). With one: a rebuild
+   * beside it (see Rebuild). Throws what the engine throws when creating the index (the addon missing).
    */
   build(): void {
-    assert(this.#job === null, 'one job per field at a time');
-    // The rows read now reflect every entry written so far: the last one left in the log, and any a
-    // snapshot trimmed (up to the served index's seq).
-    const fromSeq = Math.max(this.#ctx.log.maxSeq(), this.#seq);
-    const batch = this.#batch();
-    for (const { rowId, blob } of this.#rows.scan()) batch.push(rowId, blob);
-    const index = this.#ctx.engine.create(this.#indexOptions());
-    const labels = new LabelMap();
-    const vectors = batch.vectors();
-    if (vectors.length <= this.#ctx.syncLimit) {
-      try {
-        if (batch.count > 0) index.add(vectors);
-      } catch (err) {
-        index.dispose();
-        throw err;
-      }
-      for (const rowId of batch.rowIds) labels.append(rowId);
-      this.#failed = false;
-      this.#serve({ index, labels }, fromSeq);
+    if (this.#rebuild !== null) return; // one runs already, and reads every row
+    // The rows read from now on reflect every entry written so far.
+    const seq = Math.max(this.#ctx.log.maxSeq(), this.#seq);
+    const fresh: Served = { index: this.#ctx.engine.create(this.#indexOptions()), labels: new LabelMap() };
+    const rowIds = this.#rows.ids();
+    this.#failed = false;
+    if (this.#served === null) {
+      this.#served = fresh;
+      this.#seq = seq;
+      this.#queued = new Set(rowIds);
       this.#rebuilt = true;
-      return;
+    } else {
+      this.#rebuild = { candidate: fresh, rowIds, next: 0 };
     }
-    for (const rowId of batch.rowIds) labels.append(rowId);
-    const job: BuildJob = { kind: 'build', fromSeq, candidate: { index, labels }, done: Promise.resolve() };
-    job.done = this.#run(job, index.addAsync(vectors));
-    this.#job = job;
+    this.pump();
   }
 
-  /** Applies the field's log entries after seq up to upTo: the rows they name, looked at as they are now. */
-  catchUp(rowIds: ReadonlySet<number>, upTo: number): void {
-    if (!this.accepting) return; // a job, or the build that replaces the index, catches up itself
-    const served = this.#served!;
-    if (rowIds.size === 0) {
-      this.#seq = Math.max(this.#seq, upTo);
-    } else if (rowIds.size * this.#spec.dims <= this.#ctx.syncLimit) {
-      this.#applyNow(served, rowIds, upTo);
-    } else if (this.#job !== null) {
-      this.#dropServed(); // too far behind: the running build catches up at its swap
-    } else if (rowIds.size >= served.labels.liveCount / 2) {
-      this.#dropServed(); // mostly new rows: a build costs little more than adding them
-      this.#tryBuild();
-    } else {
-      this.#startAdd(served, rowIds, upTo);
+  /** Takes the field's log entries after seq up to upTo: their rows' labels die now, and the rows queue. */
+  take(rowIds: ReadonlySet<number>, upTo: number): void {
+    if (this.#served === null) return;
+    const { labels } = this.#served;
+    for (const rowId of rowIds) {
+      labels.tombstone(rowId);
+      this.#queued.add(rowId);
+    }
+    this.#seq = Math.max(this.#seq, upTo);
+  }
+
+  /**
+   * Starts what is due and may start: the next batch of a rebuild, an add of the queued rows (on the
+   * spot when small), a snapshot, a rebuild once tombstones pass their share. Never inside a write
+   * transaction (it reads rows as committed).
+   */
+  pump(): void {
+    if (this.#disposed || this.#job !== null) return;
+    const rebuild = this.#rebuild;
+    if (rebuild !== null && this.#served !== null) {
+      const step = this.#jobRows();
+      while (this.#job === null && rebuild.next < rebuild.rowIds.length) {
+        const rows = rebuild.rowIds.slice(rebuild.next, rebuild.next + step);
+        rebuild.next += rows.length;
+        this.#startAdd(rebuild.candidate, this.#take(rows));
+      }
+      if (this.#job !== null) return;
+      this.#swap(rebuild);
+    }
+    while (this.#job === null && this.#served !== null && this.#queued.size > 0) {
+      const now = this.#queued.size * this.#spec.dims <= this.#ctx.syncLimit;
+      const rows = this.#takeQueued(now ? this.#queued.size : this.#jobRows());
+      if (now) this.#applyNow(this.#served, rows);
+      else this.#startAdd(this.#served, rows);
     }
     const labels = this.#served?.labels;
-    if (labels !== undefined && this.#job === null && labels.deadCount > TOMBSTONE_SHARE * labels.size) this.#tryBuild();
+    if (this.#job === null && labels !== undefined && labels.deadCount > TOMBSTONE_SHARE * labels.size) this.#tryBuild();
   }
 
-  /** Records a finished job's outcome; true when there was one. The store then catches up. */
+  /** Records a finished job's outcome; true when there was one. The store then catches up and pumps. */
   settle(): boolean {
     const job = this.#job;
     if (job === null || job.outcome === undefined) return false;
     this.#job = null;
-    if (job.kind === 'add') {
-      const served = this.#served!;
-      if (job.outcome === 'ok') {
-        served.labels.activate(job.first, job.first + job.count);
-        this.#seq = Math.max(this.#seq, job.upTo);
-        this.#changed += job.applied;
-      } else {
-        this.#ctx.failed(this, 'adding vectors', job.outcome);
-        this.#dropServed();
-        this.#tryBuild();
-      }
-    } else if (job.outcome === 'ok') {
-      this.#failed = false;
-      this.#serve(job.candidate, job.fromSeq);
-      this.#rebuilt = true;
+    if (job.kind === 'serialize') {
+      if (job.outcome !== 'ok') this.#ctx.failed(this, 'storing a snapshot', job.outcome);
+      else this.#store({ collection: this.#spec.collection, field: this.#spec.field, seq: job.seq, index: job.bytes!, labels: job.labels, trimTo: job.seq });
+      return true;
+    }
+    if (job.outcome === 'ok') {
+      job.target.labels.activate(job.first + job.activated, job.first + job.rowIds.length);
+      if (job.target === this.#served) this.#changed += job.rowIds.length;
+    } else if (job.target === this.#served) {
+      this.#ctx.failed(this, 'adding vectors', job.outcome);
+      this.#queueJobRows(job);
+      this.#dropServed();
+      this.#tryBuild();
     } else {
-      job.candidate.index.dispose();
-      this.#failed = true;
+      // The rebuild's new index failed: the served one goes on.
       this.#ctx.failed(this, 'building the index', job.outcome);
+      this.#rebuild?.candidate.index.dispose();
+      this.#rebuild = null;
+      this.#failed = true;
     }
     return true;
   }
 
-  /** The k best live rows (of `allowed` when given), or null when the served index cannot answer now. */
-  search(query: Float32Array, k: number, allowed: Iterable<number> | null | undefined, efSearch: number | undefined): ScoredRow[] | null {
-    if (!this.accepting) return null;
-    const { index, labels } = this.#served!;
+  /**
+   * The k best live rows the served index holds (of `allowed` when given), and the rows it does not
+   * hold yet, for the caller to scan; null when there is no served index.
+   */
+  search(query: Float32Array, k: number, allowed: Iterable<number> | null | undefined, efSearch: number | undefined): IndexAnswer | null {
+    if (this.#served === null) return null;
+    this.#progress();
+    const { index, labels } = this.#served;
+    const pending = this.#pendingRows();
     let allow: Uint8Array | undefined;
     let candidates = labels.liveCount;
     if (allowed !== null && allowed !== undefined) ({ bits: allow, count: candidates } = labels.bitmapOf(allowed));
-    else if (labels.deadCount > 0) allow = labels.liveBitmap();
-    if (Math.min(k, candidates) === 0) return [];
-    const found = index.search(query, Math.min(k, candidates), { efSearch: efSearch ?? this.#spec.ef ?? DEFAULT_EF_SEARCH, ...(allow === undefined ? {} : { allow }) });
+    else if (labels.liveCount < labels.size) allow = labels.liveBitmap(); // dead or pending labels
     const out: ScoredRow[] = [];
-    for (let i = 0; i < found.labels.length; i++) {
-      const label = found.labels[i]!;
-      if (label < 0 || !labels.isLive(label)) continue;
-      out.push({ rowId: labels.rowOf(label), score: scoreOf(this.#spec.metric, found.distances[i]!) });
+    if (Math.min(k, candidates) > 0) {
+      const found = index.search(query, Math.min(k, candidates), { efSearch: efSearch ?? this.#spec.ef ?? DEFAULT_EF_SEARCH, ...(allow === undefined ? {} : { allow }) });
+      for (let i = 0; i < found.labels.length; i++) {
+        const label = found.labels[i]!;
+        if (label < 0 || !labels.isLive(label)) continue;
+        out.push({ rowId: labels.rowOf(label), score: scoreOf(this.#spec.metric, found.distances[i]!) });
+      }
     }
-    return out;
+    return { found: out, pending };
   }
 
   /** True when a snapshot is due: built from the rows since the last, or `changed` ≥ max(minBacklog, share × live). */
   snapshotDue(minBacklog: number, share: number): boolean {
-    if (!this.accepting) return false;
+    if (!this.#idle()) return false;
     return this.#rebuilt || this.#changed >= Math.max(minBacklog, share * this.#served!.labels.liveCount);
   }
 
   /** True when the served index holds anything the stored snapshot does not. */
   get unsaved(): boolean {
-    return this.accepting && (this.#rebuilt || this.#changed > 0 || this.#snapshotSeq < 0);
+    return this.#idle() && (this.#rebuilt || this.#changed > 0 || this.#snapshotSeq < 0);
   }
 
-  /** Stores the served index as of seq; keeps the log entries a running build will need. The caller holds no transaction. */
-  writeSnapshot(): number {
-    assert(this.accepting, 'no index to store');
+  /**
+   * Stores the served index as of seq: a small one on the spot, a large one serialized on the
+   * worker thread and written part by part. The caller holds no transaction and has checked unsaved
+   * or snapshotDue. `now`: on the spot whatever the size (at close). Answers the bytes stored on the
+   * spot, or undefined when it goes on in the background.
+   */
+  snapshot(now = false): number | undefined {
+    assert(this.#idle(), 'no index to store, or one that a job holds');
     const { index, labels } = this.#served!;
-    const bytes = index.serialize();
-    const trimTo = this.#job?.kind === 'build' ? Math.min(this.#seq, this.#job.fromSeq) : this.#seq;
-    writeSnapshot(this.#ctx.db, this.#spec.collection, this.#spec.field, this.#seq, bytes, labels.encode(shapeOf(this.#spec)), trimTo);
-    this.#snapshotSeq = this.#seq;
+    const data = { seq: this.#seq, labels: labels.encode(shapeOf(this.#spec)) };
+    const clean = { changed: this.#changed, rebuilt: this.#rebuilt };
     this.#changed = 0;
     this.#rebuilt = false;
-    return bytes.length;
+    if (now || this.#estimatedBytes() <= SYNC_SNAPSHOT_BYTES) {
+      const bytes = index.serialize();
+      try {
+        writeSnapshot(this.#ctx.db, { collection: this.#spec.collection, field: this.#spec.field, ...data, index: bytes, trimTo: data.seq });
+      } catch (err) {
+        this.#changed += clean.changed;
+        this.#rebuilt ||= clean.rebuilt;
+        throw err;
+      }
+      this.#snapshotSeq = data.seq;
+      return bytes.length;
+    }
+    const job: SerializeJob = { kind: 'serialize', ...data, done: Promise.resolve() };
+    job.done = (async () => {
+      try {
+        job.bytes = await index.serializeAsync();
+        job.outcome = 'ok';
+      } catch (err) {
+        job.outcome = err;
+      }
+      if (this.#disposed) {
+        this.#job = null;
+        index.dispose();
+        return;
+      }
+      this.#ctx.jobDone(this);
+    })();
+    this.#job = job;
+    return undefined;
   }
 
-  /** Frees the indexes now, or (one held by a job) when the job ends. Searches and catch-ups stop. */
+  /** Frees the indexes now, or (one a job holds) when the job ends. Searches and catch-ups stop. */
   dispose(): void {
     this.#disposed = true;
-    if (this.#job?.kind !== 'add') this.#dropServed(); // else the add job's end frees the index it holds
+    const held = this.#job === null ? null : this.#job.kind === 'add' ? this.#job.target : this.#served;
+    if (this.#served !== held) this.#dropServed();
+    if (this.#rebuild !== null && this.#rebuild.candidate !== held) this.#rebuild.candidate.index.dispose();
+    this.#rebuild = null;
+  }
+
+  #idle(): boolean {
+    return this.#served !== null && this.#job === null && this.#queued.size === 0 && this.#rebuild === null && this.#storing === null;
   }
 
   #indexOptions(): VectorIndexOptions {
@@ -289,8 +391,14 @@ export class FieldIndex {
     };
   }
 
-  #batch(): VectorBatch {
-    return new VectorBatch(this.#spec.dims, this.#spec.metric === 'cosine');
+  /** About what the index serializes to: its vectors and its bottom-level links. */
+  #estimatedBytes(): number {
+    const size = this.#served?.labels.size ?? 0;
+    return size * (this.#spec.dims * 4 + 2 * (this.#spec.m ?? DEFAULT_M) * 4);
+  }
+
+  #jobRows(): number {
+    return Math.max(1, Math.floor(JOB_FLOATS / this.#spec.dims));
   }
 
   #serve(served: Served, seq: number): void {
@@ -314,50 +422,116 @@ export class FieldIndex {
     }
   }
 
-  /** Tombstones the rows' labels and gathers their vectors as the rows hold them now. */
-  #gather(labels: LabelMap, rowIds: ReadonlySet<number>): VectorBatch {
-    const batch = this.#batch();
+  /** Up to n queued rows, in the order they came, out of the queue. */
+  #takeQueued(n: number): number[] {
+    const rows: number[] = [];
+    for (const rowId of this.#queued) {
+      if (rows.length >= n) break;
+      rows.push(rowId);
+    }
+    for (const rowId of rows) this.#queued.delete(rowId);
+    return rows;
+  }
+
+  /** The rows of a rebuild batch that are not queued (those are added after the swap, as they are then). */
+  #take(rowIds: readonly number[]): number[] {
+    return rowIds.filter((rowId) => !this.#queued.has(rowId));
+  }
+
+  /** A failed or abandoned add's rows, back in the queue (their vectors are read again). */
+  #queueJobRows(job: AddJob): void {
+    for (const rowId of job.rowIds) this.#queued.add(rowId);
+  }
+
+  /** The rows' vectors as the file holds them now (rows gone or without a vector are left out). */
+  #gather(rowIds: readonly number[]): VectorBatch {
+    const batch = new VectorBatch(this.#spec.dims, this.#spec.metric === 'cosine');
     for (const rowId of rowIds) {
-      labels.tombstone(rowId);
       const blob = this.#rows.blob(rowId);
       if (blob !== null) batch.push(rowId, blob);
     }
     return batch;
   }
 
-  #applyNow(served: Served, rowIds: ReadonlySet<number>, upTo: number): void {
-    const batch = this.#gather(served.labels, rowIds);
+  #applyNow(served: Served, rowIds: readonly number[]): void {
+    const batch = this.#gather(rowIds);
     let first = served.labels.size;
     try {
       if (batch.count > 0) first = served.index.add(batch.vectors());
     } catch (err) {
       this.#ctx.failed(this, 'adding vectors', err);
+      for (const rowId of rowIds) this.#queued.add(rowId);
       this.#dropServed();
       this.#tryBuild();
       return;
     }
     assert(first === served.labels.size, `Faiss labelled the batch from ${first}; the map expected ${served.labels.size}`);
     for (const rowId of batch.rowIds) served.labels.append(rowId);
-    this.#seq = Math.max(this.#seq, upTo);
-    this.#changed += rowIds.size;
+    this.#changed += rowIds.length;
   }
 
-  #startAdd(served: Served, rowIds: ReadonlySet<number>, upTo: number): void {
-    const batch = this.#gather(served.labels, rowIds);
+  #startAdd(target: Served, rowIds: readonly number[]): void {
+    const batch = this.#gather(rowIds);
     if (batch.count === 0) {
-      this.#seq = Math.max(this.#seq, upTo);
-      this.#changed += rowIds.size;
+      if (target === this.#served) this.#changed += rowIds.length;
       return;
     }
-    const first = served.labels.size;
-    for (const rowId of batch.rowIds) served.labels.append(rowId, true);
-    const job: AddJob = { kind: 'add', upTo, first, count: batch.count, applied: rowIds.size, done: Promise.resolve() };
-    job.done = this.#run(job, served.index.addAsync(batch.vectors()), first);
+    const first = target.labels.size;
+    for (const rowId of batch.rowIds) target.labels.append(rowId, true);
+    const job: AddJob = { kind: 'add', target, first, rowIds: batch.rowIds, activated: 0, done: Promise.resolve() };
+    job.done = this.#run(job, target.index.addAsync(batch.vectors()), first);
     this.#job = job;
   }
 
+  /** The rebuild's index has every row it read: it is served, and the rows changed meanwhile are queued for it. */
+  #swap(rebuild: Rebuild): void {
+    this.#rebuild = null;
+    const { labels } = rebuild.candidate;
+    for (const rowId of this.#queued) labels.tombstone(rowId);
+    this.#serve(rebuild.candidate, this.#seq);
+    this.#rebuilt = true;
+    this.#failed = false;
+  }
+
+  /** Makes live the labels of the parts a running add into the served index has added so far. */
+  #progress(): void {
+    const job = this.#job;
+    if (job?.kind !== 'add' || job.target !== this.#served || job.outcome !== undefined) return;
+    const added = Math.min(job.rowIds.length, job.target.index.ntotal - job.first);
+    if (added <= job.activated) return;
+    job.target.labels.activate(job.first + job.activated, job.first + added);
+    job.activated = added;
+  }
+
+  /** Rows the served index does not hold yet: queued, or in the part of a running add not yet added. */
+  #pendingRows(): Set<number> {
+    const job = this.#job;
+    if (job?.kind !== 'add' || job.target !== this.#served || job.activated === job.rowIds.length) return this.#queued;
+    const pending = new Set(this.#queued);
+    for (let i = job.activated; i < job.rowIds.length; i++) pending.add(job.rowIds[i]!);
+    return pending;
+  }
+
+  /** Writes a serialized snapshot part by part, then lets the store know. */
+  #store(data: SnapshotData): void {
+    const storing = (async () => {
+      try {
+        const stored = await writeSnapshotInParts(this.#ctx.db, data, () => !this.#disposed);
+        if (stored) {
+          this.#snapshotSeq = data.seq;
+          this.#ctx.stored(this, data.index.length);
+        }
+      } catch (err) {
+        this.#ctx.failed(this, 'storing a snapshot', err);
+      }
+      this.#storing = null;
+      if (!this.#disposed) this.#ctx.jobDone(this);
+    })();
+    this.#storing = storing;
+  }
+
   /** Records the job's outcome, frees what a disposed field no longer needs, and tells the store. */
-  async #run(job: AddJob | BuildJob, adding: Promise<number>, expectFirst = 0): Promise<void> {
+  async #run(job: AddJob, adding: Promise<number>, expectFirst: number): Promise<void> {
     try {
       const first = await adding;
       job.outcome = first === expectFirst ? 'ok' : new Error(`Faiss labelled the batch from ${first}; the map expected ${expectFirst}`);
@@ -366,8 +540,8 @@ export class FieldIndex {
     }
     if (this.#disposed) {
       this.#job = null;
-      if (job.kind === 'build') job.candidate.index.dispose();
-      this.#dropServed();
+      job.target.index.dispose();
+      if (this.#served !== null && this.#served !== job.target) this.#dropServed();
       return;
     }
     this.#ctx.jobDone(this);

@@ -21,6 +21,8 @@ export class LabelMap {
   #live = new Uint8Array(128);
   /** Row id → its live label. */
   readonly #byRow = new Map<number, number>();
+  /** Row id → its pending label (an add still running), until activated or tombstoned. */
+  readonly #pendingByRow = new Map<number, number>();
   #size = 0;
   #pending = 0;
 
@@ -53,27 +55,41 @@ export class LabelMap {
 
   /** The next label, for a vector of rowId that the index is about to add; live unless `pending`. */
   append(rowId: number, pending = false): number {
-    assert(!this.#byRow.has(rowId), `row ${rowId} has a live label already`);
+    assert(!this.#byRow.has(rowId) && !this.#pendingByRow.has(rowId), `row ${rowId} has a label already`);
     const label = this.#size;
     this.#grow(label + 1);
     this.#rows[label] = rowId;
     this.#size++;
-    if (pending) this.#pending++;
-    else this.#setLive(label, rowId);
+    if (pending) {
+      this.#pending++;
+      this.#pendingByRow.set(rowId, label);
+    } else {
+      this.#setLive(label, rowId);
+    }
     return label;
   }
 
-  /** Makes pending labels [from, to) live: their addAsync has finished. */
+  /** Makes pending labels [from, to) live: the index holds their vectors. One tombstoned meanwhile becomes dead. */
   activate(from: number, to: number): void {
     for (let label = from; label < to; label++) {
-      this.#setLive(label, this.#rows[label]!);
+      const rowId = this.#rows[label]!;
       this.#pending--;
+      if (rowId === -1) continue;
+      this.#pendingByRow.delete(rowId);
+      this.#setLive(label, rowId);
     }
     assert(this.#pending >= 0, 'activated more labels than were pending');
   }
 
-  /** Kills the row's live label, if it has one; true when it had. */
+  /** Kills the row's live (or pending) label, if it has one; true when it had a live one. */
   tombstone(rowId: number): boolean {
+    const pending = this.#pendingByRow.get(rowId);
+    if (pending !== undefined) {
+      // Counted as pending until its add ends; then dead.
+      this.#pendingByRow.delete(rowId);
+      this.#rows[pending] = -1;
+      return false;
+    }
     const label = this.#byRow.get(rowId);
     if (label === undefined) return false;
     this.#byRow.delete(rowId);

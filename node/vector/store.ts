@@ -32,6 +32,7 @@ import assert from 'node:assert/strict';
 import type { VectorEngine } from '../../shared/vector-index.js';
 import type { Connection } from '../storage/sqlite.js';
 import { exactSearch, queryVector, type ScoredRow } from './distance.js';
+import type { StoredVector } from './vector-rows.js';
 import { faiss } from './faiss.js';
 import { FieldIndex, type FieldContext } from './field-index.js';
 import { readSnapshot } from './snapshot.js';
@@ -49,8 +50,8 @@ export interface VectorStoreOptions {
   readonly engine?: VectorEngine;
   /**
    * Work of at most this many floats (vectors × dims) is done on the spot; more runs on Faiss's
-   * worker thread while searches of the field scan its rows. Default 262 144: about 680 vectors of
-   * 384 dims, 0.2 s of HNSW adds on 2 cores.
+   * worker thread while searches of the field scan the rows it does not hold yet. Default 16 384:
+   * about 40 vectors of 384 dims, a few milliseconds of HNSW adds on one core.
    */
   readonly syncLimit?: number;
   /** Snapshot when the entries applied since the last reach max(snapshotMinBacklog, snapshotShare × live). Defaults 1 000 and 0.1. */
@@ -68,7 +69,7 @@ export interface VectorStoreEvent {
   readonly error?: unknown;
 }
 
-export const DEFAULT_SYNC_LIMIT = 256 * 1024;
+export const DEFAULT_SYNC_LIMIT = 16 * 1024;
 export const SNAPSHOT_MIN_BACKLOG = 1000;
 export const SNAPSHOT_SHARE = 0.1;
 /** Up to this many allowed rows, a scan reads them by id; past it, it reads the column through. */
@@ -97,8 +98,10 @@ export class VectorStore {
       engine: options.engine ?? faiss,
       log: this.#log,
       syncLimit: options.syncLimit ?? DEFAULT_SYNC_LIMIT,
+      readOnly: options.readOnly,
       jobDone: (field) => this.#jobDone(field),
       failed: (field, what, error) => this.#failed(field, what, error),
+      stored: (field, bytes) => this.#stored(field, bytes),
     };
   }
 
@@ -157,30 +160,32 @@ export class VectorStore {
     this.#assertOutsideTransaction('catchUp');
     for (const field of this.#fields.values()) if (field.settle()) this.#dirty = true;
     const max = this.#log.maxSeq();
-    if (max === this.#seen && !this.#dirty) return;
-    this.#dirty = false;
-    const accepting = [...this.#fields.values()].filter((f) => f.accepting);
-    if (accepting.length > 0) {
-      const from = Math.min(...accepting.map((f) => f.seq));
-      const rows = new Map<FieldIndex, Set<number>>();
-      if (from < max) {
-        for (const entry of this.#log.entries(from, max)) {
-          const field = this.#fields.get(fieldKey(entry.collection, entry.field));
-          if (field === undefined || entry.seq <= field.seq) continue;
-          let ids = rows.get(field);
-          if (ids === undefined) rows.set(field, (ids = new Set()));
-          ids.add(entry.row_id);
+    if (max !== this.#seen || this.#dirty) {
+      this.#dirty = false;
+      const accepting = [...this.#fields.values()].filter((f) => f.accepting);
+      if (accepting.length > 0) {
+        const from = Math.min(...accepting.map((f) => f.seq));
+        const rows = new Map<FieldIndex, Set<number>>();
+        if (from < max) {
+          for (const entry of this.#log.entries(from, max)) {
+            const field = this.#fields.get(fieldKey(entry.collection, entry.field));
+            if (field === undefined || entry.seq <= field.seq) continue;
+            let ids = rows.get(field);
+            if (ids === undefined) rows.set(field, (ids = new Set()));
+            ids.add(entry.row_id);
+          }
         }
+        for (const field of accepting) field.take(rows.get(field) ?? new Set(), max);
       }
-      for (const field of accepting) {
-        try {
-          field.catchUp(rows.get(field) ?? new Set(), max);
-        } catch (err) {
-          this.#failed(field, 'catching up with the log', err); // the field stays behind: its searches scan the rows
-        }
+      this.#seen = max;
+    }
+    for (const field of this.#fields.values()) {
+      try {
+        field.pump();
+      } catch (err) {
+        this.#failed(field, 'adding vectors', err); // the field's searches scan the rows it does not hold
       }
     }
-    this.#seen = max;
     if (this.#readOnly) return;
     const minBacklog = this.#options.snapshotMinBacklog ?? SNAPSHOT_MIN_BACKLOG;
     const share = this.#options.snapshotShare ?? SNAPSHOT_SHARE;
@@ -205,14 +210,19 @@ export class VectorStore {
     // Read at most once whichever way the search goes: a generator would be spent by the first.
     const allowed = allowedRowIds === null || allowedRowIds === undefined || Array.isArray(allowedRowIds) || allowedRowIds instanceof Set ? allowedRowIds : [...allowedRowIds];
     const mayCatchUp = this.#readOnly || !this.#db.inTransaction;
-    let behind = index.seq < this.#log.maxSeqOf(collection, field);
-    if (mayCatchUp && (behind || this.#dirty || index.pending !== undefined)) {
-      this.catchUp();
-      behind = index.seq < this.#log.maxSeqOf(collection, field);
+    if (mayCatchUp) this.catchUp();
+    // Inside a write transaction the log may hold entries not taken yet: the rows are the answer.
+    const behind = !mayCatchUp && index.seq < this.#log.maxSeqOf(collection, field);
+    const answer = behind ? null : index.search(q, k, allowed, efSearch);
+    if (answer !== null && answer.pending.size === 0) return answer.found;
+    let rows: Iterable<StoredVector>;
+    if (answer !== null) {
+      // The index answers for the rows it holds; the rows it does not hold yet are scanned, and only those.
+      const set = allowed === null || allowed === undefined ? null : allowed instanceof Set ? (allowed as Set<number>) : new Set(allowed);
+      rows = index.rows.only(set === null ? answer.pending : filter(answer.pending, (rowId) => set.has(rowId)));
+      return best([...answer.found, ...exactSearch(rows, q, metric, k, field)], k);
     }
-    const found = behind ? null : index.search(q, k, allowed, efSearch);
-    if (found !== null) return found;
-    let rows = index.rows.scan();
+    rows = index.rows.scan();
     if (allowed !== null && allowed !== undefined) {
       const set = allowed instanceof Set ? (allowed as Set<number>) : new Set(allowed);
       rows = set.size <= POINT_READS ? index.rows.only(set) : filter(rows, (r) => set.has(r.rowId));
@@ -259,7 +269,7 @@ export class VectorStore {
     if (!this.#readOnly && !this.#db.inTransaction && this.#db.open) {
       try {
         this.catchUp();
-        for (const field of this.#fields.values()) if (field.unsaved) this.#snapshot(field);
+        for (const field of this.#fields.values()) if (field.unsaved) this.#snapshot(field, true);
       } catch (err) {
         this.#event({ kind: 'failed', collection: '', field: '', message: `storing vector indexes at close: ${String(err)}`, error: err });
       }
@@ -293,13 +303,18 @@ export class VectorStore {
     return field;
   }
 
-  #snapshot(field: FieldIndex): void {
+  /** Stores the field's index: on the spot (now, or when small), else in the background (see FieldIndex.snapshot). */
+  #snapshot(field: FieldIndex, now = false): void {
     try {
-      const bytes = field.writeSnapshot();
-      this.#event({ ...names(field.spec), kind: 'snapshot_written', message: `stored the index of ${field.spec.collection}.${field.spec.field} at seq ${field.seq}: ${bytes} bytes` });
+      const bytes = field.snapshot(now);
+      if (bytes !== undefined) this.#stored(field, bytes);
     } catch (err) {
       this.#failed(field, 'storing a snapshot', err);
     }
+  }
+
+  #stored(field: FieldIndex, bytes: number): void {
+    this.#event({ ...names(field.spec), kind: 'snapshot_written', message: `stored the index of ${field.spec.collection}.${field.spec.field} at seq ${field.info().snapshotSeq}: ${bytes} bytes` });
   }
 
   /** Waits until the field has no job, settling each. */
@@ -356,4 +371,9 @@ function names(spec: VectorFieldSpec): { collection: string; field: string } {
 
 function* filter<T>(items: Iterable<T>, keep: (item: T) => boolean): IterableIterator<T> {
   for (const item of items) if (keep(item)) yield item;
+}
+
+/** The k best of rows scored on one scale, best first (ties by row id, as an exact scan orders them). */
+function best(rows: ScoredRow[], k: number): ScoredRow[] {
+  return rows.sort((a, b) => b.score - a.score || a.rowId - b.rowId).slice(0, k);
 }

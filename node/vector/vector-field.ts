@@ -34,14 +34,19 @@ export const TOMBSTONE_SHARE = 0.2;
 export type FieldState = 'ready' | 'adding' | 'building' | 'failed';
 
 export interface FieldInfo {
-  /** ready: the index answers; adding / building: a job runs (searches may scan the rows); failed: the last build failed. */
+  /**
+   * ready: the index holds every row; adding: rows are pending (searches scan them beside the index);
+   * building: a new index is filled beside the served one (compact, tombstones); failed: the last build failed.
+   */
   readonly state: FieldState;
   /** Whether the served index answers searches now (else they scan the rows). */
   readonly serving: boolean;
   readonly ntotal: number;
   readonly live: number;
   readonly tombstones: number;
-  /** Log seq the served index is in step with (-1 with none). */
+  /** Rows whose vectors the served index does not hold yet (queued, or in an add still running): searches scan them. */
+  readonly pending: number;
+  /** Log seq up to which the field has taken the log's entries (-1 with no served index). */
   readonly seq: number;
   /** Log seq of the stored snapshot (-1 with none known). */
   readonly snapshotSeq: number;

@@ -18,6 +18,7 @@ export class VectorRows {
   readonly #column: string;
   #byId: Statement | undefined;
   #all: Statement | undefined;
+  #ids: Statement | undefined;
 
   constructor(db: Connection, collection: string, field: string) {
     this.#db = db;
@@ -30,6 +31,12 @@ export class VectorRows {
     this.#byId ??= this.#db.prepare(`SELECT ${this.#column} FROM ${this.#table} WHERE "id" = ?`).pluck();
     const value = this.#byId.get(rowId) as unknown;
     return Buffer.isBuffer(value) ? value : null;
+  }
+
+  /** The ids of the rows with a non-null vector, in id order. */
+  ids(): number[] {
+    this.#ids ??= this.#db.prepare(`SELECT "id" FROM ${this.#table} WHERE ${this.#column} IS NOT NULL ORDER BY "id"`).pluck();
+    return this.#ids.all() as number[];
   }
 
   /** Every row with a non-null vector, in id order. */

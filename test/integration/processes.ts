@@ -89,14 +89,18 @@ export class Sandbox {
     return { child, pid: child.pid!, url, stderr: () => stderr };
   }
 
-  /** Runs a program to its end (killed past the timeout) and gives its status and output. */
-  async run(script: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Finished> {
-    const child = this.#spawn(script, args, env);
+  /**
+   * Runs a program to its end (killed past the timeout, default START_TIMEOUT_MS) and gives its
+   * status and output; `stdin`, when given, is written to its standard input.
+   */
+  async run(script: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { timeoutMs?: number; stdin?: string | Buffer } = {}): Promise<Finished> {
+    const child = this.#spawn(script, args, env, options.stdin !== undefined);
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), START_TIMEOUT_MS);
+    if (options.stdin !== undefined) child.stdin!.end(options.stdin);
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? START_TIMEOUT_MS);
     const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
     clearTimeout(timer);
     return { code, signal, stdout, stderr };
@@ -117,11 +121,11 @@ export class Sandbox {
     for (const dir of this.#dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
   }
 
-  #spawn(script: string, args: readonly string[], env: NodeJS.ProcessEnv): ChildProcess {
+  #spawn(script: string, args: readonly string[], env: NodeJS.ProcessEnv, stdin = false): ChildProcess {
     const { FENEC_TOKEN: _inherited, ...parentEnv } = process.env;
     const child = spawn(process.execPath, [script, ...args], {
       env: { ...parentEnv, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     });
     this.#children.add(child);
     LIVE.add(child);

@@ -1,49 +1,114 @@
 #include "add-worker.h"
 
+#include <faiss/impl/io.h>
+#include <faiss/index_io.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
 #include <utility>
 
+#include "envelope.h"
 #include "errors.h"
 #include "faiss-index.h"
 #include "threads.h"
 
 namespace fenec {
 
-AddWorker::AddWorker(Napi::Env env, FaissIndex* owner, Napi::Object owner_object, std::shared_ptr<faiss::Index> index,
+namespace {
+
+/** Runs `work`; what it throws, as the worker's error message ("" when nothing was thrown). */
+template <typename Work>
+std::string Capture(Work&& work) {
+  try {
+    work();
+    return "";
+  } catch (const std::bad_alloc&) {
+    return "faiss: out of memory";
+  } catch (const std::exception& e) {
+    return std::string("faiss: ") + e.what();
+  } catch (...) {
+    return "faiss: unknown C++ exception";
+  }
+}
+
+}  // namespace
+
+AddWorker::AddWorker(Napi::Env env, FaissIndex* owner, Napi::Object owner_object, std::shared_ptr<SharedIndex> shared,
                      std::vector<float> vectors, size_t n)
     : Napi::AsyncWorker(env, "fenecFaissAdd"),
       deferred_(Napi::Promise::Deferred::New(env)),
       owner_ref_(Napi::Persistent(owner_object)),
       owner_(owner),
-      index_(std::move(index)),
+      shared_(std::move(shared)),
       vectors_(std::move(vectors)),
       n_(n),
-      first_label_(index_->ntotal) {}
+      first_label_(shared_->index->ntotal) {}
 
 void AddWorker::Execute() {
   // Worker thread: no JS here. Errors travel as a message to OnError, on the main thread.
-  try {
+  std::string error = Capture([&] {
     ApplyThreads();
-    index_->add(static_cast<faiss::Index::idx_t>(n_), vectors_.data());
-  } catch (const std::bad_alloc&) {
-    SetError("faiss: out of memory");
-  } catch (const std::exception& e) {
-    SetError(std::string("faiss: ") + e.what());
-  } catch (...) {
-    SetError("faiss: unknown C++ exception");
-  }
+    faiss::Index& index = *shared_->index;
+    const size_t d = static_cast<size_t>(index.d);
+    const size_t part = std::max<size_t>(1, kAddPartFloats / d);
+    for (size_t done = 0; done < n_; done += part) {
+      const size_t count = std::min(part, n_ - done);
+      std::unique_lock<std::shared_mutex> lock(shared_->mutex);
+      index.add(static_cast<faiss::Index::idx_t>(count), vectors_.data() + done * d);
+      shared_->ntotal.store(index.ntotal);
+    }
+  });
+  if (!error.empty()) SetError(error);
   std::vector<float>().swap(vectors_);
 }
 
 void AddWorker::OnOK() {
-  owner_->EndAsyncAdd(Env());
+  owner_->EndAsync(Env());
   owner_ref_.Reset();
   deferred_.Resolve(Napi::Number::New(Env(), static_cast<double>(first_label_)));
 }
 
 void AddWorker::OnError(const Napi::Error& error) {
-  owner_->EndAsyncAdd(Env());
+  owner_->EndAsync(Env());
+  owner_ref_.Reset();
+  deferred_.Reject(CodedError(Env(), "ERR_FAISS", error.Message()).Value());
+}
+
+SerializeWorker::SerializeWorker(Napi::Env env, FaissIndex* owner, Napi::Object owner_object, std::shared_ptr<SharedIndex> shared)
+    : Napi::AsyncWorker(env, "fenecFaissSerialize"),
+      deferred_(Napi::Promise::Deferred::New(env)),
+      owner_ref_(Napi::Persistent(owner_object)),
+      owner_(owner),
+      shared_(std::move(shared)) {}
+
+void SerializeWorker::Execute() {
+  std::string error = Capture([&] {
+    // Shared: searches go on; no add runs meanwhile (the owner refuses them while this job runs).
+    std::shared_lock<std::shared_mutex> lock(shared_->mutex);
+    faiss::VectorIOWriter writer;
+    faiss::write_index(shared_->index.get(), &writer);
+    bytes_.resize(kEnvelopeHeaderSize + writer.data.size());
+    WriteEnvelopeHeader(bytes_.data(), writer.data.data(), writer.data.size());
+    std::memcpy(bytes_.data() + kEnvelopeHeaderSize, writer.data.data(), writer.data.size());
+  });
+  if (!error.empty()) SetError(error);
+}
+
+void SerializeWorker::OnOK() {
+  owner_->EndAsync(Env());
+  owner_ref_.Reset();
+  // The bytes move into the Buffer (freed by its finalizer): no second copy of a large index.
+  auto* held = new std::vector<uint8_t>(std::move(bytes_));
+  Napi::Buffer<uint8_t> buffer = Napi::Buffer<uint8_t>::New(
+      Env(), held->data(), held->size(), [](Napi::Env, uint8_t*, std::vector<uint8_t>* bytes) { delete bytes; }, held);
+  deferred_.Resolve(buffer);
+}
+
+void SerializeWorker::OnError(const Napi::Error& error) {
+  owner_->EndAsync(Env());
   owner_ref_.Reset();
   deferred_.Reject(CodedError(Env(), "ERR_FAISS", error.Message()).Value());
 }

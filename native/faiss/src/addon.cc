@@ -15,15 +15,15 @@ namespace {
 
 constexpr int64_t kMaxThreads = 1024;
 
-/** setThreads(n): the OpenMP/OpenBLAS threads of every later Faiss call, async adds included. */
+/** setThreads(n): the OpenMP threads of later background work (async adds, serializations). */
 Napi::Value SetThreadsJs(const Napi::CallbackInfo& info) {
   SetThreads(static_cast<int>(RequireInt(info.Env(), info[0], 1, kMaxThreads, "threads")));
   return info.Env().Undefined();
 }
 
-/** getThreads(): what a Faiss call on the main thread uses now. */
+/** getThreads(): the threads background work uses (searches and sync adds use one). */
 Napi::Value GetThreadsJs(const Napi::CallbackInfo& info) {
-  return Napi::Number::New(info.Env(), EffectiveThreads());
+  return Napi::Number::New(info.Env(), BackgroundThreads());
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "envelope.h"
 #include "errors.h"
 #include "search.h"
+#include "threads.h"
 
 namespace fenec {
 
@@ -80,6 +81,7 @@ Napi::Function FaissIndex::Init(Napi::Env env) {
           InstanceMethod<&FaissIndex::AddAsync>("addAsync"),
           InstanceMethod<&FaissIndex::Search>("search"),
           InstanceMethod<&FaissIndex::Serialize>("serialize"),
+          InstanceMethod<&FaissIndex::SerializeAsync>("serializeAsync"),
           InstanceMethod<&FaissIndex::Dispose>("dispose"),
           InstanceAccessor<&FaissIndex::Dims>("dims"),
           InstanceAccessor<&FaissIndex::Ntotal>("ntotal"),
@@ -102,8 +104,8 @@ FaissIndex::FaissIndex(const Napi::CallbackInfo& info) : Napi::ObjectWrap<FaissI
 }
 
 FaissIndex::~FaissIndex() {
-  // A finalizer (or env teardown). A running async add holds its own reference to the index.
-  index_.reset();
+  // A finalizer (or env teardown). Running background work holds its own reference to the index.
+  shared_.reset();
   if (reported_bytes_ != 0) {
     int64_t ignored;
     napi_adjust_external_memory(Env(), -reported_bytes_, &ignored);  // no throw from a destructor
@@ -115,15 +117,21 @@ void FaissIndex::Adopt(Napi::Env env, std::unique_ptr<faiss::Index> index) {
   kind_ = shape.kind;
   metric_ = index->metric_type;
   dims_ = index->d;
-  ntotal_ = index->ntotal;
-  index_ = std::move(index);
-  ReportMemory(env, static_cast<int64_t>(NativeBytes(*index_)));
+  shared_ = std::make_shared<SharedIndex>();
+  shared_->ntotal.store(index->ntotal);
+  shared_->index = std::move(index);
+  ReportMemory(env, static_cast<int64_t>(NativeBytes(*shared_->index)));
+}
+
+faiss::Index& FaissIndex::Searchable(Napi::Env env) {
+  if (!shared_) ThrowCoded(env, "ERR_FAISS_DISPOSED", "the index was disposed");
+  return *shared_->index;
 }
 
 faiss::Index& FaissIndex::Usable(Napi::Env env) {
-  if (!index_) ThrowCoded(env, "ERR_FAISS_DISPOSED", "the index was disposed");
-  if (busy_) ThrowCoded(env, "ERR_FAISS_BUSY", "the index is busy: an addAsync is running on it (await it first)");
-  return *index_;
+  faiss::Index& index = Searchable(env);
+  if (busy_) ThrowCoded(env, "ERR_FAISS_BUSY", "the index is busy: an addAsync or serializeAsync is running on it (await it first)");
+  return index;
 }
 
 void FaissIndex::ReportMemory(Napi::Env env, int64_t bytes) {
@@ -133,8 +141,9 @@ void FaissIndex::ReportMemory(Napi::Env env, int64_t bytes) {
 
 size_t FaissIndex::CheckAdd(Napi::Env env, const Napi::Float32Array& vectors) {
   size_t n = RowsOf(env, vectors, dims_, "vectors");
-  if (static_cast<int64_t>(n) > kMaxLabels - ntotal_) {
-    ThrowRangeError(env, "adding " + std::to_string(n) + " vectors to " + std::to_string(ntotal_) +
+  const int64_t ntotal = shared_->ntotal.load();
+  if (static_cast<int64_t>(n) > kMaxLabels - ntotal) {
+    ThrowRangeError(env, "adding " + std::to_string(n) + " vectors to " + std::to_string(ntotal) +
                              " would pass the 2^31-1 labels an index holds");
   }
   RequireFinite(env, vectors.Data(), vectors.ElementLength(), dims_, "vectors");
@@ -147,8 +156,9 @@ Napi::Value FaissIndex::Add(const Napi::CallbackInfo& info) {
   Napi::Float32Array vectors = RequireFloat32Array(env, info[0], "vectors");
   size_t n = CheckAdd(env, vectors);
   int64_t first = index.ntotal;
+  ServeSingleThreaded();
   if (n > 0) Guard(env, [&] { index.add(static_cast<faiss::Index::idx_t>(n), vectors.Data()); });
-  ntotal_ = index.ntotal;
+  shared_->ntotal.store(index.ntotal);
   ReportMemory(env, static_cast<int64_t>(NativeBytes(index)));
   return Napi::Number::New(env, static_cast<double>(first));
 }
@@ -161,22 +171,33 @@ Napi::Value FaissIndex::AddAsync(const Napi::CallbackInfo& info) {
   std::vector<float> copy = Guard(env, [&] {
     return std::vector<float>(vectors.Data(), vectors.Data() + vectors.ElementLength());
   });
-  auto* worker = new AddWorker(env, this, info.This().As<Napi::Object>(), index_, std::move(copy), n);
+  auto* worker = new AddWorker(env, this, info.This().As<Napi::Object>(), shared_, std::move(copy), n);
   Napi::Promise promise = worker->Promise();
   busy_ = true;
   worker->Queue();
   return promise;
 }
 
-void FaissIndex::EndAsyncAdd(Napi::Env env) {
+Napi::Value FaissIndex::SerializeAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Usable(env);
+  auto* worker = new SerializeWorker(env, this, info.This().As<Napi::Object>(), shared_);
+  Napi::Promise promise = worker->Promise();
+  busy_ = true;
+  worker->Queue();
+  return promise;
+}
+
+void FaissIndex::EndAsync(Napi::Env env) {
   busy_ = false;
-  ntotal_ = index_->ntotal;
-  ReportMemory(env, static_cast<int64_t>(NativeBytes(*index_)));
+  if (!shared_) return;
+  shared_->ntotal.store(shared_->index->ntotal);
+  ReportMemory(env, static_cast<int64_t>(NativeBytes(*shared_->index)));
 }
 
 Napi::Value FaissIndex::Search(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  faiss::Index& index = Usable(env);
+  faiss::Index& index = Searchable(env);
   Napi::Float32Array queries = RequireFloat32Array(env, info[0], "queries");
   size_t nq = RowsOf(env, queries, dims_, "queries");
   size_t k = static_cast<size_t>(RequireInt(env, info[1], 1, kMaxK, "k"));
@@ -196,7 +217,12 @@ Napi::Value FaissIndex::Search(const Napi::CallbackInfo& info) {
   RequireFinite(env, queries.Data(), queries.ElementLength(), dims_, "queries");
   Napi::Float32Array distances = Napi::Float32Array::New(env, nq * k);
   Napi::Int32Array labels = Napi::Int32Array::New(env, nq * k);
-  Guard(env, [&] { fenec::Search(index, request, distances.Data(), labels.Data()); });
+  ServeSingleThreaded();
+  Guard(env, [&] {
+    // Beside a background add, waits for the part it is adding (milliseconds), never reads a graph that changes.
+    std::shared_lock<std::shared_mutex> lock(shared_->mutex);
+    fenec::Search(index, request, distances.Data(), labels.Data());
+  });
   Napi::Object result = Napi::Object::New(env);
   result.Set("distances", distances);
   result.Set("labels", labels);
@@ -239,10 +265,9 @@ Napi::Value FaissIndex::Deserialize(const Napi::CallbackInfo& info) {
 
 Napi::Value FaissIndex::Dispose(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!index_) return env.Undefined();  // twice is fine
-  if (busy_) ThrowCoded(env, "ERR_FAISS_BUSY", "the index is busy: an addAsync is running on it (await it first)");
-  index_.reset();
-  ntotal_ = 0;
+  if (!shared_) return env.Undefined();  // twice is fine
+  if (busy_) ThrowCoded(env, "ERR_FAISS_BUSY", "the index is busy: an addAsync or serializeAsync is running on it (await it first)");
+  shared_.reset();
   ReportMemory(env, 0);
   return env.Undefined();
 }
@@ -252,7 +277,8 @@ Napi::Value FaissIndex::Dims(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value FaissIndex::Ntotal(const Napi::CallbackInfo& info) {
-  return Napi::Number::New(info.Env(), static_cast<double>(ntotal_));
+  // Live: a background add's parts count as each is added (0 once disposed).
+  return Napi::Number::New(info.Env(), shared_ ? static_cast<double>(shared_->ntotal.load()) : 0.0);
 }
 
 Napi::Value FaissIndex::Kind(const Napi::CallbackInfo& info) {

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "index-shape.h"
+#include "shared-index.h"
 
 namespace fenec {
 
@@ -20,8 +21,8 @@ class FaissIndex : public Napi::ObjectWrap<FaissIndex> {
   explicit FaissIndex(const Napi::CallbackInfo& info);
   ~FaissIndex() override;
 
-  /** Called on the main thread by the async add when it ends, whether it succeeded or not. */
-  void EndAsyncAdd(Napi::Env env);
+  /** Called on the main thread by background work (an add, a serialization) when it ends, whether it succeeded or not. */
+  void EndAsync(Napi::Env env);
 
  private:
   static Napi::Value Deserialize(const Napi::CallbackInfo& info);
@@ -29,6 +30,7 @@ class FaissIndex : public Napi::ObjectWrap<FaissIndex> {
   Napi::Value AddAsync(const Napi::CallbackInfo& info);
   Napi::Value Search(const Napi::CallbackInfo& info);
   Napi::Value Serialize(const Napi::CallbackInfo& info);
+  Napi::Value SerializeAsync(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   Napi::Value Dims(const Napi::CallbackInfo& info);
   Napi::Value Ntotal(const Napi::CallbackInfo& info);
@@ -37,20 +39,21 @@ class FaissIndex : public Napi::ObjectWrap<FaissIndex> {
   Napi::Value Busy(const Napi::CallbackInfo& info);
 
   void Adopt(Napi::Env env, std::unique_ptr<faiss::Index> index);
-  /** The index, or ERR_FAISS_DISPOSED / ERR_FAISS_BUSY. */
+  /** The index, or ERR_FAISS_DISPOSED / ERR_FAISS_BUSY (background work runs on it). */
   faiss::Index& Usable(Napi::Env env);
+  /** The index for a search: ERR_FAISS_DISPOSED only; background work may run beside it. */
+  faiss::Index& Searchable(Napi::Env env);
   /** Checks vectors to add; returns how many rows they hold. */
   size_t CheckAdd(Napi::Env env, const Napi::Float32Array& vectors);
   /** Tells V8 how much native memory this object holds, so GC weighs it. */
   void ReportMemory(Napi::Env env, int64_t bytes);
 
-  // Shared with a running async add, which keeps the index alive even if this object is collected.
-  std::shared_ptr<faiss::Index> index_;
+  // Shared with running background work, which keeps the index alive even if this object is collected.
+  std::shared_ptr<SharedIndex> shared_;
   IndexKind kind_ = IndexKind::kFlat;
   faiss::MetricType metric_ = faiss::METRIC_L2;
   int dims_ = 0;
-  int64_t ntotal_ = 0;  // as of the last finished call: readable while an async add runs
-  bool busy_ = false;
+  bool busy_ = false;  // background work runs
   int64_t reported_bytes_ = 0;
 };
 

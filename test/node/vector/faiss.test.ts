@@ -344,22 +344,45 @@ describe('faiss (node/vector/faiss)', () => {
       expect(refused).to.be.greaterThan(100);
     });
 
-    it('refuses every call while an addAsync runs, then takes them again', async () => {
+    it('refuses adds, serializations and dispose while an addAsync runs, and searches beside it', async () => {
       const busy = track(build({ kind: 'hnsw', dims, metric: 'l2' }, uniformVectors(100, dims, seededRandom(2))));
       const adding = busy.addAsync(uniformVectors(5_000, dims, seededRandom(3)));
       expect(busy.busy).to.equal(true);
       const q = new Float32Array(dims);
-      expectRefused(() => busy.search(q, 1), Error, 'ERR_FAISS_BUSY', /addAsync is running/);
-      expectRefused(() => busy.add(q), Error, 'ERR_FAISS_BUSY');
+      expectRefused(() => busy.add(q), Error, 'ERR_FAISS_BUSY', /addAsync or serializeAsync is running/);
       expectRefused(() => busy.serialize(), Error, 'ERR_FAISS_BUSY');
       expectRefused(() => busy.dispose(), Error, 'ERR_FAISS_BUSY');
       let second: unknown;
       await busy.addAsync(q).catch((err: unknown) => (second = err));
       expect(second).to.be.instanceOf(Error).with.property('code', 'ERR_FAISS_BUSY');
-      expect(busy.ntotal).to.equal(100);
+      await busy.serializeAsync().catch((err: unknown) => (second = err));
+      expect(second).to.be.instanceOf(Error).with.property('code', 'ERR_FAISS_BUSY');
+      // Searches go on, over the parts added so far: ntotal grows part by part.
+      const seen = new Set<number>();
+      while (busy.busy) {
+        const ntotal = busy.ntotal;
+        seen.add(ntotal);
+        const allow = new Uint8Array(Math.ceil(ntotal / 8)).fill(0xff);
+        const found = busy.search(q, 3, { allow });
+        for (const label of found.labels) expect(label).to.be.within(0, ntotal - 1);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
       expect(await adding).to.equal(100);
+      expect(seen.size, 'ntotal seen growing while the add ran').to.be.greaterThan(1);
       expect([busy.busy, busy.ntotal]).to.deep.equal([false, 5_100]);
       expect(busy.search(q, 1).labels[0]).to.be.at.least(0);
+    });
+
+    it('serializes on a worker thread to the bytes serialize gives, searching meanwhile', async () => {
+      const q = uniformVectors(1, dims, seededRandom(9));
+      const serializing = index.serializeAsync();
+      expect(index.busy).to.equal(true);
+      const during = index.search(q, 5);
+      const bytes = await serializing;
+      expect(index.busy).to.equal(false);
+      expect(bytes.equals(index.serialize())).to.equal(true);
+      const copy = track(faiss.deserialize(bytes));
+      expect(copy.search(q, 5)).to.deep.equal(during);
     });
 
     it('takes a thread count from 1 up, with the same answers at 1 thread', () => {

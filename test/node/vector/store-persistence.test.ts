@@ -89,9 +89,9 @@ describe('VectorStore persistence (node/vector/store)', () => {
   afterEach(() => f.remove());
 
   describe('snapshots', () => {
-    it('stores the index at close; reopened, it loads it and replays the log after it', () => {
+    it('stores the index at close; reopened, it loads it and replays the log after it', async () => {
       f.insert(3000);
-      f.open();
+      await f.open().idle();
       f.churn(200);
       f.store!.close();
       const stored = f.snapshotRow()!;
@@ -108,9 +108,9 @@ describe('VectorStore persistence (node/vector/store)', () => {
       f.check(50, 'after replay');
     });
 
-    it('writes a snapshot once the backlog reaches max(minimum, share × live), trimming the log', () => {
+    it('writes a snapshot once the backlog reaches max(minimum, share × live), trimming the log', async () => {
       f.insert(2000, 0);
-      f.open({ snapshotMinBacklog: 100, snapshotShare: 0.1 });
+      await f.open({ snapshotMinBacklog: 100, snapshotShare: 0.1 }).idle();
       const live = f.store!.info('docs', 'vec')!.live; // due at 10 % of it: 200
       const first = f.snapshotRow()!.seq; // the build from the rows is stored at once
       const update = f.db.prepare('UPDATE c_docs SET vec = ? WHERE id = ?');
@@ -141,9 +141,10 @@ describe('VectorStore persistence (node/vector/store)', () => {
       ['labels of another index', rewrite('_fenec_vector_index', 'labels', (b) => b.subarray(0, b.length - 8))],
     ];
     for (const [what, damage] of damages) {
-      it(`builds the index from the rows when the snapshot has ${what}`, () => {
+      it(`builds the index from the rows when the snapshot has ${what}`, async () => {
         f.insert(1500);
-        f.open().close();
+        await f.open().idle();
+        f.store!.close();
         f.store = undefined;
         f.churn(100);
         damage(f.db);
@@ -151,6 +152,7 @@ describe('VectorStore persistence (node/vector/store)', () => {
         expect(f.events.map((e) => e.kind)).to.include('snapshot_damaged');
         expect(store.info('docs', 'vec')).to.include({ serving: true, tombstones: 0 });
         f.check(20, 'rebuilt');
+        await store.idle();
         f.reopen(); // the rebuilt index was stored
         expect(f.events.map((e) => e.kind)).to.not.include('snapshot_damaged');
         f.check(5, 'stored again');
@@ -189,9 +191,10 @@ describe('VectorStore persistence (node/vector/store)', () => {
   });
 
   describe('tombstones and rebuilds', () => {
-    it('rebuilds itself once tombstones pass 20 % of the index, and stays exact', () => {
+    it('rebuilds itself once tombstones pass 20 % of the index, and stays exact', async () => {
       f.insert(2000);
       const store = f.open();
+      await store.idle();
       const ntotal = store.info('docs', 'vec')!.ntotal;
       const ids = f.db.prepare('SELECT id FROM c_docs WHERE vec IS NOT NULL ORDER BY id').pluck().all() as number[];
       let rebuiltAt = -1;
@@ -199,12 +202,14 @@ describe('VectorStore persistence (node/vector/store)', () => {
         f.db.prepare('DELETE FROM c_docs WHERE id = ?').run(ids[i]);
         store.catchUp();
         const info = store.info('docs', 'vec')!;
-        if (info.tombstones === 0) rebuiltAt = i + 1;
-        else expect(info.tombstones).to.equal(i + 1);
+        if (info.state === 'building') rebuiltAt = i + 1;
+        expect(info.tombstones).to.equal(i + 1);
         if (i % 100 === 50) f.check(3, `${i + 1} deleted`);
       }
       expect(rebuiltAt).to.equal(Math.floor(0.2 * ntotal) + 1);
-      expect(store.info('docs', 'vec')).to.include({ ntotal: ntotal - rebuiltAt, live: ntotal - rebuiltAt, tombstones: 0 });
+      f.check(5, 'while the new index fills, beside the old');
+      await store.idle();
+      expect(store.info('docs', 'vec')).to.include({ state: 'ready', ntotal: ntotal - rebuiltAt, live: ntotal - rebuiltAt, tombstones: 0 });
       f.check(20, 'after the rebuild');
     });
 
@@ -227,11 +232,13 @@ describe('VectorStore persistence (node/vector/store)', () => {
     it('builds a large index in the background, and answers exactly meanwhile', async () => {
       f.insert(3000);
       const store = f.open(small);
-      expect(store.info('docs', 'vec')).to.include({ state: 'building', serving: false });
-      f.check(5, 'while building (an exact scan)');
-      f.churn(20); // writes while it builds: caught up at the swap
+      // A new index is served at once, every row pending: searches scan the rows it does not hold yet.
+      expect(store.info('docs', 'vec')).to.include({ state: 'adding', serving: true });
+      expect(store.info('docs', 'vec')!.pending).to.be.greaterThan(0);
+      f.check(5, 'while building');
+      f.churn(20); // writes while it builds: added to the same index
       await store.idle();
-      expect(store.info('docs', 'vec')).to.include({ state: 'ready', serving: true });
+      expect(store.info('docs', 'vec')).to.include({ state: 'ready', serving: true, pending: 0 });
       f.check(20, 'built');
     });
 
@@ -239,8 +246,8 @@ describe('VectorStore persistence (node/vector/store)', () => {
       f.insert(2000);
       const store = f.open(small);
       await store.idle();
-      f.insert(400); // 400 > 50: a job; 400 < half the index: added, not rebuilt
-      expect(store.info('docs', 'vec')).to.include({ state: 'adding', serving: false });
+      f.insert(400); // 400 > 50: a job, added to the index beside the searches
+      expect(store.info('docs', 'vec')).to.include({ state: 'adding', serving: true });
       f.check(5, 'while adding');
       await store.idle();
       expect(store.info('docs', 'vec')).to.include({ state: 'ready', serving: true, tombstones: 0 });
@@ -248,7 +255,7 @@ describe('VectorStore persistence (node/vector/store)', () => {
       f.check(20, 'added');
     });
 
-    it('keeps the log entries a running build needs when a snapshot of the old index falls meanwhile', async () => {
+    it('answers from the old index while a rebuild fills the new one, and queues the rows changed meanwhile for it', async () => {
       f.insert(3000);
       const store = f.open({ ...small, snapshotMinBacklog: 5, snapshotShare: 0 });
       await store.idle();
@@ -256,10 +263,16 @@ describe('VectorStore persistence (node/vector/store)', () => {
       for (let i = 0; i < 20 && store.info('docs', 'vec')!.state !== 'building'; i++) await Promise.resolve();
       expect(store.info('docs', 'vec')).to.include({ state: 'building', serving: true });
       const before = f.snapshotRow()!.seq;
-      for (let i = 0; i < 30; i++) f.churn(3); // small batches: applied to the old index, which is stored every few
-      expect(f.snapshotRow()!.seq).to.be.greaterThan(before);
+      for (let i = 0; i < 30; i++) f.churn(3); // queued: the old index answers for the rest, the queued rows are scanned
+      expect(store.info('docs', 'vec')!.pending).to.be.greaterThan(0);
+      f.check(10, 'while rebuilding');
+      expect(f.snapshotRow()!.seq, 'no snapshot of the old index while the new one fills').to.equal(before);
+      expect(f.logCount(), 'the log keeps what the stored snapshot does not hold').to.be.greaterThan(0);
       await rebuilding;
-      expect(store.info('docs', 'vec')).to.include({ state: 'ready', serving: true });
+      const info = store.info('docs', 'vec')!;
+      expect(info).to.include({ state: 'ready', serving: true, pending: 0 });
+      expect(info.live).to.equal(f.db.prepare('SELECT count(vec) FROM c_docs').pluck().get());
+      expect(info.tombstones, 'at most the rows changed after the new index took them').to.be.at.most(90);
       f.check(20, 'after the swap');
       f.reopen();
       f.check(10, 'reopened');
@@ -268,7 +281,7 @@ describe('VectorStore persistence (node/vector/store)', () => {
     it('closes while a job runs, and frees its index when the job ends', async () => {
       f.insert(3000);
       const store = f.open(small);
-      expect(store.info('docs', 'vec')!.state).to.equal('building');
+      expect(store.info('docs', 'vec')!.state).to.equal('adding');
       store.close();
       f.store = undefined;
       await new Promise((resolve) => setTimeout(resolve, 300));

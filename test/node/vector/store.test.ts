@@ -111,11 +111,12 @@ describe('VectorStore (node/vector/store)', () => {
 
   describe('search', () => {
     for (const metric of ['cosine', 'l2', 'ip'] as Metric[]) {
-      it(`${metric}: agrees with an exact scan on the top result for 100 random queries over 2 000 rows`, () => {
+      it(`${metric}: agrees with an exact scan on the top result for 100 random queries over 2 000 rows`, async () => {
         setup = new Setup(`docs (vec vector<32> @hnsw(${metric}))`);
         const random = seededRandom(metric.length);
         setup.insert('vec', vectors(2000, 32, random));
         const store = setup.open();
+        await store.idle(); // built in the background: the index alone answers from here
         expect(store.info('docs', 'vec')).to.include({ state: 'ready', serving: true, ntotal: 2000, live: 2000, tombstones: 0 });
         for (let i = 0; i < 100; i++) {
           const q = randomVector(32, random);
@@ -172,12 +173,13 @@ describe('VectorStore (node/vector/store)', () => {
       expect(store.search('docs', 'vec', q, 0)).to.deep.equal([]);
     });
 
-    it('never returns a deleted row, nor an updated one under its old vector', () => {
+    it('never returns a deleted row, nor an updated one under its old vector', async () => {
       setup = new Setup('docs (vec vector<16> @hnsw(cosine))');
       const random = seededRandom(5);
       const old = vectors(2000, 16, random);
       const ids = setup.insert('vec', old);
       const store = setup.open();
+      await store.idle();
       const { db } = setup;
       const deleted = ids.slice(0, 100);
       const updated = ids.slice(100, 200);

@@ -1,0 +1,256 @@
+/**
+ * `fenec import --url URL|--file F COLLECTION data.ndjson|data.json|-`: loads rows into a
+ * collection in batches (`insert into C $1`, each batch all or nothing), the next batch read while
+ * the server writes the last. It stops at the first batch refused, naming the line of the row
+ * refused and how many rows were committed before it; then, unless --no-wait, it waits until the
+ * collection's vector indexes hold every row, and says how long that took.
+ *
+ * Progress goes to stderr (a bar on a terminal, plain lines otherwise); the summary, one JSON line,
+ * to stdout; a refusal, as JSON with its line and what was committed, to stderr with exit status 1.
+ */
+import { createReadStream, statSync } from 'node:fs';
+import type { Command } from 'commander';
+import { FenecError } from '../../shared/errors.js';
+import { isName } from '../../shared/fenecql/lexer.js';
+import { FenecDatabase } from '../database.js';
+import { localError, onExit, usageError } from './command-line.js';
+import { duration, figure, Progress } from './progress.js';
+import { readRows, type SourceRow } from './row-source.js';
+import { postQuery, queryUrl, tokenOf, type Outcome } from './server-client.js';
+
+const NAME = 'fenec';
+/** Under the server's default body limit (1 MB), with room for the statement around the rows. */
+const DEFAULT_BATCH_BYTES = 900 * 1024;
+const INDEX_POLL_MS = 200;
+
+interface ImportOptions {
+  url?: string;
+  file?: string;
+  token?: string;
+  batchBytes: string;
+  wait: boolean;
+}
+
+/** Where the rows go: a server's /query, or a file opened here. */
+interface Target {
+  insert(statement: string, rows: readonly SourceRow[]): Promise<Outcome>;
+  /** Resolves once the collection's vector indexes hold every row; `onPending` hears how many they do not yet. */
+  caughtUp(collection: string, onPending: (rows: number) => void): Promise<void>;
+  close(): void;
+}
+
+/** A refusal: the error, the line it names, and what was committed before it. */
+class ImportRefused extends Error {
+  constructor(readonly error: Record<string, unknown>, readonly line: number | undefined, readonly committed: number) {
+    super(String(error.message));
+  }
+}
+
+export function addImportCommand(program: Command): void {
+  program
+    .command('import')
+    .description('Load rows into a collection from NDJSON (one JSON object per line) or a JSON array of objects, in batches.')
+    .argument('<collection>', 'the collection the rows go into (it must exist)')
+    .argument('<source>', 'the file to read (data.ndjson, data.json), or - for stdin')
+    .option('--url <url>', 'load through a server: its base URL (http://127.0.0.1:8080) or its /query URL; the token from --token or $FENEC_TOKEN')
+    .option('--file <path>', 'load into this .fenec file (takes its lock while it runs)')
+    .option('--token <token>', 'with --url: the bearer token (default: $FENEC_TOKEN)')
+    .option('--batch-bytes <n>', 'largest request body, in bytes (a batch is halved when the server finds it too large)', String(DEFAULT_BATCH_BYTES))
+    .option('--no-wait', 'do not wait for the vector indexes to hold every row')
+    .action(async (collection: string, source: string, options: ImportOptions) => {
+      if ((options.file === undefined) === (options.url === undefined)) usageError(NAME, 'import takes one of --file <path> or --url <url>');
+      if (!isName(collection)) usageError(NAME, `${JSON.stringify(collection)} is not a collection name`);
+      const batchBytes = Number(options.batchBytes);
+      if (!Number.isSafeInteger(batchBytes) || batchBytes < 1024) usageError(NAME, `--batch-bytes takes a whole number of bytes ≥ 1024, not ${options.batchBytes}`);
+      if (options.file !== undefined && options.token !== undefined) usageError(NAME, '--token is for --url; a file takes no token');
+      const target = options.url !== undefined ? serverTarget(queryUrl(options.url), tokenOf(options.token)) : fileTarget(options.file!);
+      process.exitCode = await runImport(target, collection, source, batchBytes, options.wait);
+    });
+}
+
+async function runImport(target: Target, collection: string, source: string, batchBytes: number, wait: boolean): Promise<number> {
+  const tty = process.stderr.isTTY === true;
+  const write = (text: string): void => void process.stderr.write(text);
+  let totalBytes: number | undefined;
+  if (source !== '-') {
+    try {
+      totalBytes = statSync(source).size;
+    } catch (err) {
+      usageError(NAME, `cannot read ${source}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  }
+  const input = source === '-' ? process.stdin : createReadStream(source);
+  input.setEncoding('utf8');
+  const progress = new Progress({ write: (text) => write(`${tty ? '' : `${NAME} import: `}${text}`), tty, totalBytes });
+  let read = 0;
+  const rows = readRows(input as AsyncIterable<string>, { onBytes: (bytes) => (read = bytes) });
+  const loader = new Loader(target, `insert into ${collection} $1`, batchBytes, (committed) => progress.update(committed, read));
+  try {
+    await loader.load(rows);
+  } catch (err) {
+    progress.finish();
+    const refused = err instanceof ImportRefused ? err : new ImportRefused(localError(err).toJSON().error, lineOf(err), loader.committed);
+    if (tty) write(`${NAME} import: ${refused.message}; ${figure(refused.committed)} rows were committed before it, none after\n`);
+    write(`${JSON.stringify({ error: refused.error, ...(refused.line === undefined ? {} : { line: refused.line }), committed: refused.committed })}\n`);
+    target.close();
+    return 1;
+  }
+  progress.update(loader.committed, read);
+  progress.finish();
+  const seconds = progress.elapsed;
+  const summary: Record<string, unknown> = { collection, rows: loader.committed, seconds: round(seconds), rows_per_second: Math.round(loader.committed / Math.max(seconds, 1e-3)) };
+  write(`${NAME} import: ${figure(loader.committed)} rows into ${collection} in ${duration(seconds)} (${figure(summary.rows_per_second as number)} rows/s)\n`);
+  if (wait) {
+    const waiting = new Progress({ write: (text) => write(`${tty ? '' : `${NAME} import: `}${text}`), tty });
+    try {
+      await target.caughtUp(collection, (pending) => waiting.left(pending, 'rows still to index'));
+    } catch (err) {
+      waiting.finish();
+      write(`${JSON.stringify(localError(err).toJSON())}\n`);
+      target.close();
+      return 1;
+    }
+    waiting.finish();
+    summary.index_seconds = round(waiting.elapsed);
+    write(`${NAME} import: the vector indexes hold every row ${duration(waiting.elapsed)} later\n`);
+  }
+  target.close();
+  process.stdout.write(`${JSON.stringify(summary)}\n`);
+  return 0;
+}
+
+/** Batches the rows under the byte budget and sends them in order, one in flight while the next is read. */
+class Loader {
+  committed = 0;
+  #budget: number;
+  readonly #target: Target;
+  readonly #statement: string;
+  readonly #onCommitted: (committed: number) => void;
+
+  constructor(target: Target, statement: string, budget: number, onCommitted: (committed: number) => void) {
+    this.#target = target;
+    this.#statement = statement;
+    this.#budget = budget;
+    this.#onCommitted = onCommitted;
+  }
+
+  async load(rows: AsyncIterable<SourceRow>): Promise<void> {
+    let inFlight: Promise<void> = Promise.resolve();
+    let failure: unknown;
+    let batch: SourceRow[] = [];
+    let bytes = 0;
+    const flush = async (): Promise<void> => {
+      const sending = batch;
+      batch = [];
+      bytes = 0;
+      await inFlight;
+      if (failure !== undefined) throw failure;
+      // Kept from rejecting unobserved while the next batch is read; its failure is rethrown above.
+      inFlight = this.#send(sending).catch((err: unknown) => void (failure = err));
+    };
+    try {
+      for await (const row of rows) {
+        if (failure !== undefined) break;
+        const size = Buffer.byteLength(row.text) + 1;
+        if (batch.length > 0 && bytes + size > this.#budget) await flush();
+        batch.push(row);
+        bytes += size;
+      }
+    } catch (err) {
+      // A line that is not a row: the batch in flight ends first, so that what was committed is known.
+      await inFlight;
+      throw failure ?? err;
+    }
+    if (batch.length > 0 && failure === undefined) await flush();
+    await inFlight;
+    if (failure !== undefined) throw failure;
+  }
+
+  async #send(rows: readonly SourceRow[]): Promise<void> {
+    const outcome = await this.#target.insert(this.#statement, rows);
+    if (outcome.ok) {
+      this.committed += rows.length;
+      this.#onCommitted(this.committed);
+      return;
+    }
+    const error = ((outcome.body as { error?: Record<string, unknown> } | null)?.error ?? { code: 'internal', message: JSON.stringify(outcome.body) });
+    if (outcome.status === 413 && rows.length > 1) {
+      // Nothing of a batch too large was written: send it in halves, and smaller batches from now on.
+      this.#budget = Math.max(1024, Math.floor(this.#budget / 2));
+      const half = Math.ceil(rows.length / 2);
+      await this.#send(rows.slice(0, half));
+      await this.#send(rows.slice(half));
+      return;
+    }
+    const index = typeof error.row === 'number' ? error.row : undefined;
+    const line = index === undefined ? undefined : rows[index]?.line;
+    const first = rows[0]!.line;
+    const last = rows.at(-1)!.line;
+    const where = line !== undefined ? `line ${line}` : `the batch of lines ${first}–${last}`;
+    const message = String(error.message ?? '').replace(/^\$1\[\d+\]: /, '');
+    throw new ImportRefused({ ...error, message: `${where}: ${message}` }, line ?? first, this.committed);
+  }
+}
+
+function lineOf(err: unknown): number | undefined {
+  const match = /^line (\d+):/.exec(err instanceof Error ? err.message : '');
+  return match === null ? undefined : Number(match[1]);
+}
+
+function round(seconds: number): number {
+  return Math.round(seconds * 1000) / 1000;
+}
+
+function serverTarget(url: URL, token: string | undefined): Target {
+  return {
+    insert: (statement, rows) => postQuery(url, `{"statement":${JSON.stringify(statement)},"params":[[${rows.map((r) => r.text).join(',')}]]}`, token),
+    async caughtUp(collection, onPending) {
+      for (;;) {
+        const outcome = await postQuery(url, JSON.stringify({ statement: `schema ${collection}` }), token);
+        if (!outcome.ok) throw new FenecError('unavailable', `schema ${collection} was refused: ${JSON.stringify(outcome.body)}`);
+        const pending = indexBacklog(outcome.body);
+        if (pending === undefined) return;
+        onPending(pending);
+        await new Promise((resolve) => setTimeout(resolve, INDEX_POLL_MS));
+      }
+    },
+    close: () => undefined,
+  };
+}
+
+/** Rows the collection's indexes do not hold yet (as `schema` tells), or undefined when they hold every row. */
+function indexBacklog(answer: unknown): number | undefined {
+  const fields = (answer as { collections?: { fields?: { index?: { pending: number; building: boolean } }[] }[] }).collections?.[0]?.fields ?? [];
+  const indexes = fields.flatMap((f) => (f.index === undefined ? [] : [f.index]));
+  if (indexes.every((i) => i.pending === 0 && !i.building)) return undefined;
+  return indexes.reduce((sum, i) => sum + i.pending, 0);
+}
+
+function fileTarget(file: string): Target {
+  const db = FenecDatabase.open({ file, readOnly: false, program: 'fenec import', sweepIntervalMs: 0 });
+  // A signal or fault while it runs must still release the file's lock.
+  onExit(() => db.close());
+  return {
+    async insert(statement, rows) {
+      try {
+        const body = db.execute(statement, [rows.map((r) => r.value)]);
+        // A turn of the event loop between batches: the vector indexes' background work goes on.
+        await new Promise((resolve) => setImmediate(resolve));
+        return { ok: true, body };
+      } catch (err) {
+        const error = localError(err);
+        return { ok: false, status: error.status, body: error.toJSON() };
+      }
+    },
+    async caughtUp(collection, onPending) {
+      const timer = setInterval(() => onPending(indexBacklog(db.execute(`schema ${collection}`)) ?? 0), INDEX_POLL_MS);
+      try {
+        // Also stores the indexes, so that the next open loads them rather than building them again.
+        await db.idle();
+      } finally {
+        clearInterval(timer);
+      }
+    },
+    close: () => db.close(),
+  };
+}
