@@ -6,7 +6,7 @@ FILE ?= notes.fenec
 PORT ?= 8080
 SOURCES := $(shell find shared node router deploy test bench -name '*.ts' 2>/dev/null) tsconfig.json
 
-.PHONY: help install build test mcp-test reliability mcp-conformance chromium console-screenshots run serve requests-bench search-bench tenants-bench mcp-bench mcp-detail bench clean
+.PHONY: help install build test mcp-test reliability mcp-conformance chromium console-screenshots run serve requests-bench search-bench tenants-bench mcp-bench mcp-detail ingest-bench bench clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
@@ -21,6 +21,7 @@ help:
 	@echo "make tenants-bench   10 000 tenants on one node: a cold open's and a warm request's latency, open files, RSS"
 	@echo "make mcp-bench       MCP tool calls against the same statements through /query"
 	@echo "make mcp-detail      the bytes a 10-row search answers at each detail (ids, fields, full)"
+	@echo "make ingest-bench    fenec import over HTTP until near answers from the index, against raw SQLite + FTS5 and raw Faiss (INGEST_ROWS=5000 for a short run)"
 	@echo "make bench        every bench"
 
 # Dependencies, the build, and fenec, fenec-server and fenec-router on the PATH (scripts/link-bins.sh).
@@ -89,12 +90,15 @@ mcp-bench: build
 
 mcp-detail: build
 	$(NODE) dist/bench/mcp-detail.js
+ingest-bench: build
+	$(NODE) dist/bench/ingest-bench.js
 
 # One after the other, even under make -j: two benches at once would measure each other.
 bench: build
 	$(MAKE) requests-bench
 	$(MAKE) search-bench
 	$(MAKE) mcp-bench
+	$(MAKE) ingest-bench
 
 clean:
 	rm -rf dist .install-stamp

@@ -48,10 +48,10 @@ export interface FieldContext {
 }
 
 /**
- * Floats one background add takes: 1 M, about 2 700 vectors of 384 dims (4 MB read from the file to
- * gather them on the serving thread, a few milliseconds); the rest waits for the next.
+ * Floats one background add takes: 256 K, about 680 vectors of 384 dims (1 MB read from the file to
+ * gather them on the serving thread, about a millisecond); the rest waits for the next.
  */
-export const JOB_FLOATS = 1 << 20;
+export const JOB_FLOATS = 1 << 18;
 /** Index bytes up to which a snapshot is serialized and written on the spot (a few milliseconds). */
 export const SYNC_SNAPSHOT_BYTES = 1 << 20;
 

@@ -18,7 +18,7 @@ import { LOG_TABLE, SNAPSHOT_PART_TABLE, SNAPSHOT_TABLE } from './vector-log.js'
  * Bytes per part: one part is one insert of a BLOB, a few milliseconds (well under SQLite's 1 GB
  * limit, and no giant single read).
  */
-export const PART_BYTES = 2 * 1024 * 1024;
+export const PART_BYTES = 512 * 1024;
 /** The first part number of slot 1. */
 const SLOT_BASE = 1 << 30;
 /** Parts deleted per statement when a slot is cleared in steps. */

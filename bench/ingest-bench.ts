@@ -1,0 +1,258 @@
+/**
+ * `make ingest-bench`: a bulk load through `fenec import` over HTTP, until `near` answers from the
+ * index, against the engines underneath doing the same work, in one run.
+ *
+ * Data (bench/search-data.ts, as make search-bench draws it): INGEST_ROWS rows (default 100 000) of
+ * Zipf text of 10–40 words (`@text`), a 384-dim clustered vector (`@hnsw(cosine)`), a category and a
+ * year. Three loads, each into a fresh collection of one real fenec-server, each timed from the start
+ * of `fenec import` until it has waited for the vector index to hold every row (`schema`), then
+ * checked with a `near`:
+ *
+ * - text: body, category, year (no vector field);
+ * - vector: vector, category, year (no text field);
+ * - both: every field.
+ *
+ * Baselines, same machine, same rows: raw better-sqlite3 inserting them into a table and an FTS5
+ * table (same tokenizer, vectors as BLOBs) in transactions of 10 000 rows, WAL and synchronous FULL
+ * as fenecdb opens its files; and raw Faiss (our binding) building an HNSW index of the same vectors
+ * with the same parameters (M, efConstruction) with every core, timed apart and added. The target
+ * is fenecdb ≤ 1.3× the raw total for the full load.
+ *
+ *     INGEST_ROWS=5000 node dist/bench/ingest-bench.js
+ */
+import Database from 'better-sqlite3';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import * as fs from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { TEXT_TOKENIZER } from '../node/search/text-index.js';
+import { faiss } from '../node/vector/faiss.js';
+import { DEFAULT_M, EF_CONSTRUCTION } from '../node/vector/store.js';
+import { clusteredData, documents, seededRandom, vocabulary, zipfSampler } from './search-data.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const FENEC = path.join(ROOT, 'dist/node/cli/fenec.js');
+const FENEC_SERVER = path.join(ROOT, 'dist/node/cli/fenec-server.js');
+const RESULTS = path.join(ROOT, 'bench/results/ingest.json');
+
+const ROWS = intEnv('INGEST_ROWS', 100_000, 100);
+const DIMS = 384;
+const CLUSTERS = 1_000;
+const SPREAD = 0.5;
+const VOCABULARY = 5_000;
+const RAW_TRANSACTION = 10_000;
+const TARGET_RATIO = 1.3;
+const TOKEN = 'ingest-bench-token';
+const CATEGORIES = ['news', 'docs', 'mail', 'chat', 'code', 'notes', 'wiki', 'logs'];
+
+type Part = 'text' | 'vector' | 'both';
+const PARTS: readonly Part[] = ['text', 'vector', 'both'];
+
+const started = performance.now();
+
+function progress(message: string): void {
+  process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(1).padStart(6)} s] ${message}\n`);
+}
+
+function intEnv(name: string, fallback: number, min: number): number {
+  const text = process.env[name];
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be a whole number ≥ ${min}, not ${text}`);
+  return value;
+}
+
+interface Data {
+  readonly bodies: readonly string[];
+  readonly vectors: Float32Array;
+  readonly category: (i: number) => string;
+  readonly year: (i: number) => number;
+}
+
+function makeData(): Data {
+  const random = seededRandom(42);
+  const vocab = vocabulary(VOCABULARY, random);
+  const rank = zipfSampler(VOCABULARY, 1, random);
+  const bodies = documents(ROWS, vocab, rank, random, 10, 40);
+  const { vectors } = clusteredData(ROWS, 0, DIMS, CLUSTERS, SPREAD, random);
+  return { bodies, vectors, category: (i) => CATEGORIES[i % CATEGORIES.length]!, year: (i) => 1990 + (i % 35) };
+}
+
+function vectorOf(data: Data, i: number): number[] {
+  return Array.from(data.vectors.subarray(i * DIMS, (i + 1) * DIMS), (x) => Number(x.toPrecision(9)));
+}
+
+/** The rows of a part as NDJSON, written to a file. */
+function writeRows(data: Data, part: Part, file: string): void {
+  const out = fs.openSync(file, 'w');
+  try {
+    let chunk: string[] = [];
+    for (let i = 0; i < ROWS; i++) {
+      const row: Record<string, unknown> = { cat: data.category(i), year: data.year(i) };
+      if (part !== 'vector') row.body = data.bodies[i];
+      if (part !== 'text') row.vec = vectorOf(data, i);
+      chunk.push(JSON.stringify(row));
+      if (chunk.length === 1000) {
+        fs.writeSync(out, `${chunk.join('\n')}\n`);
+        chunk = [];
+      }
+    }
+    if (chunk.length > 0) fs.writeSync(out, `${chunk.join('\n')}\n`);
+  } finally {
+    fs.closeSync(out);
+  }
+}
+
+function definition(part: Part, name: string): string {
+  const fields = ['cat text @hash', 'year int'];
+  if (part !== 'vector') fields.push('body text @text');
+  if (part !== 'text') fields.push(`vec vector<${DIMS}> @hnsw(cosine)`);
+  return `create collection ${name} (${fields.join(', ')})`;
+}
+
+async function startServer(file: string): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [FENEC_SERVER, '--file', file, '--port', '0', '--http-token', TOKEN, '--sweep-interval', '0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let text = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      for (const line of text.split('\n')) if (line.includes('"listening"')) resolve((JSON.parse(line) as { url: string }).url);
+    });
+    child.once('exit', (code) => reject(new Error(`fenec-server exited (${code}) before listening:\n${text}`)));
+  });
+  return { url, child };
+}
+
+async function query(url: string, statement: string, params: unknown[] = []): Promise<any> {
+  const response = await fetch(new URL('/query', url), { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ statement, params }) });
+  const body = await response.json();
+  if (!response.ok) throw new Error(`${statement}: ${JSON.stringify(body)}`);
+  return body;
+}
+
+/** `fenec import` of the file until it has waited for the index; its summary. */
+async function importRows(url: string, collection: string, file: string): Promise<{ seconds: number; summary: Record<string, number> }> {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [FENEC, 'import', '--url', url, collection, file], { env: { ...process.env, FENEC_TOKEN: TOKEN }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const [code] = (await once(child, 'close')) as [number | null];
+  const seconds = (performance.now() - t0) / 1000;
+  if (code !== 0) throw new Error(`fenec import exited ${code}:\n${stderr}`);
+  return { seconds, summary: JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, number> };
+}
+
+/** The same rows into raw SQLite (+ FTS5 for text), 10 000 per transaction: seconds. */
+function rawSqlite(data: Data, part: Part, file: string): number {
+  const raw = new Database(file);
+  try {
+    raw.pragma('journal_mode = WAL');
+    raw.pragma('synchronous = FULL');
+    raw.exec(`CREATE TABLE r (id INTEGER PRIMARY KEY, cat TEXT NOT NULL, year INTEGER NOT NULL${part !== 'text' ? ', vec BLOB NOT NULL' : ''}); CREATE INDEX r_cat ON r (cat)`);
+    if (part !== 'vector') raw.exec(`CREATE VIRTUAL TABLE t USING fts5(body, tokenize = '${TEXT_TOKENIZER}')`);
+    const insertRow = raw.prepare(part === 'text' ? 'INSERT INTO r (id, cat, year) VALUES (?, ?, ?)' : 'INSERT INTO r (id, cat, year, vec) VALUES (?, ?, ?, ?)');
+    const insertText = part === 'vector' ? undefined : raw.prepare('INSERT INTO t (rowid, body) VALUES (?, ?)');
+    const insert = raw.transaction((from: number, to: number) => {
+      for (let i = from; i < to; i++) {
+        if (part === 'text') insertRow.run(i + 1, data.category(i), data.year(i));
+        else insertRow.run(i + 1, data.category(i), data.year(i), Buffer.from(data.vectors.buffer, data.vectors.byteOffset + i * DIMS * 4, DIMS * 4));
+        insertText?.run(i + 1, data.bodies[i]);
+      }
+    });
+    const t0 = performance.now();
+    for (let from = 0; from < ROWS; from += RAW_TRANSACTION) insert(from, Math.min(ROWS, from + RAW_TRANSACTION));
+    return (performance.now() - t0) / 1000;
+  } finally {
+    raw.close();
+  }
+}
+
+/** Raw Faiss HNSW of the same vectors, same M and efConstruction, every core: seconds. */
+async function rawFaiss(data: Data): Promise<number> {
+  faiss.setThreads(availableParallelism());
+  const index = faiss.create({ kind: 'hnsw', dims: DIMS, metric: 'ip', m: DEFAULT_M, efConstruction: EF_CONSTRUCTION });
+  try {
+    const t0 = performance.now();
+    await index.addAsync(data.vectors);
+    return (performance.now() - t0) / 1000;
+  } finally {
+    index.dispose();
+  }
+}
+
+interface PartResult {
+  readonly part: Part;
+  readonly fenecSeconds: number;
+  readonly importSeconds: number;
+  readonly indexSeconds: number | null;
+  readonly rawSqliteSeconds: number;
+  readonly rawFaissSeconds: number | null;
+  readonly rawSeconds: number;
+  readonly ratio: number;
+  readonly rowsPerSecond: number;
+}
+
+async function main(): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(tmpdir(), 'fenec-ingest-'));
+  let server: { url: string; child: ChildProcess } | undefined;
+  const results: PartResult[] = [];
+  try {
+    progress(`data: ${ROWS} rows, Zipf text, ${DIMS}-dim clustered vectors`);
+    const data = makeData();
+    progress('raw Faiss: HNSW of the same vectors');
+    const rawFaissSeconds = await rawFaiss(data);
+    server = await startServer(path.join(dir, 'ingest.fenec'));
+    for (const part of PARTS) {
+      const file = path.join(dir, `${part}.ndjson`);
+      writeRows(data, part, file);
+      progress(`${part}: raw SQLite${part === 'vector' ? '' : ' + FTS5'}, ${RAW_TRANSACTION} rows a transaction`);
+      const rawSqliteSeconds = rawSqlite(data, part, path.join(dir, `raw-${part}.sqlite`));
+      progress(`${part}: fenec import over HTTP until the index holds every row`);
+      await query(server.url, definition(part, part));
+      const { seconds, summary } = await importRows(server.url, part, file);
+      if (part !== 'text') {
+        const near = await query(server.url, `get ${part} select year near vec $1 limit 10`, [vectorOf(data, 17)]);
+        if (near.rows[0]?.id !== 18) throw new Error(`near did not find row 18 first: ${JSON.stringify(near.rows[0])}`);
+        const schema = await query(server.url, `schema ${part}`);
+        const index = schema.collections[0].fields.find((f: { name: string }) => f.name === 'vec').index;
+        if (index.pending !== 0 || index.building || index.rows !== ROWS) throw new Error(`the index does not hold every row: ${JSON.stringify(index)}`);
+      }
+      const raw = rawSqliteSeconds + (part === 'text' ? 0 : rawFaissSeconds);
+      results.push({
+        part,
+        fenecSeconds: seconds,
+        importSeconds: summary.seconds!,
+        indexSeconds: summary.index_seconds ?? null,
+        rawSqliteSeconds,
+        rawFaissSeconds: part === 'text' ? null : rawFaissSeconds,
+        rawSeconds: raw,
+        ratio: seconds / raw,
+        rowsPerSecond: ROWS / seconds,
+      });
+      fs.rmSync(file);
+    }
+  } finally {
+    server?.child.kill('SIGTERM');
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const report = { rows: ROWS, dims: DIMS, cores: availableParallelism(), target: TARGET_RATIO, parts: results };
+  fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
+  fs.writeFileSync(RESULTS, `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`ingest-bench: ${ROWS} rows, ${DIMS} dims, ${availableParallelism()} cores (results in bench/results/ingest.json)\n`);
+  process.stdout.write('part     fenec s   (import + index)   raw s   (sqlite + faiss)   ratio   rows/s\n');
+  for (const r of results) {
+    process.stdout.write(
+      `${r.part.padEnd(8)} ${r.fenecSeconds.toFixed(2).padStart(7)}   (${r.importSeconds.toFixed(2)} + ${(r.indexSeconds ?? 0).toFixed(2)})`.padEnd(38) +
+        `${r.rawSeconds.toFixed(2).padStart(6)}   (${r.rawSqliteSeconds.toFixed(2)} + ${(r.rawFaissSeconds ?? 0).toFixed(2)})`.padEnd(30) +
+        `${r.ratio.toFixed(2).padStart(5)}x  ${Math.round(r.rowsPerSecond)}\n`,
+    );
+  }
+  const both = results.find((r) => r.part === 'both')!;
+  process.stdout.write(`target: both ≤ ${TARGET_RATIO}x raw: ${both.ratio <= TARGET_RATIO ? 'met' : 'not met'} (${both.ratio.toFixed(2)}x)\n`);
+}
+
+await main();
