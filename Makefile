@@ -90,6 +90,7 @@ mcp-bench: build
 
 mcp-detail: build
 	$(NODE) dist/bench/mcp-detail.js
+
 ingest-bench: build
 	$(NODE) dist/bench/ingest-bench.js
 
