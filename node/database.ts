@@ -282,7 +282,9 @@ export class FenecDatabase {
       });
     }
     const visible = policy === undefined ? undefined : (name: string) => policy.rules.get(name)?.read === true;
-    const answer = runSchemaStatement(statement, this.#catalog, this.#db, ctx, visible, (collection, field) => this.#indexState(collection, field));
+    // The index state counts rows, the policy's or not: for the server token only.
+    const indexes = policy === undefined ? (collection: string, field: string) => this.#indexState(collection, field) : undefined;
+    const answer = runSchemaStatement(statement, this.#catalog, this.#db, ctx, visible, indexes);
     if (statement.kind === 'Compact') {
       const compacted = statement.collection === undefined ? undefined : statement.collection;
       for (const spec of this.#catalog.vectorFields()) {

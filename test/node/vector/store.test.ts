@@ -49,7 +49,9 @@ function vectors(n: number, dims: number, random: () => number): Float32Array[] 
   return Array.from({ length: n }, () => randomVector(dims, random));
 }
 
-describe('VectorStore (node/vector/store)', () => {
+describe('VectorStore (node/vector/store)', function () {
+  // Builds of a few thousand vectors in the background: seconds on a busy machine.
+  this.timeout(120_000);
   let setup: Setup;
   afterEach(() => setup?.remove());
 
