@@ -94,10 +94,21 @@ function supervise(options: RouterOptions): void {
   const logger = createLogger(NAME);
   const aggregator = new AggregatorRegistry();
   let stopping = false;
+  const listened = new Set<number>();
   for (let i = 0; i < options.workers; i += 1) cluster.fork();
+  cluster.on('listening', (worker) => listened.add(worker.id));
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) {
-      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(process.exitCode ?? 0);
+      return;
+    }
+    // A worker that never listened (the port is taken, say) would fail again: stop, do not fork forever.
+    if (!listened.has(worker.id)) {
+      logger.error({ pid: worker.process.pid, code, signal }, 'a router worker exited before it listened; stopping');
+      stopping = true;
+      for (const other of Object.values(cluster.workers ?? {})) other?.process.kill('SIGTERM');
+      process.exitCode = 1;
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(1);
       return;
     }
     logger.error({ pid: worker.process.pid, code, signal }, 'router worker died; starting another');
