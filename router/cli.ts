@@ -37,6 +37,8 @@ interface Flags {
 
 /** A worker's ask for the metrics of every worker, and the primary's answer. */
 const METRICS_ASK = 'fenec-router:metrics';
+/** How often the placement file is read for changes. */
+const PLACEMENT_POLL_MS = 1000;
 const METRICS_ANSWER = 'fenec-router:metrics-text';
 
 async function main(): Promise<void> {
@@ -153,21 +155,30 @@ function clusterMetricsText(registry: RouterApp['metrics']['registry']): () => P
 }
 
 /**
- * Re-reads the placement file when it changes (polled each second: an edited file, a file replaced by
- * a rename, a Kubernetes ConfigMap's swapped link all show). A file that no longer parses is logged
- * and the pins the router had are kept.
+ * Re-reads the placement file when it changes: read each second and compared with what was last read
+ * (a stat alone misses an edit of the same size within the file system's clock tick); an edited file, a
+ * file replaced by a rename, a Kubernetes ConfigMap's swapped link all show. A file that no longer
+ * parses, or cannot be read, is logged and the pins the router had are kept.
  */
 function watchPlacement(file: string, options: RouterOptions, app: RouterApp, logger: Logger): void {
-  fs.watchFile(file, { interval: 1000, persistent: false }, (now, before) => {
-    if (now.mtimeMs === before.mtimeMs && now.size === before.size && now.ino === before.ino) return;
+  let last = fs.readFileSync(file, 'utf8');
+  setInterval(() => {
+    let text: string;
     try {
-      const pins = parsePlacement(readOptionFile('--placement', file), file, options.nodes);
+      text = fs.readFileSync(file, 'utf8');
+    } catch (err) {
+      return logger.error({ placement: file, err: (err as NodeJS.ErrnoException).code ?? (err as Error).message }, 'placement not re-read; the pins before it stay');
+    }
+    if (text === last) return;
+    last = text;
+    try {
+      const pins = parsePlacement(text, file, options.nodes);
       app.setPins(pins);
       logger.info({ placement: file, pins: pins.size }, 'placement re-read');
     } catch (err) {
       logger.error({ placement: file, err: (err as Error).message }, 'placement not re-read; the pins before it stay');
     }
-  });
+  }, PLACEMENT_POLL_MS).unref();
 }
 
 function readOptionFile(option: string, file: string): string {
