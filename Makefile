@@ -6,12 +6,13 @@ FILE ?= notes.fenec
 PORT ?= 8080
 SOURCES := $(shell find shared node router deploy test bench -name '*.ts' 2>/dev/null) tsconfig.json
 
-.PHONY: help install build test mcp-test reliability mcp-conformance chromium console-screenshots run serve requests-bench search-bench tenants-bench mcp-bench mcp-detail ingest-bench bench clean
+.PHONY: help install build test timing-test mcp-test reliability mcp-conformance chromium console-screenshots run serve requests-bench search-bench tenants-bench mcp-bench mcp-detail ingest-bench bench clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
 	@echo "make install      install what is missing, build, and put fenec, fenec-server, fenec-router on your PATH"
 	@echo "make test         install what is missing, build, run every test"
+	@echo "make timing-test  the timed checks: the event loop's delay beside index builds and snapshots"
 	@echo "make mcp-test     the MCP tests alone: tools, protocol, official clients, conformance suite, docs configs"
 	@echo "make reliability  kill -9 rounds, fuzzing of /query and MCP, the forged-token and policy-escape tables (under 10 minutes; make test runs a part)"
 	@echo "make serve FILE=F serve one file (its console: http://127.0.0.1:$(PORT)/_console/)"
@@ -54,6 +55,11 @@ RELIABILITY_SEED ?=
 reliability: build
 	FENEC_RELIABILITY=full $(if $(RELIABILITY_SEED),FENEC_RELIABILITY_SEED=$(RELIABILITY_SEED)) timeout --kill-after=20s 600s \
 	  $(NODE) node_modules/mocha/bin/mocha.js --no-config --exit --timeout 600000 $(if $(CI),--forbid-only) 'dist/test/reliability/**/*.test.js'
+
+# Timed checks (the event loop beside index work): a measure of speed, apart from make test, whose
+# verdicts must not depend on the machine's load.
+timing-test: build
+	npx mocha --no-config --exit --timeout 120000 dist/test/integration/index-event-loop.timing.js
 
 # Debian's Chromium for the console's browser tests (test/console), when missing.
 chromium:
