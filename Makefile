@@ -17,7 +17,7 @@ help:
 	@echo "make reliability  kill -9 rounds, fuzzing of /query and MCP, the forged-token and policy-escape tables (under 10 minutes; make test runs a part)"
 	@echo "make serve FILE=F serve one file (its console: http://127.0.0.1:$(PORT)/_console/)"
 	@echo "make console-screenshots  refresh docs/console/*.png from the console's browser tests"
-	@echo "make requests-bench  /query against bare node:http; the router hop against the node direct"
+	@echo "make requests-bench  /query against bare node:http; the router hop (--workers 1 and 2) against the node direct"
 	@echo "make search-bench    match, near, fuse against raw FTS5 and raw Faiss (BENCH_ROWS=20000 BENCH_UNIFORM_ROWS=5000: 90 s)"
 	@echo "make tenants-bench   10 000 tenants on one node: a cold open's and a warm request's latency, open files, RSS"
 	@echo "make mcp-bench       MCP tool calls against the same statements through /query"

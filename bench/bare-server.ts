@@ -1,7 +1,8 @@
 /**
  * The bench's yardstick: a bare node:http server doing the least a JSON API can do — read the body,
  * parse it, answer a fixed row's JSON — in a process of its own, as fenec-server runs in its own.
- * Prints `{"port": N}` on stdout once listening. The row's answer comes in env BARE_ANSWER.
+ * Logs `{"msg":"listening","url":…}` on stderr once listening, as the programs it stands beside log it
+ * (bench/harness.ts waits for that line). The row's answer comes in env BARE_ANSWER.
  */
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -20,5 +21,5 @@ const server = http.createServer((req, res) => {
 });
 server.keepAliveTimeout = 65_000;
 server.listen(0, '127.0.0.1', () => {
-  process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`);
+  process.stderr.write(`${JSON.stringify({ msg: 'listening', url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })}\n`);
 });

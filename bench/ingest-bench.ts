@@ -21,21 +21,18 @@
  *     INGEST_ROWS=5000 node dist/bench/ingest-bench.js
  */
 import Database from 'better-sqlite3';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import * as fs from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { TEXT_TOKENIZER } from '../node/search/text-index.js';
 import { faiss } from '../node/vector/faiss.js';
 import { DEFAULT_M, EF_CONSTRUCTION } from '../node/vector/store.js';
+import { call, intEnv, Programs, progress, ROOT, verdict, writeResults } from './harness.js';
 import { clusteredData, documents, seededRandom, vocabulary, zipfSampler } from './search-data.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const FENEC = path.join(ROOT, 'dist/node/cli/fenec.js');
-const FENEC_SERVER = path.join(ROOT, 'dist/node/cli/fenec-server.js');
-const RESULTS = path.join(ROOT, 'bench/results/ingest.json');
 
 const ROWS = intEnv('INGEST_ROWS', 100_000, 100);
 const DIMS = 384;
@@ -49,20 +46,6 @@ const CATEGORIES = ['news', 'docs', 'mail', 'chat', 'code', 'notes', 'wiki', 'lo
 
 type Part = 'text' | 'vector' | 'both';
 const PARTS: readonly Part[] = ['text', 'vector', 'both'];
-
-const started = performance.now();
-
-function progress(message: string): void {
-  process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(1).padStart(6)} s] ${message}\n`);
-}
-
-function intEnv(name: string, fallback: number, min: number): number {
-  const text = process.env[name];
-  if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be a whole number ≥ ${min}, not ${text}`);
-  return value;
-}
 
 interface Data {
   readonly bodies: readonly string[];
@@ -112,24 +95,8 @@ function definition(part: Part, name: string): string {
   return `create collection ${name} (${fields.join(', ')})`;
 }
 
-async function startServer(file: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [FENEC_SERVER, '--file', file, '--port', '0', '--http-token', TOKEN, '--sweep-interval', '0'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let text = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stderr!.on('data', (chunk: Buffer) => {
-      text += chunk.toString();
-      for (const line of text.split('\n')) if (line.includes('"listening"')) resolve((JSON.parse(line) as { url: string }).url);
-    });
-    child.once('exit', (code) => reject(new Error(`fenec-server exited (${code}) before listening:\n${text}`)));
-  });
-  return { url, child };
-}
-
-async function query(url: string, statement: string, params: unknown[] = []): Promise<any> {
-  const response = await fetch(new URL('/query', url), { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ statement, params }) });
-  const body = await response.json();
-  if (!response.ok) throw new Error(`${statement}: ${JSON.stringify(body)}`);
-  return body;
+function query(url: string, statement: string, params: unknown[] = []): Promise<any> {
+  return call(url, TOKEN, 'POST', '/query', { statement, params });
 }
 
 /** `fenec import` of the file until it has waited for the index; its summary. */
@@ -198,14 +165,14 @@ interface PartResult {
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(tmpdir(), 'fenec-ingest-'));
-  let server: { url: string; child: ChildProcess } | undefined;
+  const programs = new Programs();
   const results: PartResult[] = [];
   try {
     progress(`data: ${ROWS} rows, Zipf text, ${DIMS}-dim clustered vectors`);
     const data = makeData();
     progress('raw Faiss: HNSW of the same vectors');
     const rawFaissSeconds = await rawFaiss(data);
-    server = await startServer(path.join(dir, 'ingest.fenec'));
+    const server = await programs.start('dist/node/cli/fenec-server.js', ['--file', path.join(dir, 'ingest.fenec'), '--port', '0', '--http-token', TOKEN, '--sweep-interval', '0']);
     for (const part of PARTS) {
       const file = path.join(dir, `${part}.ndjson`);
       writeRows(data, part, file);
@@ -236,13 +203,11 @@ async function main(): Promise<void> {
       fs.rmSync(file);
     }
   } finally {
-    server?.child.kill('SIGTERM');
+    await programs.stopAll();
     fs.rmSync(dir, { recursive: true, force: true });
   }
   const report = { rows: ROWS, dims: DIMS, cores: availableParallelism(), target: TARGET_RATIO, parts: results };
-  fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
-  fs.writeFileSync(RESULTS, `${JSON.stringify(report, null, 2)}\n`);
-  process.stdout.write(`ingest-bench: ${ROWS} rows, ${DIMS} dims, ${availableParallelism()} cores (results in bench/results/ingest.json)\n`);
+  process.stdout.write(`ingest-bench: ${ROWS} rows, ${DIMS} dims, ${availableParallelism()} cores\n`);
   process.stdout.write('part     fenec s   (import + index)   raw s   (sqlite + faiss)   ratio   rows/s\n');
   for (const r of results) {
     process.stdout.write(
@@ -252,7 +217,8 @@ async function main(): Promise<void> {
     );
   }
   const both = results.find((r) => r.part === 'both')!;
-  process.stdout.write(`target: both ≤ ${TARGET_RATIO}x raw: ${both.ratio <= TARGET_RATIO ? 'met' : 'not met'} (${both.ratio.toFixed(2)}x)\n`);
+  process.stdout.write(`target: both ≤ ${TARGET_RATIO}x raw: ${verdict(both.ratio <= TARGET_RATIO)} (${both.ratio.toFixed(2)}x)\n`);
+  writeResults('ingest', report);
 }
 
 await main();

@@ -17,25 +17,21 @@
  * Writes bench/results/mcp.json. Targets (issue 5): under 50 µs extra per call at the median, and
  * under 1.2× the /query latency.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { FenecDatabase, type ExecuteOptions } from '../node/database.js';
 import { mcpEndpoint } from '../node/mcp/serve-mcp.js';
 import { parseStatement } from '../shared/fenecql/parser.js';
 import { createLogger } from '../shared/logger.js';
+import { intEnv, Programs, progress, verdict, writeResults } from './harness.js';
+import { median, percentile, spread } from './stats.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const FENEC_SERVER = path.join(ROOT, 'dist/node/cli/fenec-server.js');
-const RESULTS = path.join(ROOT, 'bench/results/mcp.json');
-const PAIRS = Number(process.env.BENCH_PAIRS ?? 2000);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const PAIRS = intEnv('BENCH_PAIRS', 2000, 1);
+const ROUNDS = intEnv('BENCH_ROUNDS', 5, 1);
 const WARM_UP_PAIRS = 300;
 const ROWS = 10_000;
 const TOKEN = randomBytes(16).toString('hex');
@@ -64,23 +60,19 @@ interface Case {
 const rowId = (i: number): number => 1 + ((i * 7919) % ROWS);
 const word = (i: number): string => WORDS[i % WORDS.length]!;
 
+/** A row by id through the `query` tool, sent as a client of `revision` sends it. */
+const rowById = (name: string, revision: Case['revision']): Case => ({
+  name,
+  statement: 'get docs where id = $1',
+  params: (i) => [rowId(i)],
+  tool: 'query',
+  args: (i) => ({ statement: 'get docs where id = $1', params: [rowId(i)] }),
+  revision,
+});
+
 const CASES: readonly Case[] = [
-  {
-    name: 'row by id',
-    statement: 'get docs where id = $1',
-    params: (i) => [rowId(i)],
-    tool: 'query',
-    args: (i) => ({ statement: 'get docs where id = $1', params: [rowId(i)] }),
-    revision: '2026-07-28',
-  },
-  {
-    name: 'row by id (2025-11-25)',
-    statement: 'get docs where id = $1',
-    params: (i) => [rowId(i)],
-    tool: 'query',
-    args: (i) => ({ statement: 'get docs where id = $1', params: [rowId(i)] }),
-    revision: '2025-11-25',
-  },
+  rowById('row by id', '2026-07-28'),
+  rowById('row by id (2025-11-25)', '2025-11-25'),
   {
     name: 'search, 10 rows',
     statement: 'get docs match * $1 limit 10',
@@ -116,15 +108,12 @@ interface Result {
 }
 
 async function main(): Promise<void> {
-  if (!(Number.isInteger(PAIRS) && PAIRS > 0)) throw new Error(`BENCH_PAIRS must be a whole number ≥ 1, not ${process.env.BENCH_PAIRS}`);
-  if (!(Number.isInteger(ROUNDS) && ROUNDS > 0)) throw new Error(`BENCH_ROUNDS must be a whole number ≥ 1, not ${process.env.BENCH_ROUNDS}`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-mcp-bench-'));
   const file = path.join(dir, 'bench.fenec');
-  let child: ChildProcess | undefined;
+  const programs = new Programs();
   try {
     seed(file);
-    const server = await startServer(file);
-    child = server.child;
+    const server = await programs.start('dist/node/cli/fenec-server.js', ['--file', file, '--port', '0', '--http-token', TOKEN, '--mcp-memory', 'memories', '--sweep-interval', '0']);
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const results: Result[] = [];
     for (const read of CASES) {
@@ -133,7 +122,7 @@ async function main(): Promise<void> {
         tool: (i: number) => post(agent, server.url, '/_mcp', ...toolRequest(read, i)),
       };
       await check(read, send);
-      process.stderr.write(`mcp-bench: ${read.name}\n`);
+      progress(read.name);
       for (let i = 0; i < WARM_UP_PAIRS; i++) await pair(send, i);
       const rounds: { query: number[]; tool: number[]; diffs: number[] }[] = [];
       for (let round = 0; round < ROUNDS; round++) {
@@ -150,13 +139,13 @@ async function main(): Promise<void> {
       const inProcess = inProcessCosts(file, read);
       results.push({
         read: read.name,
-        queryP50Us: percentile(all('query'), 0.5),
-        toolP50Us: percentile(all('tool'), 0.5),
+        queryP50Us: median(all('query')),
+        toolP50Us: median(all('tool')),
         queryP99Us: percentile(all('query'), 0.99),
         toolP99Us: percentile(all('tool'), 0.99),
-        extraUs: percentile(all('diffs'), 0.5),
-        ratio: percentile(all('tool'), 0.5) / percentile(all('query'), 0.5),
-        extraSpreadUs: [Math.min(...rounds.map((r) => percentile(r.diffs, 0.5))), Math.max(...rounds.map((r) => percentile(r.diffs, 0.5)))],
+        extraUs: median(all('diffs')),
+        ratio: median(all('tool')) / median(all('query')),
+        extraSpreadUs: spread(rounds.map((r) => median(r.diffs))),
         inProcessStatementUs: inProcess.statement,
         inProcessToolUs: inProcess.tool,
       });
@@ -164,11 +153,7 @@ async function main(): Promise<void> {
     agent.destroy();
     report(results);
   } finally {
-    if (child !== undefined && child.exitCode === null) {
-      const exited = once(child, 'exit');
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await programs.stopAll();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -192,26 +177,6 @@ function seed(file: string): void {
     db.execute(insertMemory, [`memory ${i}: ${words.slice(0, 6).join(' ')}`, [words[1]!]]);
   }
   db.close();
-}
-
-async function startServer(file: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [FENEC_SERVER, '--file', file, '--port', '0', '--http-token', TOKEN, '--mcp-memory', 'memories', '--sweep-interval', '0'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let text = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stderr!.on('data', (chunk: Buffer) => {
-      text += chunk.toString();
-      for (const line of text.split('\n')) {
-        if (line.includes('"listening"')) resolve((JSON.parse(line) as { url: string }).url);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`fenec-server exited (${code}) before listening:\n${text}`)));
-  });
-  child.once('exit', (code, signal) => {
-    if (!text.includes('"stopping"')) process.stderr.write(`fenec-server exited (${code ?? signal}):\n${text.slice(-4000)}\n`);
-  });
-  return { url, child };
 }
 
 function toolRequest(read: Case, i: number): [string, Record<string, string>] {
@@ -304,7 +269,7 @@ function inProcessCosts(file: string, read: Case): { statement: number; tool: nu
         for (let i = 0; i < n; i++) run(i);
         samples.push(((performance.now() - started) * 1000) / n);
       }
-      return percentile(samples, 0.5);
+      return median(samples);
     };
     return {
       statement: time((i) => JSON.stringify(db.executeStatement(statement, read.params(i % 64)))),
@@ -313,11 +278,6 @@ function inProcessCosts(file: string, read: Case): { statement: number; tool: nu
   } finally {
     db.close();
   }
-}
-
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 }
 
 function report(results: readonly Result[]): void {
@@ -331,14 +291,11 @@ function report(results: readonly Result[]): void {
       `| ${r.read} | ${f(r.queryP50Us)} | ${f(r.toolP50Us)} | ${f(r.extraUs)} | ${r.ratio.toFixed(2)} | ${f(r.extraSpreadUs[0])}–${f(r.extraSpreadUs[1])} | ${f(r.queryP99Us)} | ${f(r.toolP99Us)} | ${f(r.inProcessStatementUs)} | ${f(r.inProcessToolUs)} |`),
     '',
     ...results.map((r) => {
-      const extra = r.extraUs < TARGET_EXTRA_US ? 'met' : 'NOT met';
-      const ratio = r.ratio < TARGET_RATIO ? 'met' : 'NOT met';
-      return `${r.read}: extra ${f(r.extraUs)} µs < ${TARGET_EXTRA_US} µs ${extra}; ratio ${r.ratio.toFixed(2)} < ${TARGET_RATIO} ${ratio}`;
+      return `${r.read}: extra ${f(r.extraUs)} µs < ${TARGET_EXTRA_US} µs ${verdict(r.extraUs < TARGET_EXTRA_US)}; ratio ${r.ratio.toFixed(2)} < ${TARGET_RATIO} ${verdict(r.ratio < TARGET_RATIO)}`;
     }),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
-  fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
-  fs.writeFileSync(RESULTS, `${JSON.stringify({ date: new Date().toISOString(), rows: ROWS, pairs: PAIRS, rounds: ROUNDS, cores: os.cpus().length, node: process.versions.node, results }, null, 2)}\n`);
+  writeResults('mcp', { date: new Date().toISOString(), rows: ROWS, pairs: PAIRS, rounds: ROUNDS, cores: os.cpus().length, node: process.versions.node, results });
 }
 
 await main();

@@ -14,23 +14,12 @@ import { fileURLToPath } from 'node:url';
 import { FenecDatabase } from '../node/database.js';
 import { mcpEndpoint } from '../node/mcp/serve-mcp.js';
 import { createLogger } from '../shared/logger.js';
+import { writeResults } from './harness.js';
+import { seededRandom } from './search-data.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const RESULTS = path.join(ROOT, 'bench/results/mcp-detail.json');
 const ROWS = 500;
 const DIMS = 384;
 const LEVELS = ['ids', 'fields', 'full'] as const;
-
-/** A deterministic generator (mulberry32): the same rows on every run. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const WORDS = 'agent memory deploy staging region login page token policy search vector index cursor query collection field schema answer model context tool call row page write read user session build release friday weekly night backup restore'.split(' ');
 
@@ -44,7 +33,7 @@ export interface DetailBytes {
 
 /** The bytes of the same 10-row search at each level, over a fresh file in `dir`. */
 export function measureDetail(dir: string): DetailBytes[] {
-  const next = random(13);
+  const next = seededRandom(13);
   const pick = () => WORDS[Math.floor(next() * WORDS.length)]!;
   const sentence = (n: number) => Array.from({ length: n }, pick).join(' ');
   const db = FenecDatabase.open({ file: path.join(dir, 'detail.fenec'), readOnly: false, program: 'mcp-detail' });
@@ -74,8 +63,7 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.res
     const fields = figures.find((f) => f.detail === 'fields')!;
     console.log('detail   text (model reads)   whole answer   text vs fields');
     for (const f of figures) console.log(`${f.detail.padEnd(8)} ${String(f.text).padStart(10)} B ${String(f.answer).padStart(14)} B ${(f.text / fields.text).toFixed(2).padStart(12)}`);
-    fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
-    fs.writeFileSync(RESULTS, `${JSON.stringify({ rows: ROWS, dims: DIMS, limit: 10, figures }, null, 2)}\n`);
+    writeResults('mcp-detail', { rows: ROWS, dims: DIMS, limit: 10, figures });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

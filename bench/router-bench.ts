@@ -1,26 +1,34 @@
 /**
- * `make requests-bench`'s router hop: one row by id through fenec-router → tenant node, beside the
- * same tenant node asked directly, at 1 and 8 concurrent clients, measured in one run in alternating
- * rounds. Each program is a process of its own; the load generator (autocannon) runs in this one.
+ * `make requests-bench`'s router hop: one row by id through fenec-router → tenant node, beside the same
+ * tenant node asked directly, at 1 and 8 concurrent clients, for a router of one worker process and one
+ * of two (`--workers 1`, `--workers 2`: node:cluster on one port), all in one run: the three targets are
+ * measured in turns, in another order every round (harness.ts, loadInTurns). Each program is a process
+ * of its own; the load generator (autocannon) runs in this one.
+ *
+ * Reported for each router: the median of the per-round ratios of its requests/s to the direct node's
+ * (the runs of a round are next to each other in time), their spread, and the p50 the hop adds.
  *
  * Env: BENCH_SECONDS (default 5) per measured run, each after a 1 s warm-up; BENCH_ROUNDS (default 5).
  * Writes bench/results/router.json. Targets (issue 6): at 8 clients at least 0.4 of the direct
- * requests/s (on 2 cores the router and the node share what the load generator leaves: 0.5 is the
- * ceiling); at 1 client the p50 the hop adds under 0.3 ms.
+ * requests/s; at 1 client the p50 the hop adds under 0.3 ms. On 2 cores the router, the node and the
+ * load generator share them: a second router worker has no core of its own there, so the figure for
+ * two workers says what the cluster costs, and what it gains wants a machine with more cores.
  */
-import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { load as loadRun, median, type Measure } from './load.js';
-import { call, ROOT, startProgram } from './processes.js';
+import {
+  call, failuresLine, intEnv, LOAD_HEADER, loadCells, loadInTurns, medianMeasure, numberEnv, Programs, ratioCells, runInfo, table, verdict, writeResults,
+  type LoadTarget, type Measure,
+} from './harness.js';
+import { pairedRatio } from './stats.js';
 
-const RESULTS = path.join(ROOT, 'bench/results/router.json');
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const SECONDS = numberEnv('BENCH_SECONDS', 5);
+const ROUNDS = intEnv('BENCH_ROUNDS', 5, 1);
 const CLIENTS = [1, 8] as const;
+/** The router settings measured: `--workers N`. */
+const WORKERS = [1, 2] as const;
 const TOKEN = randomBytes(16).toString('hex');
 const TENANT = 'bench';
 const STATEMENT = 'get notes where id = $1';
@@ -28,69 +36,95 @@ const ROW_ID = 500;
 const TARGET_RATIO = 0.4;
 const TARGET_ADDED_P50_MS = 0.3;
 
+interface Row extends Measure {
+  /** Router rows: the median of the per-round ratios of requests/s to the direct node's, and their spread. */
+  ratioToDirect?: number;
+  ratioSpread?: [number, number];
+  /** Router rows: p50 less the direct node's p50. */
+  addedP50Ms?: number;
+}
+
+interface Hop {
+  readonly workers: number;
+  readonly ratioAt8: number;
+  readonly ratioAt8Spread: [number, number];
+  readonly addedP50MsAt1: number;
+}
+
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-router-bench-'));
-  const children: ChildProcess[] = [];
+  const programs = new Programs();
   try {
-    const node = await startProgram(children, 'dist/node/cli/fenec-server.js', ['--data-dir', dir, '--port', '0', '--http-token', TOKEN]);
-    const router = await startProgram(children, 'dist/router/cli.js', ['--port', '0', '--http-token', TOKEN, '--nodes', `n=${node}`]);
+    const node = (await programs.start('dist/node/cli/fenec-server.js', ['--data-dir', dir, '--port', '0', '--http-token', TOKEN])).url;
+    const routers = await Promise.all(WORKERS.map(async (workers) => ({
+      workers,
+      url: (await programs.start('dist/router/cli.js', ['--port', '0', '--http-token', TOKEN, '--nodes', `n=${node}`, '--workers', String(workers)], { listeners: workers })).url,
+    })));
     await call(node, TOKEN, 'PUT', `/t/${TENANT}`, { rate: 10_000_000, burst: 10_000_000 });
     await call(node, TOKEN, 'POST', `/t/${TENANT}/query`, { statement: 'create collection notes (title text, n int)' });
     const rows = Array.from({ length: 1000 }, (_, i) => `{title: "note ${i + 1}", n: ${i + 1}}`);
     await call(node, TOKEN, 'POST', `/t/${TENANT}/query`, { statement: `insert into notes [${rows.join(', ')}]` });
-    const targets = { direct: node, router };
-    const measures: Measure[] = [];
+    const targets = [{ name: 'direct', url: node }, ...routers.map((r) => ({ name: routerName(r.workers), url: r.url }))];
+
+    const measures: Row[] = [];
     for (const clients of CLIENTS) {
-      const runs: Record<string, Measure[]> = { direct: [], router: [] };
-      for (let round = 0; round < ROUNDS; round++) {
-        const order = round % 2 === 0 ? ['direct', 'router'] : ['router', 'direct'];
-        for (const name of order) runs[name]!.push(await measure(name, targets[name as keyof typeof targets], clients));
+      const [directRuns, ...routerRuns] = await loadInTurns(targets.map((t) => loadTarget(t.name, t.url, clients)), ROUNDS, SECONDS);
+      const direct = medianMeasure(directRuns!);
+      measures.push(direct);
+      for (const runs of routerRuns) {
+        const paired = pairedRatio(runs.map((r) => r.requestsPerSecond), directRuns!.map((r) => r.requestsPerSecond));
+        const median = medianMeasure(runs);
+        measures.push({ ...median, ratioToDirect: paired.ratio, ratioSpread: paired.spread, addedP50Ms: median.p50Ms - direct.p50Ms });
       }
-      measures.push(median(runs.direct!), median(runs.router!));
     }
     report(measures);
   } finally {
-    for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
-    await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)));
+    await programs.stopAll();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
-async function measure(name: string, base: string, clients: number): Promise<Measure> {
-  await load(name, base, clients, 1);
-  const result = await load(name, base, clients, SECONDS);
-  process.stderr.write(`  ${name}, ${clients} client(s): ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.p50Ms.toFixed(3)} ms\n`);
-  return result;
+function routerName(workers: number): string {
+  return `router, ${workers} worker${workers === 1 ? '' : 's'}`;
 }
 
-function load(name: string, base: string, clients: number, seconds: number): Promise<Measure> {
-  return loadRun({
+function loadTarget(name: string, base: string, clients: number): LoadTarget {
+  return {
     target: name,
     url: `${base}/t/${TENANT}/query`,
     clients,
-    seconds,
     headers: { authorization: `Bearer ${TOKEN}` },
     body: JSON.stringify({ statement: STATEMENT, params: [ROW_ID] }),
-  });
+  };
 }
 
-function report(measures: readonly Measure[]): void {
-  const find = (target: string, clients: number): Measure => measures.find((m) => m.target === target && m.clients === clients)!;
-  const ratio8 = find('router', 8).requestsPerSecond / find('direct', 8).requestsPerSecond;
-  const added1 = find('router', 1).p50Ms - find('direct', 1).p50Ms;
-  const lines = measures.map((m) => `${m.target.padEnd(7)} ${String(m.clients).padStart(7)} ${String(Math.round(m.requestsPerSecond)).padStart(7)} ${m.p50Ms.toFixed(3).padStart(7)} ${m.p99Ms.toFixed(3).padStart(7)}`);
-  const failures = measures.reduce((sum, m) => sum + m.failed, 0);
+function report(measures: readonly Row[]): void {
+  const find = (target: string, clients: number): Row => measures.find((m) => m.target === target && m.clients === clients)!;
+  const hops: Hop[] = WORKERS.map((workers) => {
+    const at8 = find(routerName(workers), 8);
+    return { workers, ratioAt8: at8.ratioToDirect!, ratioAt8Spread: at8.ratioSpread!, addedP50MsAt1: find(routerName(workers), 1).addedP50Ms! };
+  });
+  const lines = measures.map((m) => [...loadCells(m), m.addedP50Ms === undefined ? '' : m.addedP50Ms.toFixed(3), ...ratioCells(m.ratioToDirect, m.ratioSpread)]);
+  const targets = hops.flatMap((hop) => [
+    `target: ${routerName(hop.workers)} ≥ ${TARGET_RATIO} of direct at 8 clients — ${hop.ratioAt8.toFixed(2)} ${verdict(hop.ratioAt8 >= TARGET_RATIO)}`,
+    `target: ${routerName(hop.workers)}, p50 added by the hop < ${TARGET_ADDED_P50_MS} ms at 1 client — ${hop.addedP50MsAt1.toFixed(3)} ms ${verdict(hop.addedP50MsAt1 < TARGET_ADDED_P50_MS)}`,
+  ]);
   process.stdout.write(
     `\nrouter-bench: ${STATEMENT} [${ROW_ID}] on tenant ${TENANT}, router → node against the node directly, medians of ${ROUNDS} rounds of ${SECONDS} s, ` +
       `${os.cpus().length} cores, Node ${process.versions.node}\n\n` +
-      `target    clients   req/s  p50 ms  p99 ms\n${lines.join('\n')}\n\n` +
-      `target: router ≥ ${TARGET_RATIO} of direct at 8 clients — ${ratio8.toFixed(2)} ${ratio8 >= TARGET_RATIO ? 'met' : 'MISSED'}\n` +
-      `target: p50 added by the hop < ${TARGET_ADDED_P50_MS} ms at 1 client — ${added1.toFixed(3)} ms ${added1 < TARGET_ADDED_P50_MS ? 'met' : 'MISSED'}\n` +
-      (failures > 0 ? `${failures} requests failed or were refused: the figures are not to be trusted\n` : ''),
+      `${table([...LOAD_HEADER, 'p50 added', 'vs direct', 'per round'], lines)}\n\n` +
+      `${targets.join('\n')}\n` +
+      failuresLine(measures),
   );
-  fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
-  fs.writeFileSync(RESULTS, `${JSON.stringify({ bench: 'router', date: new Date().toISOString(), node: process.versions.node, cores: os.cpus().length, seconds: SECONDS, rounds: ROUNDS, ratioAt8: ratio8, addedP50MsAt1: added1, results: measures }, null, 2)}\n`);
-  process.stdout.write(`written: ${path.relative(process.cwd(), RESULTS) || RESULTS}\n`);
+  writeResults('router', {
+    ...runInfo('router'),
+    loadAverage: os.loadavg(),
+    seconds: SECONDS,
+    rounds: ROUNDS,
+    targets: { ratioAt8: TARGET_RATIO, addedP50MsAt1: TARGET_ADDED_P50_MS },
+    hops,
+    results: measures,
+  });
 }
 
 await main();

@@ -9,31 +9,26 @@
  *
  * Writes bench/results/tenants.json.
  */
-import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { call, ROOT, startProgram } from './processes.js';
+import { call, intEnv, Programs, progress, writeResults } from './harness.js';
+import { round2, summary, type Summary } from './stats.js';
 
-const TENANTS = Number(process.env.BENCH_TENANTS ?? 10_000);
-const MAX_OPEN = Number(process.env.BENCH_MAX_OPEN ?? 256);
+const TENANTS = intEnv('BENCH_TENANTS', 10_000, 1);
+const MAX_OPEN = intEnv('BENCH_MAX_OPEN', 256, 1);
 const CLIENTS = 8;
 const TOKEN = randomBytes(16).toString('hex');
-const RESULTS = path.join(ROOT, 'bench/results/tenants.json');
-
-interface Sample {
-  readonly p50: number;
-  readonly p99: number;
-}
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-tenants-bench-'));
-  const children: ChildProcess[] = [];
+  const programs = new Programs();
   try {
-    const node = await startProgram(children, 'dist/node/cli/fenec-server.js', ['--data-dir', dir, '--port', '0', '--http-token', TOKEN, '--max-open-tenants', String(MAX_OPEN)]);
-    const router = await startProgram(children, 'dist/router/cli.js', ['--port', '0', '--http-token', TOKEN, '--nodes', `n=${node}`, '--workers', '1']);
-    const nodePid = children[0]!.pid!;
+    const server = await programs.start('dist/node/cli/fenec-server.js', ['--data-dir', dir, '--port', '0', '--http-token', TOKEN, '--max-open-tenants', String(MAX_OPEN)]);
+    const node = server.url;
+    const router = (await programs.start('dist/router/cli.js', ['--port', '0', '--http-token', TOKEN, '--nodes', `n=${node}`, '--workers', '1'])).url;
+    const nodePid = server.child.pid!;
     const baseline = processFigures(nodePid);
     const names = Array.from({ length: TENANTS }, (_, i) => `t${String(i).padStart(5, '0')}`);
 
@@ -42,7 +37,7 @@ async function main(): Promise<void> {
       await call(router, TOKEN, 'PUT', `/t/${name}`, {});
     });
     const created = performance.now() - started;
-    process.stderr.write(`  ${TENANTS} tenants created in ${(created / 1000).toFixed(1)} s\n`);
+    progress(`${TENANTS} tenants created in ${(created / 1000).toFixed(1)} s`);
 
     // The first request of each: its file is made and opened (the LRU closes the least recent past MAX_OPEN).
     const cold = await inTurns(names, (name) => call(router, TOKEN, 'POST', `/t/${name}/query`, { statement: 'create collection notes (text text @text)' }));
@@ -59,16 +54,14 @@ async function main(): Promise<void> {
       tenants: TENANTS,
       maxOpenTenants: MAX_OPEN,
       clients: CLIENTS,
-      createSeconds: round(created / 1000),
+      createSeconds: round2(created / 1000),
       firstRequestMs: cold,
       openTenantMs: warm,
       reopenMs: reopened,
       node: { baseline, afterAll: opened, afterReopen: after },
       bytesPerTenant: Math.round(bytes / TENANTS),
-      machine: { cores: os.cpus().length, loadAverage: os.loadavg().map(round) },
+      machine: { cores: os.cpus().length, loadAverage: os.loadavg().map(round2) },
     };
-    fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
-    fs.writeFileSync(RESULTS, `${JSON.stringify(result, null, 2)}\n`);
     process.stdout.write(
       `tenants-bench: ${TENANTS} tenants, --max-open-tenants ${MAX_OPEN}, ${CLIENTS} clients\n` +
       `  first request (file made and opened): p50 ${cold.p50} ms, p99 ${cold.p99} ms\n` +
@@ -77,13 +70,15 @@ async function main(): Promise<void> {
       `  node: open files ${baseline.openFiles} → ${opened.openFiles} → ${after.openFiles}, RSS ${baseline.rssMiB} → ${opened.rssMiB} → ${after.rssMiB} MiB\n` +
       `  disk: ${result.bytesPerTenant} bytes a tenant\n`,
     );
+    writeResults('tenants', result);
   } finally {
-    for (const child of children) child.kill('SIGKILL');
+    await programs.stopAll();
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
 /** Runs `task` over `items` with CLIENTS at once; the p50 and p99 of their times in ms. */
-async function inTurns(items: readonly string[], task: (item: string) => Promise<unknown>): Promise<Sample> {
+async function inTurns(items: readonly string[], task: (item: string) => Promise<unknown>): Promise<Summary> {
   const times: number[] = [];
   let next = 0;
   await Promise.all(Array.from({ length: CLIENTS }, async () => {
@@ -94,22 +89,17 @@ async function inTurns(items: readonly string[], task: (item: string) => Promise
       times.push(performance.now() - started);
     }
   }));
-  times.sort((a, b) => a - b);
-  const at = (q: number): number => round(times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0);
-  return { p50: at(0.5), p99: at(0.99) };
+  const { p50, p99 } = summary(times);
+  return { p50: round2(p50), p99: round2(p99) };
 }
 
 function processFigures(pid: number): { openFiles: number; rssMiB: number } {
   const rss = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  return { openFiles: fs.readdirSync(`/proc/${pid}/fd`).length, rssMiB: round(Number(rss ?? 0) / 1024) };
+  return { openFiles: fs.readdirSync(`/proc/${pid}/fd`).length, rssMiB: round2(Number(rss ?? 0) / 1024) };
 }
 
 function folderBytes(dir: string): number {
   return fs.readdirSync(dir).reduce((total, file) => total + fs.statSync(path.join(dir, file)).size, 0);
-}
-
-function round(value: number): number {
-  return Math.round(value * 100) / 100;
 }
 
 await main();

@@ -1,0 +1,300 @@
+/**
+ * What every bench shares beside its statistics (stats.ts): the knobs it reads from the environment, its
+ * progress lines, the programs it measures (fenec-server, fenec-router, the bare node:http yardstick),
+ * each started as a process of its own on a free port, the admin calls it makes to them, the HTTP load it
+ * puts on them (autocannon, in turns), and the table and results file it writes.
+ */
+import autocannon from 'autocannon';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { median, percentile } from './stats.js';
+
+/** The checkout: the programs are dist/ below it, the results bench/results/. */
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+// Knobs ----------------------------------------------------------------------------------------------
+
+/** A whole-number knob of at least `min`; `fallback` when unset or empty. */
+export function intEnv(name: string, fallback: number, min: number): number {
+  const text = process.env[name];
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be a whole number ≥ ${min}, not ${text}`);
+  return value;
+}
+
+/** A positive-number knob (seconds, a spread); `fallback` when unset or empty. */
+export function numberEnv(name: string, fallback: number): number {
+  const text = process.env[name];
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!(value > 0)) throw new Error(`${name} must be a positive number, not ${text}`);
+  return value;
+}
+
+// Progress -------------------------------------------------------------------------------------------
+
+const started = performance.now();
+
+/** Seconds since the bench started. */
+export function elapsedSeconds(): number {
+  return (performance.now() - started) / 1000;
+}
+
+/** A line on stderr, stamped with the seconds since the bench started: stdout holds only the figures. */
+export function progress(message: string): void {
+  process.stderr.write(`[${elapsedSeconds().toFixed(1).padStart(6)} s] ${message}\n`);
+}
+
+// Programs -------------------------------------------------------------------------------------------
+
+/** What of a program's log is kept, to show when it exits before or while it is measured. */
+const LOG_TAIL = 8_000;
+/** How long a program may take to stop on SIGTERM before it is killed. */
+const STOP_GRACE_MS = 10_000;
+
+export interface Program {
+  /** The URL its `listening` log line names. */
+  readonly url: string;
+  readonly child: ChildProcess;
+}
+
+export interface StartOptions {
+  /** Added to this process's environment (FENEC_TOKEN is always cleared: the benches pass tokens as flags). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** How many `listening` lines to wait for: a `fenec-router --workers N` logs one per worker. Default 1. */
+  readonly listeners?: number;
+}
+
+/** The programs a bench started, each a process of its own, stopped together when it ends. */
+export class Programs {
+  private readonly children: ChildProcess[] = [];
+  private readonly stopping = new WeakSet<ChildProcess>();
+
+  /**
+   * Starts `node ROOT/script ...args` and resolves once it has logged `listening` (JSON lines on
+   * stderr, as the programs and bench/bare-server.ts log), with the URL it names. A program that exits
+   * before then rejects with its log; one that exits later, not stopped here, prints its log.
+   */
+  start(script: string, args: readonly string[], options: StartOptions = {}): Promise<Program> {
+    const child = spawn(process.execPath, [path.join(ROOT, script), ...args], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, FENEC_TOKEN: '', ...options.env },
+    });
+    this.children.push(child);
+    const wanted = options.listeners ?? 1;
+    let listening = 0;
+    let url: string | undefined;
+    let log = '';
+    let partial = '';
+    return new Promise((resolve, reject) => {
+      child.stderr!.on('data', (chunk: Buffer) => {
+        const text = chunk.toString();
+        log = (log + text).slice(-LOG_TAIL);
+        if (listening === wanted) return;
+        const lines = (partial + text).split('\n');
+        partial = lines.pop()!;
+        for (const line of lines) {
+          const entry = parseLogLine(line);
+          if (entry?.msg !== 'listening' || typeof entry.url !== 'string') continue;
+          url ??= entry.url;
+          if (++listening === wanted) resolve({ url, child });
+        }
+      });
+      child.once('exit', (code, signal) => {
+        if (listening < wanted) reject(new Error(`${script} exited (${code ?? signal}) before listening:\n${log}`));
+        else if (!this.stopping.has(child)) process.stderr.write(`${script} exited (${code ?? signal}) while the bench ran:\n${log}\n`);
+      });
+    });
+  }
+
+  /** SIGTERM, then SIGKILL after STOP_GRACE_MS; resolves once it has exited. */
+  async stop(program: Program | ChildProcess): Promise<void> {
+    const child = 'child' in program ? program.child : program;
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    this.stopping.add(child);
+    const exited = once(child, 'exit');
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  stopAll(): Promise<void[]> {
+    return Promise.all(this.children.map((child) => this.stop(child)));
+  }
+}
+
+function parseLogLine(line: string): { msg?: unknown; url?: unknown } | undefined {
+  try {
+    return JSON.parse(line) as { msg?: unknown; url?: unknown };
+  } catch {
+    return undefined; // not a JSON line (a warning Node printed, say)
+  }
+}
+
+/** One request with `token`; its answer's text. Throws with the answer when it is not a 2xx. */
+export async function request(base: string, token: string, method: string, route: string, body?: unknown): Promise<string> {
+  const response = await fetch(`${base}${route}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${route} → ${response.status} ${text}`);
+  return text;
+}
+
+/** One JSON call with `token` (an admin call, a statement); its parsed answer. */
+export async function call(base: string, token: string, method: string, route: string, body?: unknown): Promise<any> {
+  const text = await request(base, token, method, route, body);
+  return text === '' ? undefined : JSON.parse(text);
+}
+
+// Load -----------------------------------------------------------------------------------------------
+
+export interface Measure {
+  readonly target: string;
+  readonly clients: number;
+  readonly requestsPerSecond: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  /** Requests answered with another status than 200, failed, or timed out: a run with any is not to be trusted. */
+  readonly failed: number;
+}
+
+export interface LoadRun {
+  /** Names the run in the figures. */
+  readonly target: string;
+  readonly url: string;
+  readonly clients: number;
+  readonly seconds: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+/**
+ * POSTs `body` to `url` from `clients` connections for `seconds`. Latencies are every response's own
+ * time (autocannon's histogram counts whole milliseconds).
+ */
+export async function load(run: LoadRun): Promise<Measure> {
+  const latencies: number[] = [];
+  let failed = 0;
+  const instance = autocannon({
+    url: run.url,
+    connections: run.clients,
+    duration: run.seconds,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...run.headers },
+    body: run.body,
+  });
+  instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+    if (status === 200) latencies.push(ms);
+    else failed += 1;
+  });
+  const result = await instance;
+  return {
+    target: run.target,
+    clients: run.clients,
+    requestsPerSecond: latencies.length / result.duration,
+    p50Ms: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
+    failed: failed + result.errors + result.timeouts,
+  };
+}
+
+/** The median of each figure over the runs (each figure on its own), failures summed. */
+export function medianMeasure(runs: readonly Measure[]): Measure {
+  return {
+    target: runs[0]!.target,
+    clients: runs[0]!.clients,
+    requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
+    p50Ms: median(runs.map((r) => r.p50Ms)),
+    p99Ms: median(runs.map((r) => r.p99Ms)),
+    failed: runs.reduce((total, r) => total + r.failed, 0),
+  };
+}
+
+/** A run without its length: what loadInTurns runs again each round. */
+export type LoadTarget = Omit<LoadRun, 'seconds'>;
+
+/** The unmeasured run before each measured one. */
+export const WARM_UP_SECONDS = 1;
+
+/**
+ * Each target measured `rounds` times for `seconds`, each run after a WARM_UP_SECONDS warm-up, the
+ * targets in a new order each round (`turnOrder`), so that whatever else the machine does falls on all
+ * alike. `runs[t][r]` is target t's run of round r: runs of one round are next to each other in time.
+ */
+export async function loadInTurns(targets: readonly LoadTarget[], rounds: number, seconds: number): Promise<Measure[][]> {
+  const runs = targets.map((): Measure[] => []);
+  for (let round = 0; round < rounds; round++) {
+    for (const t of turnOrder(targets.length, round)) {
+      await load({ ...targets[t]!, seconds: WARM_UP_SECONDS });
+      const result = await load({ ...targets[t]!, seconds });
+      progress(`${result.target}, ${result.clients} client(s): ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.p50Ms.toFixed(3)} ms`);
+      runs[t]!.push(result);
+    }
+  }
+  return runs;
+}
+
+/**
+ * The order of `n` targets in round `round`: rotated by the round, so each goes first in turn; from three
+ * targets on, reversed on odd rounds too, so that over six rounds three targets go in all six orders (two
+ * targets are swapped by the rotation alone, which a reversal would undo).
+ */
+export function turnOrder(n: number, round: number): number[] {
+  const order = Array.from({ length: n }, (_, i) => (i + round) % n);
+  return n > 2 && round % 2 === 1 ? order.reverse() : order;
+}
+
+// Output ---------------------------------------------------------------------------------------------
+
+/** A plain-text table: the first column left-aligned, the others right-aligned. */
+export function table(header: readonly string[], lines: readonly (readonly string[])[]): string {
+  const widths = header.map((cell, i) => Math.max(cell.length, ...lines.map((line) => line[i]!.length)));
+  const row = (cells: readonly string[]): string => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
+  return [row(header), ...lines.map(row)].join('\n');
+}
+
+/** Writes bench/results/<name>.json and says where on stdout. */
+export function writeResults(name: string, json: unknown): void {
+  const file = path.join(ROOT, 'bench/results', `${name}.json`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, `${JSON.stringify(json, null, 2)}\n`);
+  process.stdout.write(`written: ${path.relative(process.cwd(), file) || file}\n`);
+}
+
+/** A load run's first cells in a table, under LOAD_HEADER. */
+export const LOAD_HEADER = ['target', 'clients', 'req/s', 'p50 ms', 'p99 ms'] as const;
+
+export function loadCells(m: Measure): string[] {
+  return [m.target, String(m.clients), String(Math.round(m.requestsPerSecond)), m.p50Ms.toFixed(3), m.p99Ms.toFixed(3)];
+}
+
+/** A ratio and its spread as two cells ('' where there is none: a baseline's row). */
+export function ratioCells(ratio: number | undefined, range: readonly [number, number] | undefined): [string, string] {
+  return [ratio === undefined ? '' : ratio.toFixed(2), range === undefined ? '' : `${range[0].toFixed(2)}–${range[1].toFixed(2)}`];
+}
+
+/** The line that says a run's figures are not to be trusted, when any request failed; '' when none did. */
+export function failuresLine(measures: readonly Measure[]): string {
+  const failures = measures.reduce((total, m) => total + m.failed, 0);
+  return failures > 0 ? `${failures} requests failed or were refused: the figures are not to be trusted\n` : '';
+}
+
+/** What a results file says first: which bench, when, on what. */
+export function runInfo(bench: string): { bench: string; date: string; node: string; cores: number } {
+  return { bench, date: new Date().toISOString(), node: process.versions.node, cores: os.cpus().length };
+}
+
+/** "met" or "MISSED", for a target's line. */
+export function verdict(met: boolean): string {
+  return met ? 'met' : 'MISSED';
+}
