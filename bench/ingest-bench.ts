@@ -20,25 +20,21 @@
  *
  *     INGEST_ROWS=5000 node dist/bench/ingest-bench.js
  */
-import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import * as fs from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { TEXT_TOKENIZER } from '../node/search/text-index.js';
 import { faiss } from '../node/vector/faiss.js';
-import { DEFAULT_M, EF_CONSTRUCTION } from '../node/vector/store.js';
 import { call, intEnv, Programs, progress, ROOT, verdict, writeResults } from './harness.js';
-import { clusteredData, documents, seededRandom, vocabulary, zipfSampler } from './search-data.js';
+import { DIMS, VOCABULARY, ZIPF_EXPONENT, vectorBlob, zipfWorkload } from './search-data.js';
+import { openRawSqlite, RAW_TEXT_TABLE, rawHnsw } from './search-raw.js';
 
 const FENEC = path.join(ROOT, 'dist/node/cli/fenec.js');
 
 const ROWS = intEnv('INGEST_ROWS', 100_000, 100);
-const DIMS = 384;
 const CLUSTERS = 1_000;
 const SPREAD = 0.5;
-const VOCABULARY = 5_000;
 const RAW_TRANSACTION = 10_000;
 const TARGET_RATIO = 1.3;
 const TOKEN = 'ingest-bench-token';
@@ -54,12 +50,9 @@ interface Data {
   readonly year: (i: number) => number;
 }
 
+/** make search-bench's workload, with the issue's longer texts (10–40 words); no queries: a `near` checks the load. */
 function makeData(): Data {
-  const random = seededRandom(42);
-  const vocab = vocabulary(VOCABULARY, random);
-  const rank = zipfSampler(VOCABULARY, 1, random);
-  const bodies = documents(ROWS, vocab, rank, random, 10, 40);
-  const { vectors } = clusteredData(ROWS, 0, DIMS, CLUSTERS, SPREAD, random);
+  const { bodies, vectors } = zipfWorkload({ seed: 42, rows: ROWS, queries: 0, vocabulary: VOCABULARY, zipfExponent: ZIPF_EXPONENT, minWords: 10, maxWords: 40, dims: DIMS, clusters: CLUSTERS, spread: SPREAD });
   return { bodies, vectors, category: (i) => CATEGORIES[i % CATEGORIES.length]!, year: (i) => 1990 + (i % 35) };
 }
 
@@ -115,18 +108,16 @@ async function importRows(url: string, collection: string, file: string): Promis
 
 /** The same rows into raw SQLite (+ FTS5 for text), 10 000 per transaction: seconds. */
 function rawSqlite(data: Data, part: Part, file: string): number {
-  const raw = new Database(file);
+  const raw = openRawSqlite(file);
   try {
-    raw.pragma('journal_mode = WAL');
-    raw.pragma('synchronous = FULL');
     raw.exec(`CREATE TABLE r (id INTEGER PRIMARY KEY, cat TEXT NOT NULL, year INTEGER NOT NULL${part !== 'text' ? ', vec BLOB NOT NULL' : ''}); CREATE INDEX r_cat ON r (cat)`);
-    if (part !== 'vector') raw.exec(`CREATE VIRTUAL TABLE t USING fts5(body, tokenize = '${TEXT_TOKENIZER}')`);
+    if (part !== 'vector') raw.exec(RAW_TEXT_TABLE);
     const insertRow = raw.prepare(part === 'text' ? 'INSERT INTO r (id, cat, year) VALUES (?, ?, ?)' : 'INSERT INTO r (id, cat, year, vec) VALUES (?, ?, ?, ?)');
     const insertText = part === 'vector' ? undefined : raw.prepare('INSERT INTO t (rowid, body) VALUES (?, ?)');
     const insert = raw.transaction((from: number, to: number) => {
       for (let i = from; i < to; i++) {
         if (part === 'text') insertRow.run(i + 1, data.category(i), data.year(i));
-        else insertRow.run(i + 1, data.category(i), data.year(i), Buffer.from(data.vectors.buffer, data.vectors.byteOffset + i * DIMS * 4, DIMS * 4));
+        else insertRow.run(i + 1, data.category(i), data.year(i), vectorBlob(data.vectors, i, DIMS));
         insertText?.run(i + 1, data.bodies[i]);
       }
     });
@@ -141,14 +132,9 @@ function rawSqlite(data: Data, part: Part, file: string): number {
 /** Raw Faiss HNSW of the same vectors, same M and efConstruction, every core: seconds. */
 async function rawFaiss(data: Data): Promise<number> {
   faiss.setThreads(availableParallelism());
-  const index = faiss.create({ kind: 'hnsw', dims: DIMS, metric: 'ip', m: DEFAULT_M, efConstruction: EF_CONSTRUCTION });
-  try {
-    const t0 = performance.now();
-    await index.addAsync(data.vectors);
-    return (performance.now() - t0) / 1000;
-  } finally {
-    index.dispose();
-  }
+  const { index, ms } = await rawHnsw(DIMS, data.vectors);
+  index.dispose();
+  return ms / 1000;
 }
 
 interface PartResult {

@@ -1,0 +1,117 @@
+/**
+ * The baselines make search-bench and make ingest-bench measure fenecdb against — the raw libraries under
+ * it, SQLite + FTS5 through better-sqlite3 and the Faiss binding with the database's HNSW parameters —
+ * and the exact answers recall is measured against.
+ */
+import Database from 'better-sqlite3';
+import { performance } from 'node:perf_hooks';
+import { TEXT_TOKENIZER } from '../node/search/text-index.js';
+import { faiss } from '../node/vector/faiss.js';
+import { DEFAULT_EF_SEARCH, DEFAULT_M, EF_CONSTRUCTION } from '../node/vector/store.js';
+import type { VectorIndex } from '../shared/vector-index.js';
+
+/** A raw SQLite file, opened as fenecdb opens its files: WAL, synchronous FULL. */
+export function openRawSqlite(file: string): Database.Database {
+  const raw = new Database(file);
+  raw.pragma('journal_mode = WAL');
+  raw.pragma('synchronous = FULL');
+  return raw;
+}
+
+/** The raw FTS5 table of the rows' texts, `t (body)`, with fenecdb's tokenizer; rowid = row id. */
+export const RAW_TEXT_TABLE = `CREATE VIRTUAL TABLE t USING fts5(body, tokenize = '${TEXT_TOKENIZER}')`;
+
+/** Raw FTS5's top k: the query fenecdb itself sends for `match`, ranked by FTS5's own bm25(). */
+const RAW_MATCH = 'SELECT rowid, bm25(t) FROM t WHERE t MATCH ? ORDER BY rank LIMIT ?';
+
+/** A raw Faiss HNSW index of `vectors` with the database's M, efConstruction and efSearch, and the ms its addAsync took. */
+export async function rawHnsw(dims: number, vectors: Float32Array): Promise<{ index: VectorIndex; ms: number }> {
+  const index = faiss.create({ kind: 'hnsw', dims, metric: 'ip', m: DEFAULT_M, efConstruction: EF_CONSTRUCTION, efSearch: DEFAULT_EF_SEARCH });
+  const t0 = performance.now();
+  await index.addAsync(vectors);
+  return { index, ms: performance.now() - t0 };
+}
+
+export interface RawRow {
+  readonly body: string;
+  readonly vector: Buffer;
+  readonly grp: number;
+}
+
+/** search-bench's `docs` in raw SQLite: `r (id, vec BLOB, grp)` indexed on grp, and FTS5 over the texts. */
+export class RawDocs {
+  private readonly db: Database.Database;
+  private readonly insertRows: (from: number, to: number) => void;
+  private readonly matchStatement: Database.Statement;
+
+  constructor(file: string, row: (i: number) => RawRow) {
+    this.db = openRawSqlite(file);
+    this.db.exec(`CREATE TABLE r (id INTEGER PRIMARY KEY, vec BLOB NOT NULL, grp INTEGER NOT NULL); CREATE INDEX r_grp ON r (grp); ${RAW_TEXT_TABLE}`);
+    const insertVector = this.db.prepare('INSERT INTO r (id, vec, grp) VALUES (?, ?, ?)');
+    const insertText = this.db.prepare('INSERT INTO t (rowid, body) VALUES (?, ?)');
+    this.insertRows = this.db.transaction((from: number, to: number) => {
+      for (let i = from; i < to; i++) {
+        const { body, vector, grp } = row(i);
+        insertVector.run(i + 1, vector, grp);
+        insertText.run(i + 1, body);
+      }
+    });
+    this.matchStatement = this.db.prepare(RAW_MATCH).raw(true);
+  }
+
+  /** Rows from … to-1 (ids from+1 …) in one transaction. */
+  insert(from: number, to: number): void {
+    this.insertRows(from, to);
+  }
+
+  /** The ids of FTS5's top k for an FTS5 query. */
+  match(query: string, k: number): number[] {
+    return (this.matchStatement.all(query, k) as [number, number][]).map(([id]) => id);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
+
+/** The exact k nearest of each measured query among `vectors`, from a flat (brute-force) index, all queries in one call (BLAS). */
+export function exactNearest(vectors: Float32Array, queries: Float32Array, dims: number, measured: readonly number[], k: number): number[][] {
+  const flat = faiss.create({ kind: 'flat', dims, metric: 'ip' });
+  try {
+    flat.add(vectors);
+    const first = measured[0]!;
+    const found = flat.search(queries.subarray(first * dims, (first + measured.length) * dims), k);
+    return measured.map((_, i) => Array.from(found.labels.subarray(i * k, (i + 1) * k)));
+  } finally {
+    flat.dispose();
+  }
+}
+
+/** The exact k nearest (by inner product) of query q among the rows that pass, by a scan. */
+export function scanNearest(vectors: Float32Array, rows: number, queries: Float32Array, dims: number, q: number, k: number, passes: (label: number) => boolean): number[] {
+  const scored: [number, number][] = [];
+  for (let i = 0; i < rows; i++) {
+    if (!passes(i)) continue;
+    let dot = 0;
+    for (let j = 0; j < dims; j++) dot += vectors[i * dims + j]! * queries[q * dims + j]!;
+    scored.push([i, dot]);
+  }
+  return scored.sort((a, b) => b[1] - a[1]).slice(0, k).map(([i]) => i);
+}
+
+/** Mean share of the exact top k found. */
+export function recall(found: readonly (readonly number[])[], exact: readonly (readonly number[])[], k: number): number {
+  let hits = 0;
+  found.forEach((labels, i) => {
+    const truth = new Set(exact[i]);
+    hits += labels.filter((label) => truth.has(label)).length;
+  });
+  return hits / (found.length * k);
+}
+
+/** One bit a row, set where the row passes: Faiss's allow list. */
+export function bitmapOf(rows: number, passes: (label: number) => boolean): Uint8Array {
+  const bits = new Uint8Array(Math.ceil(rows / 8));
+  for (let i = 0; i < rows; i++) if (passes(i)) bits[i >> 3]! |= 1 << (i & 7);
+  return bits;
+}
