@@ -63,6 +63,11 @@ export interface ServerConfig {
    * tenant's handler, and to any thread that serves requests), never kept in a global.
    */
   readonly cursorSecret: Uint8Array;
+  /**
+   * The OTLP/HTTP traces URL spans are exported to (`--otel-endpoint`, `OTEL_EXPORTER_OTLP_ENDPOINT`),
+   * each request a server span, child of the `traceparent` it carries. Default: none, the no-op API.
+   */
+  readonly otelEndpoint: string | undefined;
 }
 
 /** A public key for JWTs: its PEM text, and the file it came from (for messages). */
@@ -116,6 +121,7 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     audit: input.audit,
     mcp: input.mcp === undefined ? undefined : Object.freeze({ ...input.mcp }),
     cursorSecret: input.cursorSecret ?? randomBytes(32),
+    otelEndpoint: input.otelEndpoint,
   };
   if (config.file === '') throw invalidOption('--file', 'must name a file');
   if (config.host === '') throw invalidOption('--host', 'must name an address, e.g. 127.0.0.1 or 0.0.0.0');

@@ -12,7 +12,8 @@ import type { AddressInfo } from 'node:net';
 import { FenecError } from '../shared/errors.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { parseDuration, parsePort } from '../node/config.js';
-import { auditTarget, createProgram, onExit, openAudit, parseCommandLine } from '../node/cli/command-line.js';
+import { auditTarget, createProgram, onExit, openAudit, OTEL_ENDPOINT_HELP, otelTracesUrl, parseCommandLine } from '../node/cli/command-line.js';
+import { startTracing } from '../shared/tracing.js';
 import { parseNodes, parsePlacement } from './placement.js';
 import { ROUTER_DEFAULTS, routerOptions, type RouterOptions } from './router-config.js';
 import type { RouterApp } from './router-app.js';
@@ -33,6 +34,7 @@ interface Flags {
   maxSockets: string;
   audit?: string | true;
   workers: string;
+  otelEndpoint?: string;
 }
 
 /** A worker's ask for the metrics of every worker, and the primary's answer. */
@@ -59,6 +61,7 @@ async function main(): Promise<void> {
     .option('--max-sockets <n>', 'kept-alive connections per node', String(ROUTER_DEFAULTS.maxSocketsPerNode))
     .option('--audit [file]', 'write one JSON line per refused token to this file (appended), or to stderr when no file is named')
     .option('--workers <n>', 'processes serving the port (node:cluster), each a whole router (default: the machine\'s cores)', String(availableParallelism()))
+    .option('--otel-endpoint <url>', OTEL_ENDPOINT_HELP)
     .action((flags: Flags) => {
       const nodes = parseNodes(flags.nodes);
       const jwtSecret = flags.jwtSecret ?? (flags.jwtPublicKey === undefined ? process.env.FENEC_JWT_SECRET || undefined : undefined);
@@ -79,6 +82,7 @@ async function main(): Promise<void> {
         nodeTimeoutMs: parseDuration('--node-timeout', flags.nodeTimeout),
         maxSocketsPerNode: Number(flags.maxSockets),
         audit: auditTarget(flags.audit),
+        otelEndpoint: otelTracesUrl(flags.otelEndpoint, process.env),
       });
     });
   await parseCommandLine(program, process.argv);
@@ -194,6 +198,8 @@ async function serve(options: RouterOptions, placementFile: string | undefined):
   // Imported here: a --workers primary never loads express and the proxy it does not run.
   const { createRouterApp } = await import('./router-app.js');
   const audit = openAudit(NAME, options.audit, logger);
+  // Registered before anything is served: the first request is traced.
+  const tracing = await startTracing(options.otelEndpoint, NAME, logger);
   const app = createRouterApp(options, logger, audit);
   if (cluster.isWorker) app.metrics.textOf = clusterMetricsText(app.metrics.registry);
   if (placementFile !== undefined) watchPlacement(placementFile, options, app, logger);
@@ -207,7 +213,8 @@ async function serve(options: RouterOptions, placementFile: string | undefined):
     audit.close();
   }, (signal) => {
     logger.info({ signal }, 'stopping');
-    server.close(() => process.exit(0));
+    // The last requests' spans are exported before the process ends.
+    server.close(() => void tracing.shutdown().then(() => process.exit(0)));
     server.closeIdleConnections();
   });
   server.listen(options.port, options.host, () => {
@@ -220,6 +227,7 @@ async function serve(options: RouterOptions, placementFile: string | undefined):
       pins: options.pins.size,
       auth: [options.httpToken === undefined ? undefined : 'token', options.jwt === undefined ? undefined : `JWT ${options.jwt.algorithm}`].filter(Boolean).join(' + '),
       audit: options.audit === undefined ? undefined : options.audit.kind === 'file' ? options.audit.path : 'stderr',
+      traces: options.otelEndpoint,
     }, 'listening');
   });
 }

@@ -10,11 +10,12 @@
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
-import { context, propagation, trace, SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
+import { context, propagation, trace, SpanKind } from '@opentelemetry/api';
 import express, { type Request, type Response } from 'express';
 import httpProxy from 'http-proxy';
 import { serveConsole } from '../shared/console.js';
 import { Audit } from '../shared/audit.js';
+import { endRequestSpan, requestAttributes } from '../shared/tracing.js';
 import { FenecError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { Placement, type NodeTarget } from './placement.js';
@@ -32,7 +33,6 @@ const MAX_MOVE_BODY = 4096;
 interface InFlight {
   readonly node: NodeTarget;
   readonly start: bigint;
-  readonly span: Span;
 }
 
 export interface RouterApp {
@@ -59,11 +59,10 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
   const inFlight = new WeakMap<http.IncomingMessage, InFlight>();
   const nodeClient = { httpAgent, httpsAgent, timeoutMs: options.nodeTimeoutMs };
 
-  proxy.on('proxyRes', (proxyRes, req) => {
+  proxy.on('proxyRes', (_proxyRes, req) => {
     const flight = inFlight.get(req);
     if (flight === undefined) return;
     metrics.proxied(flight.node.name, seconds(flight.start));
-    flight.span.setAttribute('http.response.status_code', proxyRes.statusCode ?? 0);
   });
 
   const app = express();
@@ -160,21 +159,21 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
   function forward(req: http.IncomingMessage, res: http.ServerResponse, tenant: string, path: string): void {
     const node = placement.nodeOf(tenant);
     const parent = propagation.extract(context.active(), req.headers);
-    const span = tracer.startSpan('fenec-router forward', {
-      kind: SpanKind.CLIENT,
-      attributes: { 'http.request.method': req.method, 'fenec.node': node.name, 'url.path': path },
-    }, parent);
+    // The path is rebuilt from checked parts: its pattern is the tenant's taken out, never a caller's text.
+    const route = `/t/{tenant}${path.slice(3 + tenant.length)}`;
+    const attributes = requestAttributes(req.method, { route, tenant });
+    attributes['fenec.node'] = node.name;
+    const span = tracer.startSpan(`${req.method} ${route}`, { kind: SpanKind.SERVER, attributes }, parent);
     const carrier: Record<string, string> = {};
     propagation.inject(trace.setSpan(parent, span), carrier);
-    inFlight.set(req, { node, start: process.hrtime.bigint(), span });
+    inFlight.set(req, { node, start: process.hrtime.bigint() });
     const url = req.url ?? '/';
     const search = url.indexOf('?');
     req.url = search === -1 ? path : path + url.slice(search);
     delete req.headers.origin;
     res.once('close', () => {
       metrics.answered(node.name, res.statusCode);
-      if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-      span.end();
+      endRequestSpan(span, res.statusCode);
     });
     proxy.web(req, res, {
       target: node.url.href,

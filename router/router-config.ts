@@ -27,6 +27,8 @@ export interface RouterOptions {
   readonly audit: AuditTarget | undefined;
   /** Processes serving the port (`--workers`, node:cluster). Default 1 here; the CLI's default is the machine's cores. */
   readonly workers: number;
+  /** The OTLP/HTTP traces URL spans are exported to (`--otel-endpoint`, `OTEL_EXPORTER_OTLP_ENDPOINT`). Default: none, the no-op API. */
+  readonly otelEndpoint: string | undefined;
 }
 
 export const ROUTER_DEFAULTS = Object.freeze({ host: '127.0.0.1', port: 8080, nodeTimeoutMs: 10_000, maxSocketsPerNode: 64 });
@@ -76,5 +78,6 @@ export function routerOptions(input: RouterOptionsInput): RouterOptions {
     maxSocketsPerNode,
     audit: input.audit,
     workers: input.workers ?? 1,
+    otelEndpoint: input.otelEndpoint,
   });
 }

@@ -49,6 +49,40 @@ export function openAudit(program: string, target: AuditTarget | undefined, logg
   }
 }
 
+/** `--otel-endpoint`'s help, the same on fenec-server and fenec-router. */
+export const OTEL_ENDPOINT_HELP = 'export traces (OTLP over HTTP, JSON) to this collector, e.g. http://127.0.0.1:4318: spans go to URL/v1/traces '
+  + '(default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, else $OTEL_EXPORTER_OTLP_ENDPOINT; neither: no tracing)';
+
+const TRACES_PATH = '/v1/traces';
+
+/**
+ * The OTLP/HTTP URL spans are posted to, or undefined for none: `--otel-endpoint`, else the
+ * standard variables (an empty one is unset). A base endpoint gets `/v1/traces` appended, as the
+ * OpenTelemetry specification has it for OTEL_EXPORTER_OTLP_ENDPOINT, unless its path ends so already;
+ * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is the traces URL itself.
+ *
+ * @throws FenecError `invalid_option` for a value that is not an http(s) URL, naming where it came from.
+ */
+export function otelTracesUrl(flag: string | undefined, env: NodeJS.ProcessEnv): string | undefined {
+  const given: [string, string, boolean] | undefined = flag !== undefined ? ['--otel-endpoint', flag, false]
+    : env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, true]
+    : env.OTEL_EXPORTER_OTLP_ENDPOINT ? ['OTEL_EXPORTER_OTLP_ENDPOINT', env.OTEL_EXPORTER_OTLP_ENDPOINT, false]
+    : undefined;
+  if (given === undefined) return undefined;
+  const [option, text, asIs] = given;
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '' || url.password !== '') {
+    throw new FenecError('invalid_option', `${option} takes a collector's http:// or https:// URL without credentials, e.g. http://127.0.0.1:4318, not "${text.slice(0, 200)}"`);
+  }
+  if (!asIs && !url.pathname.endsWith(TRACES_PATH)) url.pathname = url.pathname.replace(/\/$/, '') + TRACES_PATH;
+  return url.href;
+}
+
 export function usageError(program: string, message: string): never {
   process.stderr.write(`${program}: ${message}\n`);
   process.exit(USAGE_EXIT);

@@ -13,7 +13,8 @@ import { startServer } from '../http/server.js';
 import { Revocations } from '../storage/revocations.js';
 import { QUOTA_DEFAULTS } from '../tenants/quotas.js';
 import { startTenantNode, type TenantNodeOptions } from '../tenants/tenant-node.js';
-import { auditTarget, createProgram, onExit, openAudit, parseCommandLine } from './command-line.js';
+import { startTracing, type Tracing } from '../../shared/tracing.js';
+import { auditTarget, createProgram, onExit, openAudit, OTEL_ENDPOINT_HELP, otelTracesUrl, parseCommandLine } from './command-line.js';
 
 const NAME = 'fenec-server';
 
@@ -43,6 +44,7 @@ interface Options {
   mcp?: boolean;
   mcpWrite?: boolean;
   mcpMemory?: string;
+  otelEndpoint?: string;
 }
 
 async function main(): Promise<void> {
@@ -81,6 +83,7 @@ async function main(): Promise<void> {
     .option('--mcp-write', 'add the MCP tool write (insert, put, set, del; never a schema change); implies --mcp')
     .option('--mcp-memory <collection>', 'add the MCP tools remember, recall and forget over this collection, made at the first memory; implies --mcp')
     .option('--audit [file]', 'write one JSON line per refused token, schema change and MCP write, remember or forget to this file (appended), or to stderr when no file is named')
+    .option('--otel-endpoint <url>', OTEL_ENDPOINT_HELP)
     .action((options: Options) => {
       // The secret from the environment only when no key is named on the command line: an empty
       // FENEC_JWT_SECRET is unset, as FENEC_TOKEN's is.
@@ -122,6 +125,7 @@ async function main(): Promise<void> {
         mcp: options.mcp === true || options.mcpWrite === true || options.mcpMemory !== undefined
           ? { write: options.mcpWrite === true, memory: options.mcpMemory }
           : undefined,
+        otelEndpoint: otelTracesUrl(options.otelEndpoint, process.env),
       });
     });
   await parseCommandLine(program, process.argv);
@@ -150,10 +154,11 @@ function parseSize(option: string, text: string): number {
 async function serveTenants(config: ServerConfig, tenants: TenantNodeOptions): Promise<void> {
   const logger = createLogger(NAME);
   const audit = openAudit(NAME, config.audit, logger);
+  const tracing = await startTracing(config.otelEndpoint, NAME, logger);
   const server = await startTenantNode(config, tenants, logger, audit).catch((err: unknown) => refuseStart(err));
   onExit(() => server.registry.closeAll(), (signal) => {
     logger.info({ signal }, 'stopping');
-    server.close().then(() => process.exit(0), () => process.exit(1));
+    server.close().then(() => exitAfter(tracing, 0), () => exitAfter(tracing, 1));
   });
   logger.info({
     url: server.url,
@@ -164,7 +169,13 @@ async function serveTenants(config: ServerConfig, tenants: TenantNodeOptions): P
     quotas: tenants.quotas,
     auth: authText(config),
     mcp: config.mcp === undefined ? undefined : mcpText(config),
+    traces: config.otelEndpoint,
   }, 'listening');
+}
+
+/** Exits once the last requests' spans are exported (a bounded wait; at once without tracing). */
+function exitAfter(tracing: Tracing, status: number): void {
+  void tracing.shutdown().then(() => process.exit(status));
 }
 
 function readPublicKey(file: string): PublicKeyInput {
@@ -187,6 +198,7 @@ function readOptionFile(option: string, file: string): string {
 async function serve(config: ServerConfig): Promise<void> {
   const logger = createLogger(NAME);
   const audit = openAudit(NAME, config.audit, logger);
+  const tracing = await startTracing(config.otelEndpoint, NAME, logger);
   const db = openOrExit(config, logger);
   // Opened once the database holds the file's lock: the revocations live in the same file.
   let revocations: Revocations;
@@ -215,7 +227,7 @@ async function serve(config: ServerConfig): Promise<void> {
       () => {
         closeDb();
         logger.info('stopped');
-        process.exit(0);
+        exitAfter(tracing, 0);
       },
       (err: unknown) => {
         logger.error({ err }, 'stopping failed');
@@ -234,6 +246,7 @@ async function serve(config: ServerConfig): Promise<void> {
       policy: config.jwt === undefined ? undefined : config.policy === undefined ? 'none: JWTs reach no collection' : `${config.policy.rules.size} collection(s)`,
       audit: config.audit === undefined ? undefined : config.audit.kind === 'file' ? config.audit.path : 'stderr',
       mcp: config.mcp === undefined ? undefined : mcpText(config),
+      traces: config.otelEndpoint,
     },
     'listening',
   );

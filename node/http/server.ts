@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { Audit } from '../../shared/audit.js';
 import { FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
+import { tracedListener } from '../../shared/tracing.js';
 import type { ServerConfig } from '../config.js';
 import { RequestGuard } from './guard.js';
 import { FenecRequest, HttpHandler, type Executor } from './handler.js';
@@ -49,11 +50,12 @@ export function startServer(config: ServerConfig, db: Executor, logger: Logger, 
     count: (tool, outcome) => metrics.toolCall(tool, outcome),
   });
   const handler = new HttpHandler(config, db, new RequestGuard(config, audit), metrics, logger, audit, mcp, revocations === undefined ? undefined : { list: revocations, tenant: null });
-  const server = http.createServer({ IncomingMessage: FenecRequest }, handler.handle);
+  const listener = config.otelEndpoint === undefined ? handler.handle : tracedListener(handler.handle, 'fenec-server');
+  const server = http.createServer({ IncomingMessage: FenecRequest }, listener);
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   // A client that sends `Expect: 100-continue` (curl, for large bodies) is told to go on only once
   // the request passed the guard and its declared size: a refused body is never sent at all.
-  server.on('checkContinue', handler.handle);
+  server.on('checkContinue', listener);
 
   return new Promise((resolve, reject) => {
     server.once('error', (err) => reject(listenError(config, err)));

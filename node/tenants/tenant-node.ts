@@ -19,6 +19,7 @@ import { EMPTY_POLICY, grantedTools, parsePolicy, type Policy } from '../../shar
 import { asFenecError, FenecError } from '../../shared/errors.js';
 import { isConsolePath, serveConsole } from '../../shared/console.js';
 import type { Logger } from '../../shared/logger.js';
+import { tracedListener } from '../../shared/tracing.js';
 import { isTenantName } from '../../router/tenant-name.js';
 import type { ServerConfig } from '../config.js';
 import { FenecDatabase, type ExecuteOptions } from '../database.js';
@@ -352,9 +353,10 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
     }
   }
 
-  const server = http.createServer({ IncomingMessage: FenecRequest }, handle);
+  const listener = config.otelEndpoint === undefined ? handle : tracedListener(handle, 'fenec-server');
+  const server = http.createServer({ IncomingMessage: FenecRequest }, listener);
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-  server.on('checkContinue', handle);
+  server.on('checkContinue', listener);
   return new Promise((resolve, reject) => {
     server.once('error', (err) => reject(new FenecError('invalid_option', `cannot listen on ${config.host}:${config.port}: ${(err as NodeJS.ErrnoException).code ?? err.message}`, { cause: err })));
     server.listen(config.port, config.host, () => {

@@ -1,0 +1,146 @@
+/**
+ * OpenTelemetry traces for fenec-router and fenec-server (`--otel-endpoint URL`).
+ *
+ * Off (no endpoint), nothing is loaded and the API stays the no-op it ships as: the spans the code
+ * makes cost a function call. On, the process registers a tracer provider that batches spans to an
+ * OTLP/HTTP collector (JSON), W3C trace-context propagation (`traceparent`), and an AsyncLocalStorage
+ * context manager, so that a span made below a request (an MCP tool call's) is that request's child.
+ *
+ * What a span carries is named here and in docs/hosting.md: the tenant, the route as a pattern, the
+ * method, the status, the node, the tool. Never a token, a statement, its parameters or a row.
+ */
+import type * as http from 'node:http';
+import { context, diag, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, DiagLogLevel, type Span } from '@opentelemetry/api';
+import type { Logger } from './logger.js';
+
+/** A running tracer provider, or none. */
+export interface Tracing {
+  /** Spans are exported (an endpoint was given). */
+  readonly enabled: boolean;
+  /** Exports the spans still batched and stops; bounded, so that a collector that is down never holds a stop. */
+  shutdown(): Promise<void>;
+}
+
+/** How long one export may take, and how long a stop waits for the last ones. */
+const EXPORT_TIMEOUT_MS = 5_000;
+const SHUTDOWN_TIMEOUT_MS = 5_000;
+/** At most one log line per this long about spans that could not be exported (a collector down). */
+const EXPORT_ERROR_LOG_MS = 60_000;
+
+const OFF: Tracing = Object.freeze({ enabled: false, shutdown: () => Promise.resolve() });
+
+/**
+ * Registers the OpenTelemetry SDK globally, exporting to `endpoint` (the OTLP/HTTP traces URL, e.g.
+ * `http://collector:4318/v1/traces`) as `serviceName`; with no endpoint, leaves the no-op API.
+ */
+export async function startTracing(endpoint: string | undefined, serviceName: string, logger: Logger): Promise<Tracing> {
+  if (endpoint === undefined) return OFF;
+  // Loaded only when asked for: a process without an endpoint never parses the SDK.
+  const [{ TracerProvider, BatchSpanProcessor }, { AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }, { resourceFromAttributes }, { OTLPTraceExporter }] = await Promise.all([
+    import('@opentelemetry/sdk-trace'),
+    import('@opentelemetry/context-async-hooks'),
+    import('@opentelemetry/core'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+  ]);
+  diag.setLogger(throttledDiag(logger), DiagLogLevel.WARN);
+  const provider = new TracerProvider({
+    resource: resourceFromAttributes({ 'service.name': serviceName }),
+    // Batched (every 5 s, or 512 spans; at most 2048 waiting, the rest dropped): a slow collector never holds a request.
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: endpoint, timeoutMillis: EXPORT_TIMEOUT_MS }), exportTimeoutMillis: EXPORT_TIMEOUT_MS })],
+  });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(provider);
+  return {
+    enabled: true,
+    shutdown: () => new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, SHUTDOWN_TIMEOUT_MS);
+      provider.shutdown().catch(() => undefined).finally(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    }),
+  };
+}
+
+/** The SDK's own complaints (an export that failed), as warnings in the log, one a minute at most. */
+function throttledDiag(logger: Logger): Parameters<typeof diag.setLogger>[0] {
+  let last = -Infinity;
+  let dropped = 0;
+  const log = (message: string): void => {
+    const now = Date.now();
+    if (now - last < EXPORT_ERROR_LOG_MS) {
+      dropped += 1;
+      return;
+    }
+    last = now;
+    logger.warn({ otel: message.slice(0, 500), alike: dropped }, 'tracing: spans may not reach the collector');
+    dropped = 0;
+  };
+  return { error: log, warn: log, info: () => undefined, debug: () => undefined, verbose: () => undefined };
+}
+
+/** What a request is traced as: its route as a pattern (never a tenant's name in it), and its tenant. */
+export interface SpanRoute {
+  readonly route: string;
+  readonly tenant: string | undefined;
+}
+
+/** `/t/<tenant>` and `/t/<tenant>/<route>`; a tenant name as router/tenant-name.ts has it. */
+const TENANT_PATH = /^\/t\/([a-z0-9][a-z0-9-]{0,62})(?:\/([^/]*))?$/;
+/** A tenant's routes, the router's and the node's: any other name is `other` (a caller's text is never a span's name). */
+const TENANT_ROUTES: ReadonlySet<string> = new Set(['query', '_mcp', '_revocations', '_backup', '_policy', '_pause', '_resume', '_moved', '_move']);
+/** Probes, scrapes and the routers' poll of moved tenants (`GET /_moved`, each second): traced, they would bury the requests' traces. */
+const UNTRACED = /^\/(?:_health|_metrics|_console|_moved)(?:\/|$)/;
+const NODE_ROUTES: ReadonlySet<string> = new Set(['/query', '/_mcp', '/_revocations', '/_tenants']);
+
+/** The route a request's span is named by, or undefined for a request not traced. */
+export function spanRouteOf(url: string | undefined): SpanRoute | undefined {
+  const raw = url ?? '/';
+  const q = raw.indexOf('?');
+  const pathname = q === -1 ? raw : raw.slice(0, q);
+  if (UNTRACED.test(pathname)) return undefined;
+  const tenant = TENANT_PATH.exec(pathname);
+  if (tenant !== null) {
+    const route = tenant[2] === undefined ? '' : `/${TENANT_ROUTES.has(tenant[2]) ? tenant[2] : 'other'}`;
+    return { route: `/t/{tenant}${route}`, tenant: tenant[1] };
+  }
+  return { route: NODE_ROUTES.has(pathname) ? pathname : 'other', tenant: undefined };
+}
+
+/** A request's span's attributes, as the router and the node both name them. */
+export function requestAttributes(method: string | undefined, at: SpanRoute): Record<string, string> {
+  const attributes: Record<string, string> = { 'http.request.method': method ?? 'GET', 'http.route': at.route };
+  if (at.tenant !== undefined) attributes['fenec.tenant'] = at.tenant;
+  return attributes;
+}
+
+/** Sets the answer's status on a request's span and ends it. */
+export function endRequestSpan(span: Span, status: number): void {
+  span.setAttribute('http.response.status_code', status);
+  if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+  span.end();
+}
+
+/**
+ * A node's request listener inside a server span: its parent is the `traceparent` the request
+ * carries (the router's span), and whatever the listener's callbacks do — the body's events, the
+ * MCP tool that runs at its end — runs with the span active. Used only with tracing on: off, the
+ * listener is served bare.
+ */
+export function tracedListener(listener: http.RequestListener, tracerName: string): http.RequestListener {
+  const tracer = trace.getTracer(tracerName);
+  return (req, res) => {
+    const at = spanRouteOf(req.url);
+    if (at === undefined) return listener(req, res);
+    const parent = propagation.extract(ROOT_CONTEXT, req.headers);
+    const span = tracer.startSpan(`${req.method} ${at.route}`, { kind: SpanKind.SERVER, attributes: requestAttributes(req.method, at) }, parent);
+    const active = trace.setSpan(parent, span);
+    // The body's listeners are called from the socket, outside this call: bound, they see the span.
+    context.bind(active, req);
+    context.bind(active, res);
+    res.once('close', () => endRequestSpan(span, res.statusCode));
+    context.with(active, () => listener(req, res));
+  };
+}
