@@ -89,6 +89,8 @@ describe('deploy/docker-compose.yml', () => {
     for (const service of Object.values(compose.services)) {
       expect(service.environment.FENEC_TOKEN).to.match(/^\$\{FENEC_TOKEN:\?/);
       expect(service.environment.FENEC_JWT_SECRET).to.match(/^\$\{FENEC_JWT_SECRET:\?/);
+      // Unset unless the operator names a collector: an empty value is no tracing.
+      expect(service.environment.OTEL_EXPORTER_OTLP_ENDPOINT).to.equal('${OTEL_EXPORTER_OTLP_ENDPOINT:-}');
     }
   });
 
@@ -185,12 +187,21 @@ describe('deploy/k8s', () => {
     expect(String(container.ports![0]!.containerPort)).to.equal(flagsOf(container.args!).get('--port'));
   });
 
-  it('uses only flags the programs have, and the same secret keys everywhere', () => {
+  it('uses only flags the programs have, and the same secret keys and tracing endpoint everywhere', () => {
     const routerFlags = helpFlags(ROUTER_CLI);
     for (const flag of flagsOf(routers!.spec!.template.spec!.containers[0]!.args!).keys()) expect(routerFlags, flag).to.include(flag);
     const nodeFlags = helpFlags(NODE_CLI);
     for (const flag of flagsOf(nodes!.spec!.template.spec!.containers[0]!.args!).keys()) expect(nodeFlags, flag).to.include(flag);
-    const envs = [nodes!, routers!].map((set) => set.spec!.template.spec!.containers[0]!.env!.map((e) => `${e.name}<-${e.valueFrom!.secretKeyRef!.name}/${e.valueFrom!.secretKeyRef!.key}`));
+    const envs = [nodes!, routers!].map((set) => set.spec!.template.spec!.containers[0]!.env!.map((e) => {
+      const ref = e.valueFrom!.secretKeyRef ?? e.valueFrom!.configMapKeyRef!;
+      return `${e.name}<-${e.valueFrom!.secretKeyRef === undefined ? 'configmap' : 'secret'} ${ref.name}/${ref.key}${ref.optional === true ? '?' : ''}`;
+    }));
     expect(envs[0]).to.deep.equal(envs[1]);
+    expect(envs[0]).to.deep.equal([
+      'FENEC_TOKEN<-secret fenecdb/token',
+      'FENEC_JWT_SECRET<-secret fenecdb/jwt-secret',
+      // Optional: without the ConfigMap the variable is unset and nothing is traced.
+      'OTEL_EXPORTER_OTLP_ENDPOINT<-configmap fenec-tracing/otlp-endpoint?',
+    ]);
   });
 });
