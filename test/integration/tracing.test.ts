@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { mintToken } from '../../shared/auth/token.js';
 import { connect } from './mcp/clients.js';
-import { FENEC_ROUTER, request, Sandbox, type Reply, type ServerProcess } from './processes.js';
+import { FENEC_ROUTER, FENEC_SERVER, request, Sandbox, type Reply, type ServerProcess } from './processes.js';
 
 const TOKEN = 'tracing-server-token-4d1f';
 const SECRET = 'tracing-jwt-secret-of-at-least-32-bytes';
@@ -232,6 +232,23 @@ describe('tracing: a router and a node export one trace per request', function (
     const lastSpans = receiver.spans.filter((s) => s.attributes['http.route'] === '/t/{tenant}/query' && s.received >= stopped && !receiver.spans.some((t) => t.traceId === s.traceId && t.received < stopped));
     expect(lastSpans.map((s) => s.service).sort()).to.deep.equal(['fenec-router', 'fenec-server']);
     expect(new Set(lastSpans.map((s) => s.traceId)).size).to.equal(1);
+  });
+});
+
+describe('tracing: a collector URL that is not one stops the start', function () {
+  this.timeout(60_000);
+  const sandbox = new Sandbox();
+  after(() => sandbox.cleanUp());
+
+  it('exits 2 naming the flag or the variable, on fenec-server and fenec-router', async () => {
+    const file = path.join(sandbox.dir(), 'f.fenec');
+    const server = await sandbox.run(FENEC_SERVER, ['--file', file, '--port', '0', '--otel-endpoint', 'grpc://collector:4317']);
+    expect(server.code).to.equal(2);
+    expect(server.stderr).to.match(/^fenec-server: --otel-endpoint takes a collector's http:\/\/ or https:\/\/ URL/);
+    const router = await sandbox.run(FENEC_ROUTER, ['--nodes', 'a=http://127.0.0.1:1', '--port', '0'], { FENEC_TOKEN: TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' });
+    expect(router.code).to.equal(2);
+    expect(router.stderr).to.match(/^fenec-router: OTEL_EXPORTER_OTLP_ENDPOINT takes/);
+    expect(fs.existsSync(file), 'nothing was opened').to.equal(false);
   });
 });
 
