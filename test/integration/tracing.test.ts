@@ -235,6 +235,42 @@ describe('tracing: a router and a node export one trace per request', function (
   });
 });
 
+describe('tracing: a one-file server', function () {
+  this.timeout(60_000);
+  const sandbox = new Sandbox();
+  const receiver = new Receiver();
+  after(async () => {
+    receiver.close();
+    await sandbox.cleanUp();
+  });
+
+  it('joins the caller\'s trace: its request span the child of the traceparent sent, the tool span the request\'s', async () => {
+    const collector = await receiver.start();
+    const server = await sandbox.startServer(['--file', path.join(sandbox.dir(), 'one.fenec'), '--mcp', '--http-token', TOKEN, '--otel-endpoint', collector]);
+    const traceId = '0af7651916cd43dd8448eb211c80319c';
+    const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'schema', arguments: {} } };
+    const reply = await request(server.url, {
+      method: 'POST',
+      path: '/_mcp',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', traceparent: `00-${traceId}-b7ad6b7169203331-01` },
+      body: JSON.stringify(call),
+    });
+    expect(reply.status, reply.text).to.equal(200);
+    expect((await request(server.url, { path: '/_health' })).status).to.equal(200);
+    const exited = once(server.child, 'exit');
+    process.kill(server.pid, 'SIGTERM');
+    await exited;
+    const spans = receiver.spans.filter((s) => s.traceId === traceId);
+    const requestSpan = spans.find((s) => s.name === 'POST /_mcp');
+    expect(requestSpan, 'the request span').to.not.equal(undefined);
+    expect(requestSpan!.parentSpanId).to.equal('b7ad6b7169203331');
+    expect(requestSpan!.attributes).to.deep.equal({ 'http.request.method': 'POST', 'http.route': '/_mcp', 'http.response.status_code': 200 });
+    expect(spans.filter((s) => s.name === 'mcp.tool schema').map((s) => s.parentSpanId)).to.deep.equal([requestSpan!.spanId]);
+    expect(receiver.spans.filter((s) => s.attributes['http.route'] === '/_health'), '/_health is not traced').to.deep.equal([]);
+    expect(receiver.payloads.join('\n')).to.not.include(TOKEN);
+  });
+});
+
 describe('tracing: a collector URL that is not one stops the start', function () {
   this.timeout(60_000);
   const sandbox = new Sandbox();
