@@ -8,6 +8,7 @@ import { JwtVerifier } from '../shared/auth/jwt.js';
 import type { Policy } from '../shared/auth/policy.js';
 import { FenecError } from '../shared/errors.js';
 import { isName } from '../shared/fenecql/lexer.js';
+import type { TracingConfig } from '../shared/tracing.js';
 
 /** The MCP endpoint's options (`--mcp`, `--mcp-write`, `--mcp-memory NAME`). */
 export interface McpConfig {
@@ -64,10 +65,11 @@ export interface ServerConfig {
    */
   readonly cursorSecret: Uint8Array;
   /**
-   * The OTLP/HTTP traces URL spans are exported to (`--otel-endpoint`, `OTEL_EXPORTER_OTLP_ENDPOINT`),
-   * each request a server span, child of the `traceparent` it carries. Default: none, the no-op API.
+   * Where spans are exported and how many (`--otel-endpoint`, `OTEL_EXPORTER_OTLP_ENDPOINT`,
+   * `OTEL_TRACES_SAMPLER`): each request a server span, child of the `traceparent` it carries.
+   * Default: none, the no-op API.
    */
-  readonly otelEndpoint: string | undefined;
+  readonly otel: TracingConfig | undefined;
 }
 
 /** A public key for JWTs: its PEM text, and the file it came from (for messages). */
@@ -121,7 +123,7 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     audit: input.audit,
     mcp: input.mcp === undefined ? undefined : Object.freeze({ ...input.mcp }),
     cursorSecret: input.cursorSecret ?? randomBytes(32),
-    otelEndpoint: input.otelEndpoint,
+    otel: input.otel,
   };
   if (config.file === '') throw invalidOption('--file', 'must name a file');
   if (config.host === '') throw invalidOption('--host', 'must name an address, e.g. 127.0.0.1 or 0.0.0.0');

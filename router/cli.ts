@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { FenecError } from '../shared/errors.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { parseDuration, parsePort } from '../node/config.js';
-import { auditTarget, createProgram, onExit, openAudit, OTEL_ENDPOINT_HELP, otelTracesUrl, parseCommandLine } from '../node/cli/command-line.js';
+import { auditTarget, createProgram, onExit, openAudit, OTEL_ENDPOINT_HELP, parseCommandLine, tracingConfig } from '../node/cli/command-line.js';
 import { startTracing } from '../shared/tracing.js';
 import { parseNodes, parsePlacement } from './placement.js';
 import { ROUTER_DEFAULTS, routerOptions, type RouterOptions } from './router-config.js';
@@ -82,7 +82,7 @@ async function main(): Promise<void> {
         nodeTimeoutMs: parseDuration('--node-timeout', flags.nodeTimeout),
         maxSocketsPerNode: Number(flags.maxSockets),
         audit: auditTarget(flags.audit),
-        otelEndpoint: otelTracesUrl(flags.otelEndpoint, process.env),
+        otel: tracingConfig(flags.otelEndpoint, process.env),
       });
     });
   await parseCommandLine(program, process.argv);
@@ -199,7 +199,7 @@ async function serve(options: RouterOptions, placementFile: string | undefined):
   const { createRouterApp } = await import('./router-app.js');
   const audit = openAudit(NAME, options.audit, logger);
   // Registered before anything is served: the first request is traced.
-  const tracing = await startTracing(options.otelEndpoint, NAME, logger);
+  const tracing = await startTracing(options.otel, NAME, logger);
   const app = createRouterApp(options, logger, audit);
   if (cluster.isWorker) app.metrics.textOf = clusterMetricsText(app.metrics.registry);
   if (placementFile !== undefined) watchPlacement(placementFile, options, app, logger);
@@ -227,7 +227,7 @@ async function serve(options: RouterOptions, placementFile: string | undefined):
       pins: options.pins.size,
       auth: [options.httpToken === undefined ? undefined : 'token', options.jwt === undefined ? undefined : `JWT ${options.jwt.algorithm}`].filter(Boolean).join(' + '),
       audit: options.audit === undefined ? undefined : options.audit.kind === 'file' ? options.audit.path : 'stderr',
-      traces: options.otelEndpoint,
+      traces: options.otel?.endpoint,
     }, 'listening');
   });
 }

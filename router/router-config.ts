@@ -4,6 +4,7 @@
 import type { AuditTarget } from '../shared/audit.js';
 import { JwtVerifier } from '../shared/auth/jwt.js';
 import { FenecError } from '../shared/errors.js';
+import type { TracingConfig } from '../shared/tracing.js';
 import type { NodeTarget } from './placement.js';
 
 export interface RouterOptions {
@@ -27,8 +28,8 @@ export interface RouterOptions {
   readonly audit: AuditTarget | undefined;
   /** Processes serving the port (`--workers`, node:cluster). Default 1 here; the CLI's default is the machine's cores. */
   readonly workers: number;
-  /** The OTLP/HTTP traces URL spans are exported to (`--otel-endpoint`, `OTEL_EXPORTER_OTLP_ENDPOINT`). Default: none, the no-op API. */
-  readonly otelEndpoint: string | undefined;
+  /** Where spans are exported and how many (`--otel-endpoint`, `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_TRACES_SAMPLER`). Default: none, the no-op API. */
+  readonly otel: TracingConfig | undefined;
 }
 
 export const ROUTER_DEFAULTS = Object.freeze({ host: '127.0.0.1', port: 8080, nodeTimeoutMs: 10_000, maxSocketsPerNode: 64 });
@@ -78,6 +79,6 @@ export function routerOptions(input: RouterOptionsInput): RouterOptions {
     maxSocketsPerNode,
     audit: input.audit,
     workers: input.workers ?? 1,
-    otelEndpoint: input.otelEndpoint,
+    otel: input.otel,
   });
 }

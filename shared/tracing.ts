@@ -13,6 +13,17 @@ import type * as http from 'node:http';
 import { context, diag, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, DiagLogLevel, type Span } from '@opentelemetry/api';
 import type { Logger } from './logger.js';
 
+/** Where spans go and how many: the CLI's `--otel-endpoint` and the standard OTEL_* variables, read once. */
+export interface TracingConfig {
+  /** The OTLP/HTTP traces URL, e.g. `http://collector:4318/v1/traces`. */
+  readonly endpoint: string;
+  /**
+   * The share (0 to 1) of the traces begun here that are kept. A request that carries a `traceparent`
+   * follows its sampled flag instead, so a node keeps exactly the traces its router keeps.
+   */
+  readonly sampleRatio: number;
+}
+
 /** A running tracer provider, or none. */
 export interface Tracing {
   /** Spans are exported (an endpoint was given). */
@@ -29,14 +40,11 @@ const EXPORT_ERROR_LOG_MS = 60_000;
 
 const OFF: Tracing = Object.freeze({ enabled: false, shutdown: () => Promise.resolve() });
 
-/**
- * Registers the OpenTelemetry SDK globally, exporting to `endpoint` (the OTLP/HTTP traces URL, e.g.
- * `http://collector:4318/v1/traces`) as `serviceName`; with no endpoint, leaves the no-op API.
- */
-export async function startTracing(endpoint: string | undefined, serviceName: string, logger: Logger): Promise<Tracing> {
-  if (endpoint === undefined) return OFF;
+/** Registers the OpenTelemetry SDK globally as `config` says, as `serviceName`; with no config, leaves the no-op API. */
+export async function startTracing(config: TracingConfig | undefined, serviceName: string, logger: Logger): Promise<Tracing> {
+  if (config === undefined) return OFF;
   // Loaded only when asked for: a process without an endpoint never parses the SDK.
-  const [{ TracerProvider, BatchSpanProcessor }, { AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }, { resourceFromAttributes }, { OTLPTraceExporter }] = await Promise.all([
+  const [{ TracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler }, { AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }, { resourceFromAttributes }, { OTLPTraceExporter }] = await Promise.all([
     import('@opentelemetry/sdk-trace'),
     import('@opentelemetry/context-async-hooks'),
     import('@opentelemetry/core'),
@@ -46,8 +54,9 @@ export async function startTracing(endpoint: string | undefined, serviceName: st
   diag.setLogger(throttledDiag(logger), DiagLogLevel.WARN);
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ 'service.name': serviceName }),
+    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampleRatio) }),
     // Batched (every 5 s, or 512 spans; at most 2048 waiting, the rest dropped): a slow collector never holds a request.
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: endpoint, timeoutMillis: EXPORT_TIMEOUT_MS }), exportTimeoutMillis: EXPORT_TIMEOUT_MS })],
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: config.endpoint, timeoutMillis: EXPORT_TIMEOUT_MS }), exportTimeoutMillis: EXPORT_TIMEOUT_MS })],
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());

@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { Audit, type AuditTarget } from '../../shared/audit.js';
+import type { TracingConfig } from '../../shared/tracing.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 
@@ -54,6 +55,39 @@ export const OTEL_ENDPOINT_HELP = 'export traces (OTLP over HTTP, JSON) to this 
   + '(default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, else $OTEL_EXPORTER_OTLP_ENDPOINT; neither: no tracing)';
 
 const TRACES_PATH = '/v1/traces';
+
+/** `--otel-endpoint` and the standard variables as a tracing config: undefined when no endpoint is named. */
+export function tracingConfig(flag: string | undefined, env: NodeJS.ProcessEnv): TracingConfig | undefined {
+  const endpoint = otelTracesUrl(flag, env);
+  return endpoint === undefined ? undefined : Object.freeze({ endpoint, sampleRatio: otelSampleRatio(env) });
+}
+
+/** OTEL_TRACES_SAMPLER's names, by the share of new traces each keeps (a ratio one's is OTEL_TRACES_SAMPLER_ARG). */
+const SAMPLERS: Readonly<Record<string, number | 'arg'>> = {
+  always_on: 1, parentbased_always_on: 1, always_off: 0, parentbased_always_off: 0, traceidratio: 'arg', parentbased_traceidratio: 'arg',
+};
+
+/**
+ * The share of new traces kept, from OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG (default: all).
+ * Whatever the name, a request's `traceparent` is followed (every sampler here is parent-based): a node
+ * behind a router must keep the traces the router keeps, no others.
+ *
+ * @throws FenecError `invalid_option` for a sampler fenecdb does not know or a ratio outside 0…1.
+ */
+export function otelSampleRatio(env: NodeJS.ProcessEnv): number {
+  const name = env.OTEL_TRACES_SAMPLER || 'parentbased_always_on';
+  const ratio = SAMPLERS[name];
+  if (ratio === undefined) {
+    throw new FenecError('invalid_option', `OTEL_TRACES_SAMPLER takes ${Object.keys(SAMPLERS).join(', ')}, not "${name.slice(0, 100)}"`);
+  }
+  if (ratio !== 'arg') return ratio;
+  const arg = env.OTEL_TRACES_SAMPLER_ARG || '1';
+  const value = Number(arg);
+  if (!/^\s*[\d.]+\s*$/.test(arg) || !(value >= 0 && value <= 1)) {
+    throw new FenecError('invalid_option', `OTEL_TRACES_SAMPLER_ARG takes the share of traces kept, 0 to 1 (e.g. 0.1), not "${arg.slice(0, 100)}"`);
+  }
+  return value;
+}
 
 /**
  * The OTLP/HTTP URL spans are posted to, or undefined for none: `--otel-endpoint`, else the

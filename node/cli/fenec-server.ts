@@ -14,7 +14,7 @@ import { Revocations } from '../storage/revocations.js';
 import { QUOTA_DEFAULTS } from '../tenants/quotas.js';
 import { startTenantNode, type TenantNodeOptions } from '../tenants/tenant-node.js';
 import { startTracing, type Tracing } from '../../shared/tracing.js';
-import { auditTarget, createProgram, onExit, openAudit, OTEL_ENDPOINT_HELP, otelTracesUrl, parseCommandLine } from './command-line.js';
+import { auditTarget, createProgram, onExit, openAudit, OTEL_ENDPOINT_HELP, parseCommandLine, tracingConfig } from './command-line.js';
 
 const NAME = 'fenec-server';
 
@@ -125,7 +125,7 @@ async function main(): Promise<void> {
         mcp: options.mcp === true || options.mcpWrite === true || options.mcpMemory !== undefined
           ? { write: options.mcpWrite === true, memory: options.mcpMemory }
           : undefined,
-        otelEndpoint: otelTracesUrl(options.otelEndpoint, process.env),
+        otel: tracingConfig(options.otelEndpoint, process.env),
       });
     });
   await parseCommandLine(program, process.argv);
@@ -154,7 +154,7 @@ function parseSize(option: string, text: string): number {
 async function serveTenants(config: ServerConfig, tenants: TenantNodeOptions): Promise<void> {
   const logger = createLogger(NAME);
   const audit = openAudit(NAME, config.audit, logger);
-  const tracing = await startTracing(config.otelEndpoint, NAME, logger);
+  const tracing = await startTracing(config.otel, NAME, logger);
   const server = await startTenantNode(config, tenants, logger, audit).catch((err: unknown) => refuseStart(err));
   onExit(() => server.registry.closeAll(), (signal) => {
     logger.info({ signal }, 'stopping');
@@ -169,7 +169,7 @@ async function serveTenants(config: ServerConfig, tenants: TenantNodeOptions): P
     quotas: tenants.quotas,
     auth: authText(config),
     mcp: config.mcp === undefined ? undefined : mcpText(config),
-    traces: config.otelEndpoint,
+    traces: config.otel?.endpoint,
   }, 'listening');
 }
 
@@ -198,7 +198,7 @@ function readOptionFile(option: string, file: string): string {
 async function serve(config: ServerConfig): Promise<void> {
   const logger = createLogger(NAME);
   const audit = openAudit(NAME, config.audit, logger);
-  const tracing = await startTracing(config.otelEndpoint, NAME, logger);
+  const tracing = await startTracing(config.otel, NAME, logger);
   const db = openOrExit(config, logger);
   // Opened once the database holds the file's lock: the revocations live in the same file.
   let revocations: Revocations;
@@ -246,7 +246,7 @@ async function serve(config: ServerConfig): Promise<void> {
       policy: config.jwt === undefined ? undefined : config.policy === undefined ? 'none: JWTs reach no collection' : `${config.policy.rules.size} collection(s)`,
       audit: config.audit === undefined ? undefined : config.audit.kind === 'file' ? config.audit.path : 'stderr',
       mcp: config.mcp === undefined ? undefined : mcpText(config),
-      traces: config.otelEndpoint,
+      traces: config.otel?.endpoint,
     },
     'listening',
   );

@@ -50,7 +50,7 @@ export function startServer(config: ServerConfig, db: Executor, logger: Logger, 
     count: (tool, outcome) => metrics.toolCall(tool, outcome),
   });
   const handler = new HttpHandler(config, db, new RequestGuard(config, audit), metrics, logger, audit, mcp, revocations === undefined ? undefined : { list: revocations, tenant: null });
-  const listener = config.otelEndpoint === undefined ? handler.handle : tracedListener(handler.handle, 'fenec-server');
+  const listener = config.otel === undefined ? handler.handle : tracedListener(handler.handle, 'fenec-server');
   const server = http.createServer({ IncomingMessage: FenecRequest }, listener);
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   // A client that sends `Expect: 100-continue` (curl, for large bodies) is told to go on only once

@@ -353,7 +353,7 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
     }
   }
 
-  const listener = config.otelEndpoint === undefined ? handle : tracedListener(handle, 'fenec-server');
+  const listener = config.otel === undefined ? handle : tracedListener(handle, 'fenec-server');
   const server = http.createServer({ IncomingMessage: FenecRequest }, listener);
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   server.on('checkContinue', listener);

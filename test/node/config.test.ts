@@ -22,7 +22,7 @@ describe('serverConfig', () => {
       policy: undefined,
       audit: undefined,
       mcp: undefined,
-      otelEndpoint: undefined,
+      otel: undefined,
     });
     expect(Object.isFrozen(serverConfig({ file: 'notes.fenec' }))).to.equal(true);
   });

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { otelTracesUrl } from '../../node/cli/command-line.js';
+import { otelSampleRatio, otelTracesUrl, tracingConfig } from '../../node/cli/command-line.js';
 import { FenecError } from '../../shared/errors.js';
 import { spanRouteOf } from '../../shared/tracing.js';
 
@@ -37,6 +37,29 @@ describe('tracing: the traces URL and the span routes', () => {
       expect(refusal('grpc://collector:4317', {}).code).to.equal('invalid_option');
       expect(refusal('http://user:pw@collector:4318', {}).message).to.include('without credentials');
       expect(refusal(undefined, { OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' }).message).to.match(/^OTEL_EXPORTER_OTLP_ENDPOINT takes/);
+    });
+  });
+
+  describe('otelSampleRatio and tracingConfig', () => {
+    it('keeps every new trace by default, and takes the standard sampler names', () => {
+      expect(otelSampleRatio({})).to.equal(1);
+      expect(otelSampleRatio({ OTEL_TRACES_SAMPLER: '' })).to.equal(1);
+      expect(otelSampleRatio({ OTEL_TRACES_SAMPLER: 'always_off' })).to.equal(0);
+      expect(otelSampleRatio({ OTEL_TRACES_SAMPLER: 'parentbased_always_on' })).to.equal(1);
+      expect(otelSampleRatio({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' })).to.equal(0.25);
+      expect(otelSampleRatio({ OTEL_TRACES_SAMPLER: 'traceidratio' })).to.equal(1);
+    });
+
+    it('refuses a sampler it does not know and a ratio outside 0…1, naming the variable', () => {
+      expect(() => otelSampleRatio({ OTEL_TRACES_SAMPLER: 'jaeger_remote' })).to.throw(FenecError, /^OTEL_TRACES_SAMPLER takes always_on, /);
+      for (const arg of ['1.5', '-0.1', 'half', '0x1']) {
+        expect(() => otelSampleRatio({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: arg }), arg).to.throw(FenecError, /^OTEL_TRACES_SAMPLER_ARG takes the share of traces kept/);
+      }
+    });
+
+    it('is no tracing without an endpoint, whatever the sampler; else the endpoint and the ratio', () => {
+      expect(tracingConfig(undefined, { OTEL_TRACES_SAMPLER: 'always_on' })).to.equal(undefined);
+      expect(tracingConfig('http://c:4318', { OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' })).to.deep.equal({ endpoint: 'http://c:4318/v1/traces', sampleRatio: 0.1 });
     });
   });
 
