@@ -146,7 +146,7 @@ interface Pair {
   readonly theirs: Timed;
 }
 
-/** Times of a 1 000-row insert into the loaded collection, taken apart (ours of `insert into the loaded index`). */
+/** One bulk insert into the loaded collection, its times taken apart (what the write scenario's `ours` answers). */
 interface BatchTimes {
   readonly commitMs: number;
   /** A `near` sent right after the commit, while the rows go into the index. */
