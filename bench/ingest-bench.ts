@@ -27,7 +27,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { faiss } from '../node/vector/faiss.js';
 import { call, intEnv, Programs, progress, ROOT, verdict, writeResults } from './harness.js';
-import { DIMS, VOCABULARY, ZIPF_EXPONENT, vectorBlob, zipfWorkload } from './search-data.js';
+import { DIMS, VOCABULARY, ZIPF_EXPONENT, vectorBlob, vectorJson, zipfWorkload } from './search-data.js';
 import { openRawSqlite, RAW_TEXT_TABLE, rawHnsw } from './search-raw.js';
 
 const FENEC = path.join(ROOT, 'dist/node/cli/fenec.js');
@@ -56,10 +56,6 @@ function makeData(): Data {
   return { bodies, vectors, category: (i) => CATEGORIES[i % CATEGORIES.length]!, year: (i) => 1990 + (i % 35) };
 }
 
-function vectorOf(data: Data, i: number): number[] {
-  return Array.from(data.vectors.subarray(i * DIMS, (i + 1) * DIMS), (x) => Number(x.toPrecision(9)));
-}
-
 /** The rows of a part as NDJSON, written to a file. */
 function writeRows(data: Data, part: Part, file: string): void {
   const out = fs.openSync(file, 'w');
@@ -68,7 +64,7 @@ function writeRows(data: Data, part: Part, file: string): void {
     for (let i = 0; i < ROWS; i++) {
       const row: Record<string, unknown> = { cat: data.category(i), year: data.year(i) };
       if (part !== 'vector') row.body = data.bodies[i];
-      if (part !== 'text') row.vec = vectorOf(data, i);
+      if (part !== 'text') row.vec = vectorJson(data.vectors, i, DIMS);
       chunk.push(JSON.stringify(row));
       if (chunk.length === 1000) {
         fs.writeSync(out, `${chunk.join('\n')}\n`);
@@ -168,7 +164,7 @@ async function main(): Promise<void> {
       await query(server.url, definition(part, part));
       const { seconds, summary } = await importRows(server.url, part, file);
       if (part !== 'text') {
-        const near = await query(server.url, `get ${part} select year near vec $1 limit 10`, [vectorOf(data, 17)]);
+        const near = await query(server.url, `get ${part} select year near vec $1 limit 10`, [vectorJson(data.vectors, 17, DIMS)]);
         if (near.rows[0]?.id !== 18) throw new Error(`near did not find row 18 first: ${JSON.stringify(near.rows[0])}`);
         const schema = await query(server.url, `schema ${part}`);
         const index = schema.collections[0].fields.find((f: { name: string }) => f.name === 'vec').index;

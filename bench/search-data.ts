@@ -124,6 +124,11 @@ export function vectorArray(x: Float32Array, i: number, dims: number): number[] 
   return Array.from(x.subarray(i * dims, (i + 1) * dims));
 }
 
+/** Row i of x as JSON numbers of nine significant digits, which give back the same float32s: what a client sends. */
+export function vectorJson(x: Float32Array, i: number, dims: number): number[] {
+  return Array.from(x.subarray(i * dims, (i + 1) * dims), (v) => Number(v.toPrecision(9)));
+}
+
 /** Row i of x as the bytes of its float32s (a BLOB column), sharing x's memory. */
 export function vectorBlob(x: Float32Array, i: number, dims: number): Buffer {
   return Buffer.from(x.buffer, x.byteOffset + i * dims * 4, dims * 4);
