@@ -6,7 +6,7 @@ FILE ?= notes.fenec
 PORT ?= 8080
 SOURCES := $(shell find shared node router deploy test bench -name '*.ts' 2>/dev/null) tsconfig.json
 
-.PHONY: help install build test timing-test mcp-test reliability mcp-conformance chromium console-screenshots run serve requests-bench search-bench tenants-bench mcp-bench mcp-detail ingest-bench bench clean
+.PHONY: help install build test timing-test mcp-test reliability mcp-conformance chromium console-screenshots run serve requests-bench search-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench bench clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
@@ -21,6 +21,7 @@ help:
 	@echo "make search-bench    match, near, fuse against raw FTS5 and raw Faiss (BENCH_ROWS=20000 BENCH_UNIFORM_ROWS=5000: 90 s)"
 	@echo "make tenants-bench   10 000 tenants on one node: a cold open's and a warm request's latency, open files, RSS"
 	@echo "make mcp-bench       MCP tool calls against the same statements through /query"
+	@echo "make isolation-bench a quiet tenant's reads beside a heavy tenant's fuse, oversized reads, load, timed-out statements; --workers 1/2/4 (BENCH_ROWS=100000)"
 	@echo "make mcp-detail      the bytes a 10-row search answers at each detail (ids, fields, full)"
 	@echo "make ingest-bench    fenec import over HTTP until near answers from the index, against raw SQLite + FTS5 and raw Faiss (INGEST_ROWS=5000 for a short run)"
 	@echo "make bench        every bench"
@@ -91,6 +92,9 @@ search-bench: build
 tenants-bench: build
 	$(NODE) dist/bench/tenants-bench.js
 
+isolation-bench: build
+	$(NODE) dist/bench/isolation-bench.js
+
 mcp-bench: build
 	$(NODE) dist/bench/mcp-bench.js
 
@@ -106,6 +110,7 @@ bench: build
 	$(MAKE) search-bench
 	$(MAKE) mcp-bench
 	$(MAKE) ingest-bench
+	$(MAKE) isolation-bench
 
 clean:
 	rm -rf dist .install-stamp

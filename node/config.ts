@@ -3,6 +3,7 @@
  * the CLI reads process.env or process.argv: whatever the server does differently is in here.
  */
 import { randomBytes } from 'node:crypto';
+import * as os from 'node:os';
 import type { AuditTarget } from '../shared/audit.js';
 import { JwtVerifier } from '../shared/auth/jwt.js';
 import type { Policy } from '../shared/auth/policy.js';
@@ -70,6 +71,12 @@ export interface ServerConfig {
    * Default: none, the no-op API.
    */
   readonly otel: TracingConfig | undefined;
+  /** Worker threads that run statements (`--workers`); each tenant's file belongs to one. Default: the machine's cores. */
+  readonly workers: number;
+  /** How long one statement may run, in ms, before it is stopped (`--statement-timeout`). Default 5 s. */
+  readonly statementTimeoutMs: number;
+  /** Largest `/query` answer in bytes (`--max-answer`); a larger one is refused `answer_too_large`. Default 32 MiB. */
+  readonly maxAnswerBytes: number;
 }
 
 /** A public key for JWTs: its PEM text, and the file it came from (for messages). */
@@ -94,6 +101,9 @@ export interface JwtInput {
 export type ServerConfigInput = Pick<ServerConfig, 'file'> & Partial<Omit<ServerConfig, 'file' | 'jwt'>> & JwtInput;
 
 export const SERVER_DEFAULTS = Object.freeze({
+  workers: os.availableParallelism(),
+  statementTimeoutMs: 5_000,
+  maxAnswerBytes: 32 * 1024 * 1024,
   host: '127.0.0.1',
   port: 8080,
   httpReadOnly: false,
@@ -124,7 +134,19 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     mcp: input.mcp === undefined ? undefined : Object.freeze({ ...input.mcp }),
     cursorSecret: input.cursorSecret ?? randomBytes(32),
     otel: input.otel,
+    workers: input.workers ?? SERVER_DEFAULTS.workers,
+    statementTimeoutMs: input.statementTimeoutMs ?? SERVER_DEFAULTS.statementTimeoutMs,
+    maxAnswerBytes: input.maxAnswerBytes ?? SERVER_DEFAULTS.maxAnswerBytes,
   };
+  if (!Number.isSafeInteger(config.workers) || config.workers < 1 || config.workers > 256) {
+    throw invalidOption('--workers', `takes a whole number from 1 to 256, not ${config.workers}`);
+  }
+  if (!Number.isSafeInteger(config.statementTimeoutMs) || config.statementTimeoutMs < 1) {
+    throw invalidOption('--statement-timeout', `takes a duration such as 500ms, 5s or 1m, not ${config.statementTimeoutMs}`);
+  }
+  if (!Number.isSafeInteger(config.maxAnswerBytes) || config.maxAnswerBytes < 1) {
+    throw invalidOption('--max-answer', `takes a positive number of bytes, not ${config.maxAnswerBytes}`);
+  }
   if (config.file === '') throw invalidOption('--file', 'must name a file');
   if (config.host === '') throw invalidOption('--host', 'must name an address, e.g. 127.0.0.1 or 0.0.0.0');
   if (!Number.isInteger(config.port) || config.port < 0 || config.port > 65535) {

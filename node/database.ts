@@ -43,6 +43,11 @@ export interface DatabaseOptions {
    * (storage/byte-quota.ts). Default: none.
    */
   readonly maxBytes?: number;
+  /**
+   * This process holds the file's lock already: a server's serving thread takes it for the worker
+   * thread that opens the file, so that a worker replaced after a time limit opens it again. Default false.
+   */
+  readonly lockHeld?: boolean;
 }
 
 export const DEFAULT_SWEEP_INTERVAL_MS = 10_000;
@@ -58,6 +63,11 @@ export interface ExecuteOptions {
    * Absent for the server token, which reaches everything.
    */
   readonly policy?: Policy;
+  /**
+   * Serialize a read's rows as they are read and refuse it (`answer_too_large`) past this many bytes
+   * (`/query`'s answer cap): the answer then carries its JSON, for answerText. Default: no cap.
+   */
+  readonly maxAnswerBytes?: number;
 }
 
 /** A statement parsed once, and its plan for the schema version it was made under. */
@@ -161,11 +171,11 @@ export class FenecDatabase {
   /** Opens the file: a writer takes `F.lock` first (refused while a live process holds it). */
   static open(options: DatabaseOptions): FenecDatabase {
     if (options.readOnly) return new FenecDatabase(options, openSnapshot(options.file), undefined);
-    const lock = acquireLock(options.file, options.program);
+    const lock = options.lockHeld === true ? undefined : acquireLock(options.file, options.program);
     try {
       return new FenecDatabase(options, openWritable(options.file), lock);
     } catch (err) {
-      lock.release();
+      lock?.release();
       throw err;
     }
   }
@@ -206,7 +216,7 @@ export class FenecDatabase {
     try {
       if (isSchemaStatement(statement)) return this.#room(roomOf(statement), () => this.#runSchemaStatement(statement, ctx, options.policy));
       const rowPlan = this.#planFor(prepared, statement as RowStatement, options.policy);
-      const answer = this.#runRows(rowPlan, statement.kind, ctx);
+      const answer = this.#runRows(rowPlan, statement.kind, ctx, options.maxAnswerBytes);
       // The write has committed: the vector indexes apply what its triggers logged.
       if (rowPlan.kind !== 'read' && rowPlan.kind !== 'count' && rowPlan.kind !== 'vector') this.#vectors.catchUp();
       return answer;
@@ -225,8 +235,8 @@ export class FenecDatabase {
    * want of a page runs again with it when its rows do not grow (its new values take no more bytes
    * than the old), so that only a write that grows the data is refused.
    */
-  #runRows(rowPlan: Plan, kind: Statement['kind'], ctx: BindContext): Answer {
-    const go = (): Answer => run(rowPlan, ctx, this.#statements, this.#db, this.#vectors);
+  #runRows(rowPlan: Plan, kind: Statement['kind'], ctx: BindContext, maxAnswerBytes: number | undefined): Answer {
+    const go = (): Answer => run(rowPlan, ctx, this.#statements, this.#db, this.#vectors, maxAnswerBytes);
     if (this.#quota === undefined || rowPlan.kind !== 'change') return go();
     if (kind === 'Del') return this.#quota.within('freeing', go);
     try {

@@ -48,7 +48,9 @@ export class Audit {
    * @throws NodeJS.ErrnoException when the file cannot be opened for appending.
    */
   static open(target: AuditTarget, onError: (err: unknown) => void): Audit {
-    if (target.kind === 'stderr') return new Audit(undefined, onError, (line) => process.stderr.write(line));
+    // fd 2 written directly: from a worker thread, process.stderr would pass the line through the
+    // serving thread later, after the answer it records.
+    if (target.kind === 'stderr') return new Audit(2, onError);
     return new Audit(fs.openSync(target.path, 'a', 0o600), onError);
   }
 
@@ -97,7 +99,7 @@ export class Audit {
 
   /** Closes the file (stderr is left open). */
   close(): void {
-    if (this.#fd !== undefined) fs.closeSync(this.#fd);
+    if (this.#fd !== undefined && this.#fd !== 2) fs.closeSync(this.#fd);
   }
 
   #write(entry: Record<string, unknown>, durable: boolean): void {
@@ -105,7 +107,7 @@ export class Audit {
     try {
       if (this.#sink !== undefined) return this.#sink(line);
       fs.writeSync(this.#fd!, line);
-      if (durable) fs.fdatasyncSync(this.#fd!);
+      if (durable && this.#fd !== 2) fs.fdatasyncSync(this.#fd!);
     } catch (err) {
       this.#onError(err);
     }

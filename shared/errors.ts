@@ -26,13 +26,15 @@ export const CATALOGUE = {
   payload_too_large: { status: 413, summary: 'The request body is larger than the server accepts.' },
   not_found: { status: 404, summary: 'No such route.' },
   method_not_allowed: { status: 405, summary: 'The route exists but not for this HTTP method.' },
-  unavailable: { status: 503, summary: 'The server that holds the data does not answer.' },
+  unavailable: { status: 503, summary: 'The server that holds the data does not answer, or is stopping.' },
+  statement_timeout: { status: 504, summary: 'The statement ran past its time limit (--statement-timeout, 5 s by default; a tenant\'s statementTimeoutMs) and was stopped; it changed nothing.' },
+  answer_too_large: { status: 413, summary: 'The answer is past its bound — on /query the answer cap (--max-answer, 32 MB by default; a tenant\'s maxAnswerBytes), on an MCP tool 100 rows and 64 KB: refused whole, never cut; the hint says how to page, or a narrower call that fits.' },
 
   // Tenants (hosted)
   invalid_tenant: { status: 400, summary: 'A tenant name outside [a-z0-9][a-z0-9-]{0,62}, or a path that is not /t/<tenant>/query or /t/<tenant>/_mcp.' },
   unknown_tenant: { status: 404, summary: 'No tenant of that name exists on this node (create it with PUT /t/<tenant>).' },
   wrong_tenant: { status: 403, summary: 'The token\'s tenant claim names another tenant than the path.' },
-  quota_exceeded: { status: 429, summary: 'The tenant is past one of its quotas (requests per second, collections, rows); Retry-After says when to try again for the rate.' },
+  quota_exceeded: { status: 429, summary: 'The tenant is past one of its quotas (requests per second, worker time per second, collections, rows); Retry-After says when to try again for the rate and the worker time.' },
   storage_full: { status: 507, summary: 'The tenant\'s file is at its byte quota; nothing already written is lost.' },
   tenant_moving: { status: 429, summary: 'The tenant is paused while it is copied (a move or a restore), or has moved to another node; Retry-After says when to try again.' },
   tenant_exists: { status: 409, summary: 'A restore names a tenant that exists; it replaces one only when asked (replace).' },
@@ -77,7 +79,6 @@ export const CATALOGUE = {
 
   // MCP tools
   invalid_argument: { status: 400, summary: 'An MCP tool argument the tool does not take, or a value of the wrong shape for it.' },
-  answer_too_large: { status: 413, summary: 'An MCP tool\'s answer is past its bounds (100 rows, 64 KB): refused whole, never cut; the hint is a narrower call that fits.' },
 
   // Cursors (paging)
   invalid_cursor: { status: 400, summary: 'A cursor this server did not make, or one altered: pass next_cursor exactly as it was answered.' },

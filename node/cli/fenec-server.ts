@@ -6,13 +6,13 @@
 import * as fs from 'node:fs';
 import { parsePolicy, type Policy } from '../../shared/auth/policy.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';
-import { createLogger, type Logger } from '../../shared/logger.js';
+import { createLogger } from '../../shared/logger.js';
 import { parseByteSize, parseDuration, parsePort, serverConfig, SERVER_DEFAULTS, type PublicKeyInput, type ServerConfig } from '../config.js';
-import { FenecDatabase } from '../database.js';
-import { startServer } from '../http/server.js';
-import { Revocations } from '../storage/revocations.js';
+import { acquireLock, type FileLock } from '../storage/lock.js';
 import { QUOTA_DEFAULTS } from '../tenants/quotas.js';
-import { startTenantNode, type TenantNodeOptions } from '../tenants/tenant-node.js';
+import type { TenantNodeOptions } from '../tenants/tenant-node.js';
+import { ONE_FILE, type TenantLimits } from '../workers/protocol.js';
+import { replyError, WorkerPool, workerSetup } from '../workers/worker-pool.js';
 import { startTracing, type Tracing } from '../../shared/tracing.js';
 import { auditTarget, createProgram, onExit, openAudit, OTEL_ENDPOINT_HELP, parseCommandLine, tracingConfig } from './command-line.js';
 
@@ -45,6 +45,10 @@ interface Options {
   mcpWrite?: boolean;
   mcpMemory?: string;
   otelEndpoint?: string;
+  workers: string;
+  statementTimeout: string;
+  maxAnswer: string;
+  tenantCost: string;
 }
 
 async function main(): Promise<void> {
@@ -62,6 +66,10 @@ async function main(): Promise<void> {
     .option('--tenant-max-bytes <size>', 'default largest tenant file, e.g. 1024mb; writes past it get 507', `${QUOTA_DEFAULTS.maxBytes / 1024 ** 2}mb`)
     .option('--tenant-max-collections <n>', 'default most collections of a tenant (0: no limit)', String(QUOTA_DEFAULTS.maxCollections))
     .option('--tenant-max-rows <n>', 'default most rows of a tenant (0: no limit)', String(QUOTA_DEFAULTS.maxRows))
+    .option('--tenant-cost <ms>', 'default worker time of a tenant, in milliseconds per second (429 + Retry-After past it; 0: no limit)', String(QUOTA_DEFAULTS.costMs))
+    .option('--workers <n>', 'worker threads that run statements; each tenant\'s file belongs to one (default: the machine\'s cores)', String(SERVER_DEFAULTS.workers))
+    .option('--statement-timeout <duration>', 'how long one statement may run before it is stopped (504 statement_timeout), e.g. 500ms, 5s; a tenant\'s default too', '5s')
+    .option('--max-answer <size>', 'largest /query answer, e.g. 32mb (413 answer_too_large past it, with how to page); a tenant\'s default too', '32mb')
     .option('--host <address>', 'address to listen on (0.0.0.0: every interface)', SERVER_DEFAULTS.host)
     .option('--port <port>', 'port to listen on; 0 takes a free one, named in the startup log line', String(SERVER_DEFAULTS.port))
     .option('--http-token <token>', 'bearer token required on every request but /_health (default: $FENEC_TOKEN; '
@@ -92,6 +100,8 @@ async function main(): Promise<void> {
       if ((options.file === undefined) === (options.dataDir === undefined)) {
         throw new FenecError('invalid_option', '--file F (one file) or --data-dir D (a tenant node) is required, not both');
       }
+      const statementTimeoutMs = parseDuration('--statement-timeout', options.statementTimeout);
+      const maxAnswerBytes = parseSize('--max-answer', options.maxAnswer);
       if (options.dataDir !== undefined) {
         tenants = Object.freeze({
           dataDir: options.dataDir,
@@ -102,6 +112,9 @@ async function main(): Promise<void> {
             maxBytes: parseSize('--tenant-max-bytes', options.tenantMaxBytes),
             maxCollections: count('--tenant-max-collections', options.tenantMaxCollections, 0),
             maxRows: count('--tenant-max-rows', options.tenantMaxRows, 0),
+            costMs: count('--tenant-cost', options.tenantCost, 0),
+            statementTimeoutMs,
+            maxAnswerBytes,
           }),
         });
       }
@@ -126,6 +139,9 @@ async function main(): Promise<void> {
           ? { write: options.mcpWrite === true, memory: options.mcpMemory }
           : undefined,
         otel: tracingConfig(options.otelEndpoint, process.env),
+        workers: count('--workers', options.workers, 1),
+        statementTimeoutMs,
+        maxAnswerBytes,
       });
     });
   await parseCommandLine(program, process.argv);
@@ -155,8 +171,9 @@ async function serveTenants(config: ServerConfig, tenants: TenantNodeOptions): P
   const logger = createLogger(NAME);
   const audit = openAudit(NAME, config.audit, logger);
   const tracing = await startTracing(config.otel, NAME, logger);
+  const { startTenantNode } = await import('../tenants/tenant-node.js');
   const server = await startTenantNode(config, tenants, logger, audit).catch((err: unknown) => refuseStart(err));
-  onExit(() => server.registry.closeAll(), (signal) => {
+  onExit(() => undefined, (signal) => {
     logger.info({ signal }, 'stopping');
     server.close().then(() => exitAfter(tracing, 0), () => exitAfter(tracing, 1));
   });
@@ -167,6 +184,7 @@ async function serveTenants(config: ServerConfig, tenants: TenantNodeOptions): P
     tenants: server.registry.list().length,
     maxOpenTenants: tenants.maxOpenTenants,
     quotas: tenants.quotas,
+    workers: config.workers,
     auth: authText(config),
     mcp: config.mcp === undefined ? undefined : mcpText(config),
     traces: config.otel?.endpoint,
@@ -199,33 +217,32 @@ async function serve(config: ServerConfig): Promise<void> {
   const logger = createLogger(NAME);
   const audit = openAudit(NAME, config.audit, logger);
   const tracing = await startTracing(config.otel, NAME, logger);
-  const db = openOrExit(config, logger);
-  // Opened once the database holds the file's lock: the revocations live in the same file.
-  let revocations: Revocations;
+  // The serving thread holds the file's lock for the worker that opens it, whichever worker that is.
+  let lock: FileLock | undefined;
   try {
-    revocations = Revocations.open(config.file, config.readOnly);
+    lock = config.readOnly ? undefined : acquireLock(config.file, NAME);
   } catch (err) {
-    db.close();
-    return refuseStart(err);
+    refuseStart(err);
   }
-  let closed = false;
-  const closeDb = (): void => {
-    if (closed) return;
-    closed = true;
-    revocations.close();
-    db.close();
-  };
-
   let stop: (signal: NodeJS.Signals) => void = () => process.exit(1);
-  // The lock is released by db.close(), on every way out: a signal, an exit, an uncaught fault.
-  onExit(closeDb, (signal) => stop(signal));
+  // The lock is released on every way out: a signal, an exit, an uncaught fault.
+  onExit(() => lock?.release(), (signal) => stop(signal));
 
-  const server = await startServer(config, db, logger, audit, revocations).catch((err: unknown) => refuseStart(err));
+  const limits: TenantLimits = { maxBytes: 0, maxCollections: 0, maxRows: 0, maxAnswerBytes: config.maxAnswerBytes, statementTimeoutMs: config.statementTimeoutMs };
+  // One file is one tenant: its worker is the only one ever started.
+  const pool = new WorkerPool({ workers: 1, logger, setup: workerSetup(config, { file: config.file }) });
+  // The worker loads the storage side while this thread loads the HTTP side: a start takes the longer of the two.
+  const opening = pool.open(ONE_FILE, limits);
+  const { startServer } = await import('../http/server.js');
+  const opened = await opening;
+  if (opened.status !== 200) refuseStart(replyError(opened));
+
+  const server = await startServer(config, pool, limits, logger, audit).catch((err: unknown) => refuseStart(err));
   stop = (signal) => {
     logger.info({ signal }, 'stopping');
-    server.close().then(
+    server.close().then(() => pool.stop()).then(
       () => {
-        closeDb();
+        lock?.release();
         logger.info('stopped');
         exitAfter(tracing, 0);
       },
@@ -247,6 +264,8 @@ async function serve(config: ServerConfig): Promise<void> {
       audit: config.audit === undefined ? undefined : config.audit.kind === 'file' ? config.audit.path : 'stderr',
       mcp: config.mcp === undefined ? undefined : mcpText(config),
       traces: config.otel?.endpoint,
+      statementTimeoutMs: config.statementTimeoutMs,
+      maxAnswerBytes: config.maxAnswerBytes,
     },
     'listening',
   );
@@ -266,24 +285,6 @@ function authText(config: ServerConfig): string {
   const kinds = [config.httpToken === undefined ? undefined : 'token', config.jwt === undefined ? undefined : `JWT ${config.jwt.algorithm}`];
   const given = kinds.filter((kind) => kind !== undefined);
   return given.length === 0 ? 'local Host only' : given.join(' + ');
-}
-
-function openOrExit(config: ServerConfig, logger: Logger): FenecDatabase {
-  try {
-    return FenecDatabase.open({
-      file: config.file,
-      readOnly: config.readOnly,
-      program: NAME,
-      sweepIntervalMs: config.sweepIntervalMs,
-      onVectorEvent: (event) => {
-        const fields = { collection: event.collection, field: event.field, err: event.error };
-        if (event.kind === 'snapshot_written') logger.debug(fields, event.message);
-        else logger.warn(fields, event.message);
-      },
-    });
-  } catch (err) {
-    return refuseStart(err);
-  }
 }
 
 /** A start refused (the lock held, the port taken): one line naming the code, and exit status 1. */

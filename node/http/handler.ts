@@ -1,36 +1,25 @@
 /**
- * The request handler of fenec-server: routes, the guard, the body of `/query`, and every answer.
+ * The request handler of fenec-server, on the serving thread: routes, the guard, the body of
+ * `/query` and `/_mcp`, and every answer. A request's work — its statement, its MCP message — is
+ * handed to the worker thread that owns the file (`Dispatch`), and comes back as the answer's bytes.
  *
  * `/query` is the hot route, and express costs 8× here: the body is read by hand into the request
- * object (shared listener functions, not closures made per request), parsed once, and the answer
- * stringified once.
+ * object (shared listener functions, not closures made per request), and the answer is written as
+ * the worker serialized it.
  */
 import { IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { Audit, subjectOf } from '../../shared/audit.js';
-import { EMPTY_POLICY, grantedTools, type Policy } from '../../shared/auth/policy.js';
+import { context, propagation } from '@opentelemetry/api';
 import { asFenecError, FenecError } from '../../shared/errors.js';
 import { isConsolePath, serveConsole } from '../../shared/console.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ServerConfig } from '../config.js';
-import type { ExecuteOptions, FenecDatabase } from '../database.js';
-import type { McpEndpoint } from '../../shared/mcp/endpoint.js';
+import type { WorkerReply, WorkRequest, WorkRoute } from '../workers/protocol.js';
 import { SERVER_CALLER, type Caller, type RequestGuard } from './guard.js';
 import type { HttpMetrics, RouteLabel } from './metrics.js';
-import { parseQueryBody, parseRevocationBody } from './query-body.js';
-import type { Revocation, Revocations } from '../storage/revocations.js';
-import { mayChangeSchema, schemaChangeOf } from './schema-change.js';
-import { CursorKeeper, cursorSubject } from '../../shared/paging/cursor.js';
-import { Pager, pages } from '../../shared/paging/pager.js';
 
-/** What the handler needs of a database: statements (as text, or as trees for MCP and pages) in, answers out. */
-export type Executor = Pick<FenecDatabase, 'execute' | 'executeStatement' | 'statementOf'>;
-
-/** The revocations a handler checks tokens against and keeps, and the tenant they are of (null for a one-file server). */
-export interface RevocationScope {
-  readonly list: Revocations;
-  readonly tenant: string | null;
-}
+/** Runs a request's work where its file lives (a worker thread) and answers with the bytes to write. */
+export type Dispatch = (req: FenecRequest, work: WorkRequest) => Promise<WorkerReply>;
 
 /** A request carrying its own handling state, so that the body's listeners can be shared functions. */
 export class FenecRequest extends IncomingMessage {
@@ -40,6 +29,8 @@ export class FenecRequest extends IncomingMessage {
   cors = false;
   /** Who it is from, once the guard let it through. */
   caller: Caller = SERVER_CALLER;
+  /** The tenant it is for, on a tenant node ('' on a one-file server). */
+  tenant = '';
   handler: HttpHandler | undefined;
   response: ServerResponse | undefined;
   received = 0;
@@ -49,57 +40,45 @@ export class FenecRequest extends IncomingMessage {
 
 const JSON_TYPE = 'application/json';
 const HEALTH_BODY = '{"status":"ok"}';
-const ROUTES_TEXT = 'POST /query, GET /_health and GET /_metrics';
-const ROUTES_TEXT_MCP = 'POST /query, POST /_mcp, GET /_health and GET /_metrics';
+const ROUTES_TEXT = 'POST /query, GET|POST /_revocations, GET /_health and GET /_metrics';
+const ROUTES_TEXT_MCP = 'POST /query, POST /_mcp, GET|POST /_revocations, GET /_health and GET /_metrics';
 const EMPTY = Buffer.alloc(0);
-/** A statement that may be a `get` with a limit: only these are parsed before they run, to page them. */
-const MAY_PAGE = /^\s*(?:--[^\n]*\n\s*)*get\b[\s\S]*\blimit\b/i;
 
 export class HttpHandler {
-  readonly #db: Executor;
+  readonly #dispatch: Dispatch | undefined;
   readonly #guard: RequestGuard;
   readonly #metrics: HttpMetrics;
   readonly #logger: Logger;
   readonly #maxBody: number;
-  readonly #executeOptions: ExecuteOptions;
-  readonly #readOnly: boolean;
-  /** What every JWT is held to: --policy, or the empty policy (no collection) without one. */
-  readonly #policy: Policy;
   readonly #cors: string | undefined;
-  readonly #audit: Audit;
-  /** The MCP endpoint (--mcp), or undefined: then /_mcp is as unknown as any other path. */
-  readonly #mcp: McpEndpoint<ExecuteOptions> | undefined;
+  /** /_mcp is served (--mcp); else it is as unknown as any other path. */
+  readonly #mcp: boolean;
   readonly #routes: string;
-  /** The revocations of the file served (GET/POST /_revocations), or undefined: then no token is revoked here. */
-  readonly #revocations: RevocationScope | undefined;
-  readonly #granted = new WeakMap<object, ReadonlySet<string> | undefined>();
-  /** Pages of `get … limit N` (next_cursor) and their continuations (cursor). */
-  readonly #pager: Pager<ExecuteOptions>;
+  /** Set by stop(): statements are refused (503), the connection closed after the answer. */
+  #stopping = false;
 
+  /** `dispatch` undefined: no statement runs here (a tenant node's root), and /query is not found. */
   constructor(
-    config: Pick<ServerConfig, 'maxBodyBytes' | 'httpReadOnly' | 'httpCors' | 'policy' | 'cursorSecret'>,
-    db: Executor,
+    config: Pick<ServerConfig, 'maxBodyBytes' | 'httpCors'>,
+    dispatch: Dispatch | undefined,
     guard: RequestGuard,
     metrics: HttpMetrics,
     logger: Logger,
-    audit: Audit = Audit.off,
-    mcp?: McpEndpoint<ExecuteOptions>,
-    revocations?: RevocationScope,
+    mcp = false,
   ) {
-    this.#db = db;
+    this.#dispatch = dispatch;
     this.#guard = guard;
     this.#metrics = metrics;
     this.#logger = logger;
     this.#maxBody = config.maxBodyBytes;
-    this.#readOnly = config.httpReadOnly;
-    this.#executeOptions = Object.freeze({ readOnly: config.httpReadOnly });
-    this.#policy = config.policy ?? EMPTY_POLICY;
     this.#cors = config.httpCors;
-    this.#audit = audit;
     this.#mcp = mcp;
-    this.#revocations = revocations;
-    this.#routes = `${mcp === undefined ? ROUTES_TEXT : ROUTES_TEXT_MCP}${revocations === undefined ? '' : ', GET|POST /_revocations'}`;
-    this.#pager = new Pager(db, new CursorKeeper(config.cursorSecret));
+    this.#routes = mcp ? ROUTES_TEXT_MCP : ROUTES_TEXT;
+  }
+
+  /** Refuses every statement from now on (the server is stopping); those under way still answer. */
+  stop(): void {
+    this.#stopping = true;
   }
 
   /** The `request` listener of the node:http server (requests are FenecRequest, see startServer). */
@@ -112,15 +91,21 @@ export class HttpHandler {
     const method = req.method;
     switch (path) {
       case '/query':
+        if (this.#dispatch === undefined) break;
         req.route = '/query';
         if (method === 'POST') return this.#query(req, res);
         return this.#otherMethod(req, res, 'POST');
       case '/_mcp':
-        if (this.#mcp === undefined) break;
+        if (!this.#mcp || this.#dispatch === undefined) break;
         req.route = '/_mcp';
         // No stream is offered (GET), and no session is ever made to end (DELETE): 405.
         if (method === 'POST') return this.#query(req, res);
         return this.#otherMethod(req, res, 'POST');
+      case '/_revocations':
+        if (this.#dispatch === undefined) break;
+        req.route = '/_revocations';
+        if (method === 'GET' || method === 'POST') return this.#query(req, res);
+        return this.#otherMethod(req, res, 'GET, POST');
       case '/_health':
         req.route = '/_health';
         // For load balancers: no token, Host or Origin asked, and nothing told but that it runs.
@@ -130,35 +115,23 @@ export class HttpHandler {
         req.route = '/_metrics';
         if (method === 'GET' || method === 'HEAD') return this.#metricsText(req, res);
         return this.#otherMethod(req, res, 'GET, HEAD');
-      case '/_revocations':
-        if (this.#revocations === undefined) break;
-        req.route = '/_revocations';
-        if (method === 'GET' || method === 'POST') return this.#revocationsRoute(req, res);
-        return this.#otherMethod(req, res, 'GET, POST');
     }
     if (isConsolePath(path)) return serveConsole(req, res, path, 'file');
     return this.#fail(req, res, new FenecError('not_found', `no route ${JSON.stringify(path.slice(0, 200))}; this server answers ${this.#routes}`));
   };
 
+  /** A route whose work runs in the worker: the guard (the server's token only for /_revocations), then the body. */
   #query(req: FenecRequest, res: ServerResponse): void {
     req.cors = this.#cors !== undefined && this.#guard.isCorsOrigin(req);
-    const caller = this.#guard.caller(req, req.route);
+    const caller = this.#guard.caller(req, req.route, req.route !== '/_revocations');
     if (caller instanceof FenecError) return this.#fail(req, res, caller);
-    if (caller.kind === 'jwt' && this.#revocations !== undefined) {
-      const revoked = this.#revocations.list.refusal(caller.claims);
-      if (revoked !== undefined) {
-        this.#audit.auth('revoked', req.socket.remoteAddress, req.route);
-        return this.#fail(req, res, revoked);
-      }
-    }
-    this.#readBody(req, res, caller);
-  }
-
-  /** Reads the body of a request that passed the guard; #onEnd answers it by its route. */
-  #readBody(req: FenecRequest, res: ServerResponse, caller: Caller): void {
     req.caller = caller;
+    if (this.#stopping) {
+      return this.#fail(req, res, new FenecError('unavailable', 'the server is stopping', { hint: 'retry on another node, or once it is back' }), { connection: 'close' });
+    }
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > this.#maxBody) return this.#tooLarge(req, res);
+    if (req.method === 'GET') return this.#work(req, res, EMPTY);
     if (req.headers.expect !== undefined) res.writeContinue();
     req.handler = this;
     req.response = res;
@@ -184,95 +157,24 @@ export class HttpHandler {
   static #onEnd(this: FenecRequest): void {
     const body = this.rest !== undefined ? Buffer.concat(this.rest, this.received) : (this.first ?? EMPTY);
     this.first = this.rest = undefined;
-    if (this.route === '/_mcp') this.handler!.#answerMcp(this, this.response!, body);
-    else if (this.route === '/_revocations') this.handler!.#revoke(this, this.response!, body);
-    else this.handler!.#answer(this, this.response!, body);
+    this.handler!.#work(this, this.response!, body);
   }
 
-  #answer(req: FenecRequest, res: ServerResponse, body: Buffer): void {
-    let text: string;
-    const caller = req.caller;
+  /** Hands the work over and writes back its answer; a notification (MCP) is a bare 202. */
+  #work(req: FenecRequest, res: ServerResponse, body: Buffer): void {
+    const route: WorkRoute = req.route === '/_revocations' ? `${req.method as 'GET' | 'POST'} /_revocations` : req.route as '/query' | '/_mcp';
+    const request: WorkRequest = { route, body, caller: req.caller, remote: req.socket.remoteAddress, headers: route === '/_mcp' ? req.headers : undefined, trace: traceOf() };
+    let work: Promise<WorkerReply>;
     try {
-      const { statement, params, cursor } = parseQueryBody(body);
-      const options: ExecuteOptions = caller.kind === 'server'
-        ? this.#executeOptions
-        : { readOnly: this.#readOnly, jwt: caller.claims, policy: this.#policy };
-      text = JSON.stringify(this.#run(statement, params, cursor, options, caller));
-      // Written (and flushed) before the answer leaves: an answered change is an audited one.
-      if (this.#audit.enabled && mayChangeSchema(statement)) this.#auditSchema(statement, caller);
+      work = this.#dispatch!(req, request);
     } catch (err) {
       return this.#fail(req, res, err);
     }
-    this.#send(req, res, 200, text);
-  }
-
-  /**
-   * A statement's answer: a `get` with a limit (or a cursor) a page of its rows, with next_cursor
-   * when more follow; any other statement as the database answers it.
-   */
-  #run(statement: string, params: readonly unknown[], cursor: string | undefined, options: ExecuteOptions, caller: Caller): unknown {
-    const tree = cursor === undefined && !MAY_PAGE.test(statement) ? undefined : this.#db.statementOf(statement);
-    if (tree?.kind !== 'Get' || (cursor === undefined && (tree.limit === undefined || !pages(tree)))) {
-      if (cursor !== undefined) {
-        throw new FenecError('bad_request', '"cursor" continues a get whose answer carried next_cursor; this statement is not one', { hint: 'leave "cursor" out' });
-      }
-      return this.#db.execute(statement, params, options);
-    }
-    const subject = cursorSubject(caller.kind === 'server' ? undefined : caller.claims);
-    return this.#pager.read({ statement: tree, params, options, cursor, scope: '/query', subject }).answer;
-  }
-
-  /** One MCP message: its answer is JSON-RPC's, whatever the tool said; a notification is a bare 202. */
-  #answerMcp(req: FenecRequest, res: ServerResponse, body: Buffer): void {
-    const caller = req.caller;
-    const options: ExecuteOptions = caller.kind === 'server'
-      ? this.#executeOptions
-      : { readOnly: this.#readOnly, jwt: caller.claims, policy: this.#policy };
-    const headers = req.headers;
-    const tools = caller.kind === 'server' ? undefined : this.#grants(caller.claims);
-    const subject = cursorSubject(caller.kind === 'server' ? undefined : caller.claims);
-    const reply = this.#mcp!.handle(body.toString('utf8'), { options, scoped: caller.kind === 'jwt', tools, subject }, (name) => {
-      const value = headers[name];
-      return Array.isArray(value) ? value.join(', ') : value;
-    });
-    if (reply.json === undefined) return this.#write(req, res, reply.status, {}, undefined);
-    this.#send(req, res, reply.status, reply.json);
-  }
-
-  /** A token's tools, worked out once per token: the verifier hands back the same claims for it. */
-  #grants(claims: object): ReadonlySet<string> | undefined {
-    if (this.#granted.has(claims)) return this.#granted.get(claims);
-    const tools = grantedTools(this.#policy, claims as Readonly<Record<string, unknown>>);
-    this.#granted.set(claims, tools);
-    return tools;
-  }
-
-  #auditSchema(statement: string, caller: Caller): void {
-    const change = schemaChangeOf(statement);
-    if (change === undefined) return;
-    const who = caller.kind === 'server' ? caller : { kind: 'jwt' as const, sub: subjectOf(caller.claims) };
-    this.#audit.schema(change.statement, change.collection, who);
-  }
-
-  /** GET lists the revocations, POST {"jti": …} or {"sub": …} revokes: the server's token only. */
-  #revocationsRoute(req: FenecRequest, res: ServerResponse): void {
-    const caller = this.#guard.caller(req, '/_revocations', false);
-    if (caller instanceof FenecError) return this.#fail(req, res, caller);
-    if (req.method === 'GET') return this.#send(req, res, 200, JSON.stringify({ revocations: this.#revocations!.list.list().map(revocationJson) }));
-    this.#readBody(req, res, caller);
-  }
-
-  #revoke(req: FenecRequest, res: ServerResponse, body: Buffer): void {
-    let answer: { revocation: Revocation; created: boolean };
-    try {
-      const { kind, value } = parseRevocationBody(body);
-      answer = this.#revocations!.list.revoke(kind, value);
-      // Written (and flushed) before the answer leaves, as every change of who may do what.
-      this.#audit.revocation(kind, value, this.#revocations!.tenant, answer.created);
-    } catch (err) {
-      return this.#fail(req, res, err);
-    }
-    this.#send(req, res, answer.created ? 201 : 200, JSON.stringify({ revoked: revocationJson(answer.revocation), created: answer.created }));
+    work.then((reply) => {
+      if (reply.tools !== undefined) for (const [tool, outcome] of reply.tools) this.#metrics.toolCall(tool, outcome);
+      if (reply.body === undefined) this.#write(req, res, reply.status, {}, undefined);
+      else this.#send(req, res, reply.status, reply.body, replyHeaders(reply.status, this.#stopping));
+    }, (err: unknown) => this.#fail(req, res, err));
   }
 
   #tooLarge(req: FenecRequest, res: ServerResponse): void {
@@ -323,13 +225,14 @@ export class HttpHandler {
     this.#send(req, res, error.status, JSON.stringify(error.toJSON()), extra);
   }
 
-  #send(req: FenecRequest, res: ServerResponse, status: number, body: string, extra?: OutgoingHttpHeaders): void {
-    const headers: OutgoingHttpHeaders = { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body) };
+  #send(req: FenecRequest, res: ServerResponse, status: number, body: string | Uint8Array, extra?: OutgoingHttpHeaders): void {
+    const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+    const headers: OutgoingHttpHeaders = { 'content-type': JSON_TYPE, 'content-length': length };
     if (extra !== undefined) Object.assign(headers, extra);
     this.#write(req, res, status, headers, body);
   }
 
-  #write(req: FenecRequest, res: ServerResponse, status: number, headers: OutgoingHttpHeaders, body: string | undefined): void {
+  #write(req: FenecRequest, res: ServerResponse, status: number, headers: OutgoingHttpHeaders, body: string | Uint8Array | undefined): void {
     if (req.cors) {
       headers['access-control-allow-origin'] = this.#cors;
       headers.vary = 'Origin';
@@ -340,7 +243,18 @@ export class HttpHandler {
   }
 }
 
-/** A revocation as answers show it: its time as an ISO date. */
-function revocationJson(revocation: Revocation): Record<string, string> {
-  return { [revocation.kind]: revocation.value, at: new Date(revocation.at).toISOString() };
+/** The headers of a worker's answer: a revoked token's 401 names the scheme, a stopping server closes the connection. */
+function replyHeaders(status: number, stopping: boolean): OutgoingHttpHeaders | undefined {
+  if (status !== 401 && !stopping) return undefined;
+  const headers: OutgoingHttpHeaders = {};
+  if (status === 401) headers['www-authenticate'] = 'Bearer';
+  if (stopping) headers.connection = 'close';
+  return headers;
+}
+
+/** The request's span as W3C headers, for the worker's spans to be its children; undefined when not traced. */
+function traceOf(): Record<string, string> | undefined {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier.traceparent === undefined ? undefined : carrier;
 }

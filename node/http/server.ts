@@ -1,6 +1,6 @@
 /**
- * fenec-server's HTTP side: a bare node:http server around HttpHandler, shared by the CLI and the
- * tests so that both run exactly the same server.
+ * fenec-server's HTTP side: a bare node:http server around HttpHandler, its statements run by the
+ * worker thread that owns the file.
  */
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,54 +9,57 @@ import { FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import { tracedListener } from '../../shared/tracing.js';
 import type { ServerConfig } from '../config.js';
+import { ONE_FILE, type TenantLimits } from '../workers/protocol.js';
+import type { WorkerPool } from '../workers/worker-pool.js';
 import { RequestGuard } from './guard.js';
-import { FenecRequest, HttpHandler, type Executor } from './handler.js';
+import { FenecRequest, HttpHandler } from './handler.js';
 import { HttpMetrics } from './metrics.js';
-import { mcpEndpoint } from '../mcp/serve-mcp.js';
-import type { Revocations } from '../storage/revocations.js';
 
 export interface RunningServer {
   /** The base URL it answers on, with the port it really listens on (config.port 0 takes a free one). */
   readonly url: string;
   readonly port: number;
-  /** Stops accepting, ends idle connections, and resolves once every open request is answered. */
+  /**
+   * Stops accepting and refuses new statements (503), ends idle connections, and resolves once every
+   * open request is answered — each within its statement's time limit.
+   */
   close(): Promise<void>;
 }
+
 
 /**
  * Proxies and load balancers in front (an ALB's idle timeout is 60 s) must close an idle connection
  * before the server does, or a request sent as it closes fails; node's default of 5 s is shorter.
  */
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
-/** How long close() lets open requests finish before it cuts their connections. */
-const CLOSE_GRACE_MS = 5_000;
+/** How long close() lets open requests finish past their time limit before it cuts their connections. */
+const CLOSE_GRACE_MS = 1_000;
 
 /**
- * Starts serving `db` as `config` says, writing refused tokens, revocations, schema changes and MCP
- * writes to `audit`; JWTs are checked against `revocations` (the file's), which /_revocations keeps.
+ * Starts serving the file `pool` owns as `config` says, writing refused tokens to `audit` (the
+ * workers write schema changes, revocations and MCP writes to theirs).
  *
  * @throws FenecError `invalid_option` when the address cannot be listened on (in use, not this
  *   machine's, a privileged port).
  */
-export function startServer(config: ServerConfig, db: Executor, logger: Logger, audit: Audit = Audit.off, revocations?: Revocations): Promise<RunningServer> {
+export function startServer(config: ServerConfig, pool: WorkerPool, limits: TenantLimits, logger: Logger, audit: Audit = Audit.off): Promise<RunningServer> {
   const metrics = new HttpMetrics();
-  const mcp = config.mcp === undefined ? undefined : mcpEndpoint(db, {
-    write: config.mcp.write,
-    memory: config.mcp.memory,
-    readOnly: config.httpReadOnly || config.readOnly,
-    audit,
-    logger,
-    cursorSecret: config.cursorSecret,
-    count: (tool, outcome) => metrics.toolCall(tool, outcome),
-  });
-  const handler = new HttpHandler(config, db, new RequestGuard(config, audit), metrics, logger, audit, mcp, revocations === undefined ? undefined : { list: revocations, tenant: null });
+  const handler = new HttpHandler(config, (_req, work) => pool.run(ONE_FILE, limits, work),
+    new RequestGuard(config, audit), metrics, logger, config.mcp !== undefined);
   const listener = config.otel === undefined ? handler.handle : tracedListener(handler.handle, 'fenec-server');
   const server = http.createServer({ IncomingMessage: FenecRequest }, listener);
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   // A client that sends `Expect: 100-continue` (curl, for large bodies) is told to go on only once
   // the request passed the guard and its declared size: a refused body is never sent at all.
   server.on('checkContinue', listener);
+  return listen(server, config, logger, () => {
+    handler.stop();
+    return closeServer(server, limits.statementTimeoutMs + CLOSE_GRACE_MS);
+  });
+}
 
+/** Listens as `config` says; resolves with the address once listening. */
+export function listen(server: http.Server, config: ServerConfig, logger: Logger, close: () => Promise<void>): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
     server.once('error', (err) => reject(listenError(config, err)));
     server.listen(config.port, config.host, () => {
@@ -64,17 +67,18 @@ export function startServer(config: ServerConfig, db: Executor, logger: Logger, 
       server.on('error', (err) => logger.error({ err }, 'server error'));
       const { port } = server.address() as AddressInfo;
       const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-      resolve({ url: `http://${host}:${port}`, port, close: () => closeServer(server) });
+      resolve({ url: `http://${host}:${port}`, port, close });
     });
   });
 }
 
-function closeServer(server: http.Server): Promise<void> {
+/** Stops accepting and resolves once every connection has ended; those still open after `graceMs` are cut. */
+export function closeServer(server: http.Server, graceMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
     if (!server.listening) return resolve();
     server.close((err) => (err === undefined ? resolve() : reject(err)));
     server.closeIdleConnections();
-    setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS).unref();
+    setTimeout(() => server.closeAllConnections(), graceMs).unref();
   });
 }
 

@@ -7,6 +7,7 @@ import type { Connection, Statement } from '../storage/sqlite.js';
 import type { SqlValue } from '../storage/codec.js';
 import type { BulkPlan, Plan, PolicyCheck, SqlStep } from './plan.js';
 import type { VectorStore } from '../vector/store.js';
+import { readSerialized } from './answer-text.js';
 import { runVector } from './run-vector.js';
 import { withScopedRank } from './text-rank.js';
 import type { BindContext } from './values.js';
@@ -120,13 +121,16 @@ function atRow(err: unknown, plan: BulkPlan, index: number): unknown {
   return new FenecError(err.code, `${plan.param}[${index}]: ${err.message}`, { hint: err.hint, cause: err, row: index });
 }
 
-export function run(plan: Plan, ctx: BindContext, cache: StatementCache, db: Connection, vectors: VectorStore | undefined): Answer {
+/** Runs a plan; with `maxAnswerBytes`, a read's rows are serialized as they are read, and refused past it. */
+export function run(plan: Plan, ctx: BindContext, cache: StatementCache, db: Connection, vectors: VectorStore | undefined, maxAnswerBytes?: number): Answer {
   switch (plan.kind) {
     case 'vector':
       return runVector(plan, ctx, { statements: cache, vectors });
     case 'read': {
       if (plan.guard !== undefined && !plan.guard(ctx)) return { rows: [], count: 0 };
-      const raw = cache.get(plan.step.sql).raw(true).all(bind(plan.step, withScopedRank(plan.scoped, ctx, cache))) as unknown[][];
+      const args = bind(plan.step, withScopedRank(plan.scoped, ctx, cache));
+      if (maxAnswerBytes !== undefined) return readSerialized(cache.get(plan.step.sql).raw(true), args, plan.columns, maxAnswerBytes);
+      const raw = cache.get(plan.step.sql).raw(true).all(args) as unknown[][];
       const columns = plan.columns;
       const rows = new Array<Record<string, unknown>>(raw.length);
       for (let r = 0; r < raw.length; r++) {

@@ -12,7 +12,7 @@
 import { FenecError } from '../../shared/errors.js';
 import type { Expr, ParamExpr, Statement } from '../../shared/fenecql/ast.js';
 import type { Answer, ExecuteOptions, FenecDatabase } from '../database.js';
-import type { Executor } from '../http/handler.js';
+import type { Executor } from '../workers/request-runner.js';
 import type { QuotaKind, Quotas } from './quotas.js';
 
 /** Statements that may add a collection or rows start with one of these words. */
@@ -31,11 +31,11 @@ function rowsWritten(statement: Statement, params: readonly unknown[] | undefine
 
 export class QuotaExecutor implements Executor {
   readonly #db: FenecDatabase;
-  readonly #quotas: Quotas;
+  readonly #quotas: Pick<Quotas, 'maxCollections' | 'maxRows'>;
   readonly #onRefusal: (quota: QuotaKind) => void;
   #rows: number | undefined;
 
-  constructor(db: FenecDatabase, quotas: Quotas, onRefusal: (quota: QuotaKind) => void = () => undefined) {
+  constructor(db: FenecDatabase, quotas: Pick<Quotas, 'maxCollections' | 'maxRows'>, onRefusal: (quota: QuotaKind) => void = () => undefined) {
     this.#db = db;
     this.#quotas = quotas;
     this.#onRefusal = onRefusal;

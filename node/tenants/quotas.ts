@@ -16,14 +16,34 @@ export interface Quotas {
   readonly maxCollections: number;
   /** Most rows over all collections; inserts past it are refused (429). 0: no limit. */
   readonly maxRows: number;
+  /**
+   * Worker time per second, in ms: each request is charged what it took, and a tenant in debt is
+   * refused (429 + Retry-After) until the debt is paid back. Up to one time limit's worth is banked. 0: no limit.
+   */
+  readonly costMs: number;
+  /** How long one statement may run, in ms, before it is stopped (504 statement_timeout). */
+  readonly statementTimeoutMs: number;
+  /** Largest `/query` answer in bytes (413 answer_too_large past it). */
+  readonly maxAnswerBytes: number;
 }
 
-/** Which quota refused a request: the label of fenec_tenant_quota_refusals_total. */
-export type QuotaKind = 'rate' | 'bytes' | 'collections' | 'rows';
+/** Which quota refused a request: the label of fenec_tenant_quota_refusals_total (cost: worker time). */
+export type QuotaKind = 'rate' | 'cost' | 'bytes' | 'collections' | 'rows';
 
-export const QUOTA_DEFAULTS: Quotas = Object.freeze({ rate: 100, burst: 200, maxBytes: 1024 ** 3, maxCollections: 100, maxRows: 1_000_000 });
+export const QUOTA_DEFAULTS: Quotas = Object.freeze({
+  rate: 100,
+  burst: 200,
+  maxBytes: 1024 ** 3,
+  maxCollections: 100,
+  maxRows: 1_000_000,
+  costMs: 500,
+  statementTimeoutMs: 5_000,
+  maxAnswerBytes: 32 * 1024 ** 2,
+});
 
-const KEYS: readonly (keyof Quotas)[] = ['rate', 'burst', 'maxBytes', 'maxCollections', 'maxRows'];
+const KEYS: readonly (keyof Quotas)[] = ['rate', 'burst', 'maxBytes', 'maxCollections', 'maxRows', 'costMs', 'statementTimeoutMs', 'maxAnswerBytes'];
+/** Quotas that cannot be 0: a statement needs some time to run, an answer some bytes. */
+const POSITIVE: readonly (keyof Quotas)[] = ['statementTimeoutMs', 'maxAnswerBytes'];
 
 /**
  * Quotas from a `PUT /t/<tenant>` body (or a stored one): the fields given over the defaults.
@@ -39,6 +59,7 @@ export function quotasOf(body: unknown, defaults: Quotas): Quotas {
     if (!Number.isSafeInteger(value) || (value as number) < 0) throw new FenecError('bad_request', `quota ${key} takes a whole number ≥ 0, not ${JSON.stringify(value)}`);
     quotas[key] = value as number;
   }
+  for (const key of POSITIVE) if (quotas[key] === 0) throw new FenecError('bad_request', `quota ${key} takes a whole number ≥ 1, not 0`);
   if (quotas.burst! < 1 && quotas.rate! > 0) throw new FenecError('bad_request', 'quota burst must be at least 1 when rate is above 0');
   return Object.freeze(quotas) as unknown as Quotas;
 }
@@ -62,5 +83,39 @@ export class TokenBucket {
       return 0;
     }
     return Math.max(1, Math.ceil((1 - this.#tokens) / this.rate));
+  }
+}
+
+/**
+ * A tenant's worker time: `rate` ms per second flow in, up to `capacity` banked. A request is
+ * charged after it ran (its cost is known only then), so one costly statement leaves a debt, and the
+ * tenant is refused until the debt is paid back — held by its own spending, not its neighbours'.
+ */
+export class CostBucket {
+  #ms: number;
+  #last: number;
+
+  constructor(readonly rate: number, readonly capacity: number, now = performance.now()) {
+    this.#ms = capacity;
+    this.#last = now;
+  }
+
+  /** 0 when the tenant may run a request now, else the seconds until it may (Retry-After). */
+  check(now = performance.now()): number {
+    if (this.rate === 0) return 0;
+    this.#refill(now);
+    return this.#ms > 0 ? 0 : Math.max(1, Math.ceil((1 - this.#ms) / this.rate));
+  }
+
+  /** Charges a request's worker time. */
+  charge(ms: number, now = performance.now()): void {
+    if (this.rate === 0) return;
+    this.#refill(now);
+    this.#ms -= ms;
+  }
+
+  #refill(now: number): void {
+    this.#ms = Math.min(this.capacity, this.#ms + ((now - this.#last) / 1000) * this.rate);
+    this.#last = now;
   }
 }

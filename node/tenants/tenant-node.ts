@@ -1,17 +1,18 @@
 /**
- * A tenant node (`fenec-server --data-dir D`): the one-file server's handler once per open tenant,
- * behind a dispatcher that owns what is per tenant — the path `/t/<tenant>/…`, the token's tenant
- * claim, the quotas — and the admin routes `PUT`/`DELETE /t/<tenant>` and `GET /_tenants`.
+ * A tenant node (`fenec-server --data-dir D`): one handler for every tenant, behind a dispatcher
+ * that owns what is per tenant — the path `/t/<tenant>/…`, the token's tenant claim, the quotas —
+ * and the admin routes `PUT`/`DELETE /t/<tenant>` and `GET /_tenants`. Each tenant's file belongs
+ * to one worker thread (WorkerPool), which runs its statements.
  *
  * Order per request: the guard (Origin, then the token), the tenant claim, the tenant's existence,
- * its rate; only then is its file opened and the request handed on. A refusal reads no body, but for
- * an MCP message past the rate: a tools/call is answered as the tool's isError result, which a model
- * reads as it reads any other refusal (the body is read for its id, within --max-body).
+ * its rate, its worker time; only then is its file opened and the request handed on. A refusal reads
+ * no body, but for an MCP message past the rate or the worker time: a tools/call is answered as the
+ * tool's isError result, which a model reads as it reads any other refusal (the body is read for its
+ * id, within --max-body).
  */
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Counter, Gauge } from 'prom-client';
 import { Audit } from '../../shared/audit.js';
@@ -22,18 +23,19 @@ import type { Logger } from '../../shared/logger.js';
 import { tracedListener } from '../../shared/tracing.js';
 import { isTenantName } from '../../router/tenant-name.js';
 import type { ServerConfig } from '../config.js';
-import { FenecDatabase, type ExecuteOptions } from '../database.js';
-import { RequestGuard, type Caller } from '../http/guard.js';
-import { FenecRequest, HttpHandler, type Executor } from '../http/handler.js';
-import { HttpMetrics } from '../http/metrics.js';
-import { QUOTAS_HEADER, TenantTransfers } from './tenant-transfer.js';
-import type { RunningServer } from '../http/server.js';
-import { mcpEndpoint } from '../mcp/serve-mcp.js';
 import type { McpEndpoint, McpReply } from '../../shared/mcp/endpoint.js';
-import { Revocations } from '../storage/revocations.js';
-import { QuotaExecutor } from './quota-executor.js';
+import type { ExecuteOptions } from '../database.js';
+import { RequestGuard, type Caller } from '../http/guard.js';
+import { FenecRequest, HttpHandler } from '../http/handler.js';
+import { HttpMetrics } from '../http/metrics.js';
+import { closeServer, listen, type RunningServer } from '../http/server.js';
+import { mcpEndpoint } from '../mcp/serve-mcp.js';
+import { acquireLock, type FileLock } from '../storage/lock.js';
+import type { TenantLimits } from '../workers/protocol.js';
+import { replyError, WorkerPool, workerSetup } from '../workers/worker-pool.js';
 import { quotasOf, type QuotaKind, type Quotas } from './quotas.js';
 import { TenantRegistry, type Tenant } from './tenant-registry.js';
+import { QUOTAS_HEADER, TenantTransfers } from './tenant-transfer.js';
 
 export interface TenantNodeOptions {
   /** Where tenants' files are (`--data-dir`). */
@@ -45,23 +47,17 @@ export interface TenantNodeOptions {
 }
 
 interface OpenedTenant {
-  readonly handler: HttpHandler;
-  close(): void;
+  close(): Promise<void>;
 }
 
 const MAX_ADMIN_BODY = 64 * 1024;
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+/** How long close() lets open requests finish past their time limit before it cuts their connections. */
+const CLOSE_GRACE_MS = 1_000;
 /** How long a pause (a move, a restore over a live tenant) waits for the tenant's requests under way. */
 const PAUSE_TIMEOUT_MS = 10_000;
 /** The tenant's routes that move its file (the server's token only). */
 const TRANSFER_ROUTES: ReadonlySet<string> = new Set(['_backup', '_policy', '_pause', '_resume', '_moved']);
-
-/** Nothing runs at the node's root: /query and /_mcp live under /t/<tenant>/. */
-const NO_EXECUTOR: Executor = {
-  execute: () => { throw new FenecError('not_found', 'a tenant node runs statements under /t/<tenant>/query'); },
-  executeStatement: () => { throw new FenecError('not_found', 'a tenant node runs statements under /t/<tenant>/_mcp'); },
-  statementOf: () => { throw new FenecError('not_found', 'a tenant node runs statements under /t/<tenant>/query'); },
-};
 
 /** Reads a request's body as text, or undefined past `limit` bytes (the rest is read and dropped). */
 function readBody(req: http.IncomingMessage, limit: number, done: (body: string | undefined) => void): void {
@@ -86,17 +82,30 @@ function headerReader(req: http.IncomingMessage): (name: string) => string | und
   };
 }
 
+/** Nothing runs here: the MCP endpoint that answers a refused call runs no tool. */
+const NO_EXECUTOR = {
+  execute: () => { throw new FenecError('internal', 'a refused MCP call runs no statement'); },
+  executeStatement: () => { throw new FenecError('internal', 'a refused MCP call runs no statement'); },
+  statementOf: () => { throw new FenecError('internal', 'a refused MCP call runs no statement'); },
+};
+
+/** What a tenant's worker holds its file and statements to. */
+function limitsOf(quotas: Quotas): TenantLimits {
+  return { maxBytes: quotas.maxBytes, maxCollections: quotas.maxCollections, maxRows: quotas.maxRows, maxAnswerBytes: quotas.maxAnswerBytes, statementTimeoutMs: quotas.statementTimeoutMs };
+}
+
 export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, logger: Logger, audit: Audit = Audit.off): Promise<RunningServer & { registry: TenantRegistry<OpenedTenant> }> {
   const metrics = new HttpMetrics();
   const refusals = new Counter({
     name: 'fenec_tenant_quota_refusals_total',
-    help: 'Requests and MCP tool calls refused for a tenant quota, by quota (rate, bytes, collections, rows). No tenant is a label.',
+    help: 'Requests and MCP tool calls refused for a tenant quota, by quota (rate, cost: worker time, bytes, collections, rows). No tenant is a label.',
     labelNames: ['quota'],
     registers: [metrics.registry],
   });
   const refused = (quota: QuotaKind): void => refusals.inc({ quota });
   const guard = new RequestGuard(config, audit);
-  const root = new HttpHandler(config, NO_EXECUTOR, guard, metrics, logger, audit);
+  const root = new HttpHandler(config, undefined, guard, metrics, logger);
+  const pool = new WorkerPool({ workers: config.workers, logger, setup: workerSetup(config, { dataDir: node.dataDir }) });
   const mcpOptions = (tenant: string) => ({
     write: config.mcp?.write ?? false,
     memory: config.mcp?.memory,
@@ -123,27 +132,44 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
     return fs.existsSync(policyFile) ? parsePolicy(fs.readFileSync(policyFile, 'utf8'), policyFile) : config.policy;
   };
 
+  const tenants = new HttpHandler(config, async (req, work) => {
+    const tenant = registry.get(req.tenant);
+    // Quotas set with PUT apply from the next request on.
+    return pool.run(tenant.name, limitsOf(tenant.quotas), work).then((reply) => {
+      tenant.cost.charge(reply.ms);
+      if (reply.quotas !== undefined) for (const quota of reply.quotas) refused(quota);
+      return reply;
+    });
+  }, guard, metrics, logger, config.mcp !== undefined);
+
+  // The serving thread holds each open file's lock for the worker that opens it: a worker replaced
+  // after a time limit opens the file again under the same lock. A file reopened before its worker
+  // closed it (new quotas) keeps its lock: it is released when its last opening is closed.
+  const locks = new Map<string, { lock: FileLock; opened: number }>();
   const registry: TenantRegistry<OpenedTenant> = new TenantRegistry<OpenedTenant>(node.dataDir, node.quotas, node.maxOpenTenants, (tenant: Tenant, file: string): OpenedTenant => {
-    const db = FenecDatabase.open({ file, readOnly: false, program: 'fenec-server', sweepIntervalMs: config.sweepIntervalMs, maxBytes: tenant.quotas.maxBytes });
+    let held = locks.get(tenant.name);
+    if (held === undefined) locks.set(tenant.name, held = { lock: acquireLock(file, 'fenec-server'), opened: 0 });
+    held.opened += 1;
+    const lock = held;
+    return {
+      close: () => pool.close(tenant.name).finally(() => {
+        lock.opened -= 1;
+        if (lock.opened > 0) return;
+        lock.lock.release();
+        locks.delete(tenant.name);
+      }),
+    };
+  });
+  const transfers = new TenantTransfers(node.dataDir, registry, async (tenant) => {
+    // Its worker makes the file, with the catalogue, as at a tenant's first request.
+    const opened = registry.acquire(tenant);
     try {
-      const policy = policyOf(tenant.name);
-      const held = new QuotaExecutor(db, tenant.quotas, refused);
-      const mcp = config.mcp === undefined ? undefined : mcpEndpoint(held, mcpOptions(tenant.name));
-      const revocations = Revocations.open(file, false);
-      const handler = new HttpHandler({ ...config, policy }, held, guard, metrics, logger, audit, mcp, { list: revocations, tenant: tenant.name });
-      return {
-        handler,
-        close: () => {
-          revocations.close();
-          db.close();
-        },
-      };
-    } catch (err) {
-      db.close();
-      throw err;
+      const reply = await pool.open(tenant.name, limitsOf(tenant.quotas));
+      if (reply.status !== 200) throw replyError(reply);
+    } finally {
+      registry.release(tenant.name, opened);
     }
   });
-  const transfers = new TenantTransfers(node.dataDir, registry);
   new Gauge({
     name: 'fenec_tenants_open',
     help: 'Tenants whose file is open now.',
@@ -175,17 +201,17 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
       send(error.status, error.toJSON(), error.status === 401 ? { 'www-authenticate': 'Bearer', ...headers } : headers);
     };
 
-    if (pathname === '/_moved') {
-      if (req.method !== 'GET') return fail(new FenecError('method_not_allowed', '/_moved takes GET'));
-      const caller = guard.caller(req, '/_moved', false);
-      if (caller instanceof FenecError) return fail(caller);
-      return send(200, { moved: transfers.moved() });
-    }
     if (pathname === '/_tenants') {
       if (req.method !== 'GET') return fail(new FenecError('method_not_allowed', '/_tenants takes GET'));
       const caller = guard.caller(req, '/_tenants', false);
       if (caller instanceof FenecError) return fail(caller);
       return send(200, { tenants: registry.list().map((tenant) => ({ name: tenant.name, quotas: tenant.quotas })) });
+    }
+    if (pathname === '/_moved') {
+      if (req.method !== 'GET') return fail(new FenecError('method_not_allowed', '/_moved takes GET'));
+      const caller = guard.caller(req, '/_moved', false);
+      if (caller instanceof FenecError) return fail(caller);
+      return send(200, { moved: transfers.moved() });
     }
     if (isConsolePath(pathname)) return serveConsole(req, res, pathname, 'tenant-node');
     if (!pathname.startsWith('/t/')) {
@@ -219,19 +245,17 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
     } catch (err) {
       return fail(err);
     }
-    const wait = tenant.bucket.take();
-    if (wait > 0) {
-      refused('rate');
-      const why = tenant.quotas.rate === 0 ? `tenant ${name} is paused (rate 0)` : `tenant ${name} is past its rate of ${tenant.quotas.rate} requests/s (burst ${tenant.quotas.burst})`;
-      const error = new FenecError('quota_exceeded', why, { hint: `retry after ${wait} s` });
+    /** A quota's refusal: over MCP, a tools/call's isError result; else the error with Retry-After. */
+    function refuse(error: FenecError, wait: number): void {
       const headers = { 'retry-after': String(wait) };
       if (route !== '_mcp' || req.method !== 'POST' || config.mcp === undefined) return fail(error, headers);
+      const asking = caller as Caller;
       return readBody(req, config.maxBodyBytes, (body) => {
         let reply: McpReply | undefined;
         try {
           const { endpoint, policy } = refuserOf(tenant);
-          const tools = caller.kind === 'server' ? undefined : grantedTools(policy, caller.claims);
-          if (body !== undefined) reply = endpoint.refuse(body, { options: optionsOf(caller), scoped: caller.kind === 'jwt', tools }, { error, details: { retry_after: wait } }, headerReader(req));
+          const tools = asking.kind === 'server' ? undefined : grantedTools(policy, asking.claims);
+          if (body !== undefined) reply = endpoint.refuse(body, { options: optionsOf(asking), scoped: asking.kind === 'jwt', tools }, { error, details: { retry_after: wait } }, headerReader(req));
         } catch {
           // A tenant policy that does not parse: its requests fail when they run; this one stays a plain 429.
         }
@@ -241,6 +265,19 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
         metrics.observe('/_mcp', reply.status, (performance.now() - started) / 1000);
       });
     }
+    const wait = tenant.bucket.take();
+    if (wait > 0) {
+      refused('rate');
+      const why = tenant.quotas.rate === 0 ? `tenant ${name} is paused (rate 0)` : `tenant ${name} is past its rate of ${tenant.quotas.rate} requests/s (burst ${tenant.quotas.burst})`;
+      return refuse(new FenecError('quota_exceeded', why, { hint: `retry after ${wait} s` }), wait);
+    }
+    const owed = tenant.cost.check();
+    if (owed > 0) {
+      refused('cost');
+      return refuse(new FenecError('quota_exceeded', `tenant ${name} is past its worker time of ${tenant.quotas.costMs} ms per second`, {
+        hint: `retry after ${owed} s; cheaper statements (a filter on an indexed field, a limit) use less, or raise the tenant's costMs (PUT /t/<tenant>)`,
+      }), owed);
+    }
     let opened: OpenedTenant;
     try {
       opened = registry.acquire(tenant);
@@ -249,7 +286,8 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
     }
     res.once('close', () => registry.release(name, opened));
     req.url = q === -1 ? `/${route}` : `/${route}${url.slice(q)}`;
-    opened.handler.handle(req, res);
+    req.tenant = name;
+    tenants.handle(req, res);
   };
 
   /** PUT (create, or set quotas) and DELETE /t/<tenant>: the server's token only. */
@@ -257,12 +295,8 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
     const caller = guard.caller(req, '/t/<tenant>', false);
     if (caller instanceof FenecError) return fail(caller);
     if (req.method === 'DELETE') {
-      try {
-        registry.delete(name);
-      } catch (err) {
-        return fail(err);
-      }
-      return send(200, { deleted: name });
+      registry.delete(name).then(() => send(200, { deleted: name }), fail);
+      return;
     }
     if (req.method !== 'PUT') return fail(new FenecError('method_not_allowed', `/t/${name} takes PUT (create, with quotas) and DELETE`));
     readBody(req, MAX_ADMIN_BODY, (read) => {
@@ -328,12 +362,7 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
             return fail(new FenecError('bad_json', `the body of PUT /t/${name}/_policy is not JSON`));
           }
           if (typeof policy !== 'string') return fail(new FenecError('bad_request', `PUT /t/${name}/_policy takes {"policy": TEXT}`));
-          try {
-            transfers.setPolicy(name, policy);
-          } catch (err) {
-            return fail(err);
-          }
-          send(200, { policy: name });
+          done(transfers.setPolicy(name, policy).then(() => ({ policy: name })));
         });
       case '_pause':
         return done(transfers.pause(name, PAUSE_TIMEOUT_MS).then(() => ({ paused: name })));
@@ -343,12 +372,7 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
       default: {
         const to = params.get('to');
         if (to === null || to === '') return fail(new FenecError('bad_request', `POST /t/${name}/_moved takes ?to=NODE, the node the tenant moved to`));
-        try {
-          transfers.markMoved(name, to);
-        } catch (err) {
-          return fail(err);
-        }
-        return send(200, { moved: name, to });
+        return done(transfers.markMoved(name, to).then(() => ({ moved: name, to })));
       }
     }
   }
@@ -357,29 +381,12 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
   const server = http.createServer({ IncomingMessage: FenecRequest }, listener);
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   server.on('checkContinue', listener);
-  return new Promise((resolve, reject) => {
-    server.once('error', (err) => reject(new FenecError('invalid_option', `cannot listen on ${config.host}:${config.port}: ${(err as NodeJS.ErrnoException).code ?? err.message}`, { cause: err })));
-    server.listen(config.port, config.host, () => {
-      server.removeAllListeners('error');
-      server.on('error', (err) => logger.error({ err }, 'server error'));
-      const { port } = server.address() as AddressInfo;
-      const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-      resolve({
-        url: `http://${host}:${port}`,
-        port,
-        registry,
-        close: () => new Promise<void>((done, failed) => {
-          server.close((err) => {
-            registry.closeAll();
-            if (err === undefined) done();
-            else failed(err);
-          });
-          server.closeIdleConnections();
-          setTimeout(() => server.closeAllConnections(), 5000).unref();
-        }),
-      });
-    });
-  });
+  return listen(server, config, logger, async () => {
+    tenants.stop();
+    await closeServer(server, config.statementTimeoutMs + CLOSE_GRACE_MS);
+    await registry.closeAll();
+    await pool.stop();
+  }).then((running) => ({ ...running, registry }));
 }
 
 /** The quotas a backup carried (its `fenec-quotas` header), or undefined when it carried none. */

@@ -7,17 +7,19 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { FenecError } from '../../shared/errors.js';
 import { isTenantName } from '../../router/tenant-name.js';
-import { quotasOf, TokenBucket, type Quotas } from './quotas.js';
+import { CostBucket, quotasOf, TokenBucket, type Quotas } from './quotas.js';
 
 export interface Tenant {
   readonly name: string;
   readonly quotas: Quotas;
   readonly bucket: TokenBucket;
+  /** Its worker time (the costMs quota). */
+  readonly cost: CostBucket;
 }
 
-/** What the registry keeps open for a tenant: anything with a close(). */
+/** What the registry keeps open for a tenant: anything with a close() (done once its promise settles). */
 export interface OpenTenant {
-  close(): void;
+  close(): void | Promise<void>;
 }
 
 interface Entry<T extends OpenTenant> {
@@ -85,8 +87,8 @@ export class TenantRegistry<T extends OpenTenant> {
   put(name: string, body: unknown): { tenant: Tenant; created: boolean } {
     const created = !this.#tenants.has(name);
     const tenant = this.#store(name, quotasOf(body, this.#defaults));
-    // Reopened at its next request, under its new byte quota.
-    this.#close(name);
+    // Reopened at its next request, under its new byte quota (its worker closes it before that request).
+    void this.#close(name);
     return { tenant, created };
   }
 
@@ -94,8 +96,9 @@ export class TenantRegistry<T extends OpenTenant> {
    * Makes `file` (a checked copy, on this file system) the tenant's data, replacing what it held,
    * with `quotas` or the ones it had (the defaults for a new tenant). The caller has paused it.
    */
-  adopt(name: string, file: string, quotas: Quotas | undefined): Tenant {
-    this.#close(name);
+  async adopt(name: string, file: string, quotas: Quotas | undefined): Promise<Tenant> {
+    // Closed by its worker before the file is replaced under it.
+    await this.#close(name);
     const data = path.join(this.#dir, `${name}.fenec`);
     for (const suffix of ['-wal', '-shm', '.lock']) fs.rmSync(data + suffix, { force: true });
     fs.renameSync(file, data);
@@ -103,10 +106,10 @@ export class TenantRegistry<T extends OpenTenant> {
   }
 
   /** Deletes a tenant and its data (`unknown_tenant` when there is none); its .policy file is the operator's and stays. */
-  delete(name: string): void {
+  async delete(name: string): Promise<void> {
     this.get(name);
-    this.#close(name);
     this.#tenants.delete(name);
+    await this.#close(name);
     fs.rmSync(path.join(this.#dir, name + META), { force: true });
     for (const suffix of ['.fenec', '.fenec-wal', '.fenec-shm', '.fenec.lock']) fs.rmSync(path.join(this.#dir, name + suffix), { force: true });
   }
@@ -142,30 +145,30 @@ export class TenantRegistry<T extends OpenTenant> {
   }
 
   /** Closes the tenant's file, if open: its next request opens it again (under a new policy, say). */
-  reopen(name: string): void {
-    this.#close(name);
+  reopen(name: string): Promise<void> {
+    return this.#close(name);
   }
 
-  closeAll(): void {
-    for (const name of [...this.#lru.keys()]) this.#close(name);
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.#lru.keys()].map((name) => this.#close(name)));
   }
 
   #evict(): void {
     if (this.#lru.size <= this.#maxOpen) return;
     for (const [name, entry] of this.#lru) {
       if (this.#lru.size <= this.#maxOpen) break;
-      if (entry.busy === 0) this.#close(name);
+      if (entry.busy === 0) void this.#close(name);
     }
   }
 
-  #close(name: string): void {
+  async #close(name: string): Promise<void> {
     const entry = this.#lru.get(name);
     if (entry === undefined) return;
     this.#lru.delete(name);
-    entry.value.close();
+    await entry.value.close();
   }
 }
 
 function tenantOf(name: string, quotas: Quotas): Tenant {
-  return Object.freeze({ name, quotas, bucket: new TokenBucket(quotas.rate, quotas.burst) });
+  return Object.freeze({ name, quotas, bucket: new TokenBucket(quotas.rate, quotas.burst), cost: new CostBucket(quotas.costMs, Math.max(quotas.costMs, quotas.statementTimeoutMs)) });
 }

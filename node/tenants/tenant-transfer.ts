@@ -23,7 +23,7 @@ import { parsePolicy } from '../../shared/auth/policy.js';
 import { FenecError } from '../../shared/errors.js';
 import { isTenantName } from '../../router/tenant-name.js';
 import type { Quotas } from './quotas.js';
-import type { OpenTenant, TenantRegistry } from './tenant-registry.js';
+import type { OpenTenant, Tenant, TenantRegistry } from './tenant-registry.js';
 
 const MOVED = '.moved';
 /** How often a pause looks whether the tenant's requests under way have finished. */
@@ -37,10 +37,13 @@ export class TenantTransfers<T extends OpenTenant> {
   readonly #paused = new Set<string>();
   /** tenant → the node it moved to. */
   readonly #moved = new Map<string, string>();
+  /** Makes a tenant's file (one never asked anything has none yet). */
+  readonly #create: (tenant: Tenant) => Promise<void>;
 
-  constructor(dir: string, registry: TenantRegistry<T>) {
+  constructor(dir: string, registry: TenantRegistry<T>, create: (tenant: Tenant) => Promise<void>) {
     this.#dir = dir;
     this.#registry = registry;
+    this.#create = create;
     for (const file of fs.readdirSync(dir)) {
       if (!file.endsWith(MOVED)) continue;
       const name = file.slice(0, -MOVED.length);
@@ -88,13 +91,13 @@ export class TenantTransfers<T extends OpenTenant> {
   }
 
   /** Records that `name` now lives on node `to`, and deletes its data here. */
-  markMoved(name: string, to: string): void {
+  async markMoved(name: string, to: string): Promise<void> {
     this.#registry.get(name);
     const file = path.join(this.#dir, name + MOVED);
     fs.writeFileSync(`${file}.tmp`, `${JSON.stringify({ to, at: new Date().toISOString() })}\n`);
     fs.renameSync(`${file}.tmp`, file);
     this.#moved.set(name, to);
-    this.#registry.delete(name);
+    await this.#registry.delete(name);
     this.#paused.delete(name);
   }
 
@@ -103,7 +106,7 @@ export class TenantTransfers<T extends OpenTenant> {
     const tenant = this.#registry.get(name);
     const file = path.join(this.#dir, `${name}.fenec`);
     // A tenant never asked anything has no file yet: opening it makes one, with the catalogue.
-    if (!fs.existsSync(file)) this.#registry.release(name, this.#registry.acquire(tenant));
+    if (!fs.existsSync(file)) await this.#create(tenant);
     const copy = this.#temporary('backup', name);
     const source = new Database(file, { readonly: true, fileMustExist: true });
     try {
@@ -145,7 +148,7 @@ export class TenantTransfers<T extends OpenTenant> {
       if (exists) await this.pause(name, options.pauseTimeoutMs);
       try {
         const bytes = fs.statSync(copy).size;
-        this.#registry.adopt(name, copy, options.quotas);
+        await this.#registry.adopt(name, copy, options.quotas);
         this.#moved.delete(name);
         fs.rmSync(path.join(this.#dir, name + MOVED), { force: true });
         return { created: !exists, bytes };
@@ -165,13 +168,13 @@ export class TenantTransfers<T extends OpenTenant> {
   }
 
   /** Writes the tenant's policy file, checked first (a move carries it with the data); reopened under it. */
-  setPolicy(name: string, text: string): void {
+  async setPolicy(name: string, text: string): Promise<void> {
     this.#registry.get(name);
     const file = path.join(this.#dir, `${name}.policy`);
     parsePolicy(text, file);
     fs.writeFileSync(`${file}.tmp`, text);
     fs.renameSync(`${file}.tmp`, file);
-    this.#registry.reopen(name);
+    await this.#registry.reopen(name);
   }
 
   #temporary(kind: string, name: string): string {

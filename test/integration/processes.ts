@@ -18,7 +18,10 @@ export const FENEC_ROUTER = path.join(ROOT, 'dist/router/cli.js');
 /** Where node is, and the system's own programs: a PATH with nothing of ours on it. */
 export const SYSTEM_PATH = [...new Set([path.dirname(process.execPath), '/usr/bin', '/bin'])].join(':');
 
-/** How long a program may take to start or to run one command (a bound for a loaded machine, not a speed check). */
+/**
+ * How long a program may take to start or to run one command. A server starts a worker thread that
+ * loads the storage modules again; four started at once on a loaded 2-core machine took 13 s.
+ */
 const START_TIMEOUT_MS = 30_000;
 
 export interface ServerProcess {

@@ -18,7 +18,7 @@ describe('fenec tenant', () => {
     expect(created.code, created.stderr).to.equal(0);
     expect(JSON.parse(created.stdout)).to.include({ name: 'acme', created: true });
     const listed = await fenec(['list', '--url', node.url]);
-    expect(JSON.parse(listed.stdout).tenants).to.deep.include.members([{ name: 'acme', quotas: { rate: 7, burst: 200, maxBytes: 1024 ** 3, maxCollections: 100, maxRows: 1_000_000 } }]);
+    expect(JSON.parse(listed.stdout).tenants).to.deep.include.members([{ name: 'acme', quotas: { rate: 7, burst: 200, maxBytes: 1024 ** 3, maxCollections: 100, maxRows: 1_000_000, costMs: 500, statementTimeoutMs: 5_000, maxAnswerBytes: 32 * 1024 ** 2 } }]);
     expect((await fenec(['delete', 'acme', '--url', node.url])).code).to.equal(0);
     const again = await fenec(['delete', 'acme', '--url', node.url]);
     expect(again.code).to.equal(1);

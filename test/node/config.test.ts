@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import * as os from 'node:os';
 import { parseByteSize, parsePort, serverConfig } from '../../node/config.js';
 import { FenecError } from '../../shared/errors.js';
 
@@ -23,6 +24,9 @@ describe('serverConfig', () => {
       audit: undefined,
       mcp: undefined,
       otel: undefined,
+      workers: os.availableParallelism(),
+      statementTimeoutMs: 5_000,
+      maxAnswerBytes: 32 * 1024 * 1024,
     });
     expect(Object.isFrozen(serverConfig({ file: 'notes.fenec' }))).to.equal(true);
   });
@@ -39,6 +43,9 @@ describe('serverConfig', () => {
     ['a body limit of 0', { file: 'f', maxBodyBytes: 0 }, '--max-body'],
     ['a CORS origin with a path', { file: 'f', httpCors: 'https://app.example.com/' }, 'did you mean https://app.example.com?'],
     ['a CORS value that is no URL', { file: 'f', httpCors: '*' }, '--http-cors'],
+    ['no worker', { file: 'f', workers: 0 }, '--workers'],
+    ['a time limit of 0', { file: 'f', statementTimeoutMs: 0 }, '--statement-timeout'],
+    ['an answer cap of 0', { file: 'f', maxAnswerBytes: 0 }, '--max-answer'],
   ] as const) {
     it(`refuses ${what} with invalid_option naming the flag`, () => {
       expect(() => serverConfig(input)).to.throw(FenecError, says).with.property('code', 'invalid_option');

@@ -1,0 +1,233 @@
+/**
+ * `make isolation-bench`: does one tenant's work stall another's? A tenant node (fenec-server
+ * --data-dir) holds `heavy` (BENCH_ROWS rows, default 100 000: Zipf text `@text`, 384-dim clustered
+ * vectors `@hnsw`) and `quiet` (1 000 rows). Quiet's row-by-id p50/p99, one client, is measured alone
+ * and beside each of:
+ *   (a) two clients of `fuse` on heavy;
+ *   (b) a loop of heavy reads past the answer cap (heavy's maxAnswerBytes set to 1 MB);
+ *   (c) a BENCH_ROWS-row load into a new heavy collection, with its HNSW build and snapshot;
+ *   (d) heavy statements hitting the time limit (heavy's statementTimeoutMs set to 1 s).
+ * Throughout, the serving thread's event-loop delay max is read from /_metrics (prom-client's
+ * nodejs_eventloop_lag_max_seconds, monitorEventLoopDelay, reset at each scrape).
+ * Then one tenant's row-by-id throughput at 8 clients with --workers 1, 2 and 4, beside a bare
+ * node:http server (bench/bare-server.ts), and its p50 at one client; and heavy's fuse, near and match
+ * p50 at one client (their raw FTS5/Faiss baselines are make search-bench's).
+ *
+ * Targets (issue 11): quiet's p99 beside ≤ 2× alone in (a)–(d); event-loop delay max ≤ 20 ms; 8-client
+ * throughput ≥ 0.6 of bare node:http; 1-client p50 ≤ 0.2 ms.
+ *
+ * Env: BENCH_ROWS (100000), BENCH_SECONDS (5) per measured run. Writes bench/results/isolation.json.
+ * Run it on a machine doing nothing else: every figure here is about contention.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { load, type Measure } from './harness.js';
+import { clusteredData, documents, seededRandom, twoWordQueries, vectorLiteral, vocabulary, zipfSampler } from './search-data.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const FENEC_SERVER = path.join(ROOT, 'dist/node/cli/fenec-server.js');
+const BARE_SERVER = path.join(ROOT, 'dist/bench/bare-server.js');
+const RESULTS = path.join(ROOT, 'bench/results/isolation.json');
+
+const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const DIMS = 384;
+const QUIET_ROWS = 1000;
+/** Rows per bulk insert: about 5 MB of JSON with 384-dim vectors (the node takes --max-body 16mb). */
+const BATCH = 1000;
+const TOKEN = randomBytes(16).toString('hex');
+const AUTH = { authorization: `Bearer ${TOKEN}` };
+const ROW_BY_ID = JSON.stringify({ statement: 'get notes where id = $1', params: [500] });
+const TARGET_P99_RATIO = 2;
+const TARGET_LOOP_DELAY_MS = 20;
+const TARGET_THROUGHPUT_RATIO = 0.6;
+const TARGET_P50_MS = 0.2;
+
+interface Node {
+  readonly url: string;
+  readonly child: ChildProcess;
+}
+
+async function main(): Promise<void> {
+  if (!(ROWS >= 1000)) throw new Error(`BENCH_ROWS must be at least 1000, not ${process.env.BENCH_ROWS}`);
+  if (!(SECONDS > 0)) throw new Error(`BENCH_SECONDS must be a positive number, not ${process.env.BENCH_SECONDS}`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-isolation-'));
+  const children: ChildProcess[] = [];
+  try {
+    const random = seededRandom(11);
+    const vocab = vocabulary(5000, random);
+    const rank = zipfSampler(vocab.length, 1.1, random);
+    const texts = documents(ROWS, vocab, rank, random);
+    const { vectors, queries } = clusteredData(ROWS, 64, DIMS, 32, 0.05, random);
+    const words = twoWordQueries(64, vocab, rank);
+
+    const node = await startNode(path.join(dir, 'node'), 2);
+    children.push(node.child);
+    await admin(node, 'quiet', {});
+    await admin(node, 'heavy', {});
+    await seedQuiet(node);
+    const answer = await statement(node, 'quiet', 'get notes where id = $1', [500]);
+    process.stderr.write(`loading ${ROWS} heavy rows…\n`);
+    await loadHeavy(node, 'docs', texts, vectors);
+
+    const fuse = (i: number): string => JSON.stringify({ statement: 'get docs select id match body $1 near v $2 fuse limit 10', params: [words[i % words.length]!.join(' '), Array.from(queries.subarray((i % 64) * DIMS, (i % 64 + 1) * DIMS))] });
+    const phases: Record<string, unknown> = {};
+    const alone = await quietBeside(node, 'alone', async () => undefined);
+    phases.alone = alone;
+    phases.a_fuse = await quietBeside(node, '(a) 2 clients of fuse', () => load({ target: 'fuse', url: `${node.url}/t/heavy/query`, clients: 2, seconds: SECONDS + 1, headers: AUTH, body: fuse(0) }));
+    await admin(node, 'heavy', { maxAnswerBytes: 1024 * 1024 });
+    phases.b_answer_cap = await quietBeside(node, '(b) reads past the answer cap', () => loop(node, SECONDS + 1, JSON.stringify({ statement: 'get docs select *' }), 413));
+    await admin(node, 'heavy', {});
+    phases.c_load = await quietBeside(node, '(c) a load with its HNSW build and snapshot', () => loadHeavy(node, 'more', texts, vectors));
+    await admin(node, 'heavy', { statementTimeoutMs: 1000 });
+    const slow = `get docs where ${Array.from({ length: 10 }, (_, i) => `${'lower('.repeat(10)}body${')'.repeat(10)} like "%never-${i}%"`).join(' or ')} count`;
+    phases.d_time_limit = await quietBeside(node, '(d) statements hitting the time limit', () => loop(node, SECONDS + 1, JSON.stringify({ statement: slow }), 504));
+    await admin(node, 'heavy', {});
+
+    const search: Record<string, number> = {};
+    for (const [name, body] of [
+      ['fuse', fuse(1)],
+      ['near', JSON.stringify({ statement: 'get docs select id near v $1 limit 10', params: [Array.from(queries.subarray(0, DIMS))] })],
+      ['match', JSON.stringify({ statement: 'get docs select id match body $1 limit 10', params: [words[0]!.join(' ')] })],
+    ] as const) {
+      search[name] = (await load({ target: name, url: `${node.url}/t/heavy/query`, clients: 1, seconds: SECONDS, headers: AUTH, body })).p50Ms;
+    }
+    await stop(node.child);
+
+    const throughput: Record<string, unknown> = {};
+    const bare = await startBare(answer);
+    children.push(bare.child);
+    const bareRun = await rowById(bare.url, 8);
+    throughput.bare = bareRun;
+    for (const workers of [1, 2, 4]) {
+      const one = await startNode(path.join(dir, 'node'), workers);
+      children.push(one.child);
+      const eight = await rowById(`${one.url}/t/quiet`, 8);
+      const single = await rowById(`${one.url}/t/quiet`, 1);
+      throughput[`workers_${workers}`] = { clients8: eight, ratioToBare: eight.requestsPerSecond / bareRun.requestsPerSecond, clients1P50Ms: single.p50Ms };
+      await stop(one.child);
+    }
+    const results = { rows: ROWS, seconds: SECONDS, loadAverage: os.loadavg(), phases, search, throughput, targets: { p99Ratio: TARGET_P99_RATIO, loopDelayMs: TARGET_LOOP_DELAY_MS, throughputRatio: TARGET_THROUGHPUT_RATIO, p50Ms: TARGET_P50_MS } };
+    fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
+    fs.writeFileSync(RESULTS, `${JSON.stringify(results, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+  } finally {
+    await Promise.all(children.map(stop));
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+interface Beside {
+  readonly quiet: Measure;
+  readonly p99RatioToAlone?: number;
+  readonly loopDelayMaxMs: number;
+}
+
+let aloneP99: number | undefined;
+
+/** Quiet's row-by-id at one client for SECONDS while `heavy` runs, and the serving thread's largest event-loop delay meanwhile. */
+async function quietBeside(node: Node, name: string, heavy: () => Promise<unknown>): Promise<Beside> {
+  await loopDelayMaxMs(node);
+  const background = heavy();
+  const quiet = await load({ target: `quiet, ${name}`, url: `${node.url}/t/quiet/query`, clients: 1, seconds: SECONDS, headers: AUTH, body: ROW_BY_ID });
+  await background;
+  const loopDelay = await loopDelayMaxMs(node);
+  const alone = aloneP99 ??= quiet.p99Ms;
+  const result: Beside = { quiet, p99RatioToAlone: quiet.p99Ms / alone, loopDelayMaxMs: loopDelay };
+  process.stderr.write(`  ${name}: quiet p50 ${quiet.p50Ms.toFixed(2)} ms, p99 ${quiet.p99Ms.toFixed(2)} ms (×${result.p99RatioToAlone!.toFixed(2)}), loop delay max ${loopDelay.toFixed(1)} ms\n`);
+  return result;
+}
+
+/** The largest event-loop delay since the last scrape (prom-client resets its histogram at each). */
+async function loopDelayMaxMs(node: Node): Promise<number> {
+  const metrics = await (await fetch(`${node.url}/_metrics`, { headers: AUTH })).text();
+  const value = /^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(metrics)?.[1];
+  return value === undefined ? NaN : Number(value) * 1000;
+}
+
+/** Sends `body` to heavy, one after another, for `seconds`; every answer must have `status`. */
+async function loop(node: Node, seconds: number, body: string, status: number): Promise<void> {
+  const end = performance.now() + seconds * 1000;
+  while (performance.now() < end) {
+    const response = await fetch(`${node.url}/t/heavy/query`, { method: 'POST', headers: AUTH, body });
+    await response.arrayBuffer();
+    if (response.status !== status && response.status !== 429) throw new Error(`heavy answered ${response.status}, not ${status}`);
+  }
+}
+
+function rowById(url: string, clients: number): Promise<Measure> {
+  return load({ target: `row by id, ${clients} client(s)`, url: `${url}/query`, clients, seconds: SECONDS, headers: AUTH, body: ROW_BY_ID });
+}
+
+async function seedQuiet(node: Node): Promise<void> {
+  await statement(node, 'quiet', 'create collection notes (title text, body text, n int)');
+  const rows = Array.from({ length: QUIET_ROWS }, (_, i) => ({ title: `note ${i + 1}`, body: `the body of note ${i + 1}, a few words long`, n: i + 1 }));
+  await statement(node, 'quiet', 'insert into notes $1', [rows]);
+}
+
+async function loadHeavy(node: Node, collection: string, texts: readonly string[], vectors: Float32Array): Promise<void> {
+  await statement(node, 'heavy', `create collection if not exists ${collection} (body text @text, v vector<${DIMS}> @hnsw(cosine))`);
+  for (let start = 0; start < texts.length; start += BATCH) {
+    const rows: { body: string; v: number[] }[] = [];
+    for (let i = start; i < Math.min(texts.length, start + BATCH); i++) rows.push({ body: texts[i]!, v: JSON.parse(vectorLiteral(vectors, i, DIMS)) as number[] });
+    await statement(node, 'heavy', `insert into ${collection} $1`, [rows]);
+  }
+}
+
+async function statement(node: Node, tenant: string, text: string, params: unknown[] = []): Promise<string> {
+  const response = await fetch(`${node.url}/t/${tenant}/query`, { method: 'POST', headers: AUTH, body: JSON.stringify({ statement: text, params }) });
+  const body = await response.text();
+  if (response.status !== 200) throw new Error(`${tenant}: ${text.slice(0, 80)}: ${response.status} ${body.slice(0, 300)}`);
+  return body;
+}
+
+async function admin(node: Node, tenant: string, quotas: Record<string, number>): Promise<void> {
+  // Generous rates: this bench measures work, not the request quotas.
+  const body = JSON.stringify({ rate: 1_000_000, burst: 1_000_000, costMs: 0, maxRows: 0, ...quotas });
+  const response = await fetch(`${node.url}/t/${tenant}`, { method: 'PUT', headers: AUTH, body });
+  if (response.status >= 300) throw new Error(`PUT /t/${tenant}: ${response.status} ${await response.text()}`);
+}
+
+async function startNode(dir: string, workers: number): Promise<Node> {
+  const child = spawn(process.execPath, [FENEC_SERVER, '--data-dir', dir, '--port', '0', '--workers', String(workers), '--max-body', '16mb'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, FENEC_TOKEN: TOKEN } });
+  const line = await firstLine(child, child.stderr!, (entry) => entry.msg === 'listening');
+  return { url: String(line.url), child };
+}
+
+async function startBare(answer: string): Promise<Node> {
+  const child = spawn(process.execPath, [BARE_SERVER], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BARE_ANSWER: answer } });
+  const line = await firstLine(child, child.stdout!, (entry) => typeof entry.port === 'number');
+  return { url: `http://127.0.0.1:${String(line.port)}`, child };
+}
+
+function firstLine(child: ChildProcess, stream: NodeJS.ReadableStream, accept: (entry: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    let buffered = '';
+    stream.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      for (const line of buffered.split('\n')) {
+        try {
+          const entry = JSON.parse(line) as Record<string, unknown>;
+          if (accept(entry)) return resolve(entry);
+        } catch {
+          // Not a JSON line (yet): wait for more.
+        }
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`the process exited (${code}) before it was ready:\n${buffered}`)));
+  });
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  await exited;
+}
+
+await main();

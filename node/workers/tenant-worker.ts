@@ -1,0 +1,196 @@
+/**
+ * A worker thread's side: the files it owns (one per tenant, opened at the tenant's first request,
+ * with its Faiss indexes), and the requests it was handed, taken from a fair queue one at a time.
+ *
+ * Before each request it writes the request's id and deadline into the running slot, which the
+ * serving thread reads to stop a statement past its time limit (by terminating this thread).
+ */
+import * as fs from 'node:fs';
+import { context, propagation, ROOT_CONTEXT } from '@opentelemetry/api';
+import * as path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Audit } from '../../shared/audit.js';
+import { parsePolicy } from '../../shared/auth/policy.js';
+import type { Logger } from '../../shared/logger.js';
+import { FenecDatabase } from '../database.js';
+import type { ToolOutcomeLabel } from '../http/metrics.js';
+import type { mcpEndpoint } from '../mcp/serve-mcp.js';
+import { Revocations } from '../storage/revocations.js';
+import { QuotaExecutor } from '../tenants/quota-executor.js';
+import type { QuotaKind } from '../tenants/quotas.js';
+import { FairQueue } from './fair-queue.js';
+import type { TenantLimits, ToWorker, WorkerReply, WorkerSetup } from './protocol.js';
+import { RunningSlot } from './protocol.js';
+import { refusal, RequestRunner, type Answered } from './request-runner.js';
+
+interface OpenTenant {
+  readonly db: FenecDatabase;
+  /** The file's revoked tokens (its own connection, beside the database's). */
+  readonly revocations: Revocations;
+  readonly runner: RequestRunner;
+  /** Tool calls of the request under way, reported with its answer. */
+  readonly tools: [string, ToolOutcomeLabel][];
+  /** Quota refusals of the request under way, reported with its answer. */
+  readonly refusals: QuotaKind[];
+}
+
+/** What is queued for a tenant: everything but a flush, which is the thread's. */
+export type TenantMessage = Exclude<ToWorker, { kind: 'flush' }>;
+
+/** Answers past this size cross to the serving thread as bytes moved, not copied. */
+const TRANSFER_BYTES = 64 * 1024;
+
+export class TenantWorker {
+  readonly #setup: WorkerSetup;
+  readonly #logger: Logger;
+  readonly #audit: Audit;
+  readonly #post: (reply: WorkerReply, transfer: ArrayBuffer[]) => void;
+  /** The MCP endpoint's maker, loaded only by a server with --mcp. */
+  readonly #mcpEndpoint: typeof mcpEndpoint | undefined;
+  readonly #slot: RunningSlot;
+  readonly #open = new Map<string, OpenTenant>();
+  readonly #queue = new FairQueue<TenantMessage>();
+  #scheduled = false;
+
+  constructor(setup: WorkerSetup, logger: Logger, audit: Audit, post: (reply: WorkerReply, transfer: ArrayBuffer[]) => void, endpoint?: typeof mcpEndpoint) {
+    this.#setup = setup;
+    this.#mcpEndpoint = endpoint;
+    this.#logger = logger;
+    this.#audit = audit;
+    this.#post = post;
+    this.#slot = new RunningSlot(setup.slot);
+  }
+
+  /** Queues a message; the queue is served one message per turn of the event loop, so that new messages join it between two. */
+  take(message: TenantMessage): void {
+    this.#queue.push(message.tenant, message);
+    this.#schedule();
+  }
+
+  closeAll(): void {
+    for (const name of [...this.#open.keys()]) this.#close(name);
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#queue.size === 0) return;
+    this.#scheduled = true;
+    setImmediate(this.#serveOne);
+  }
+
+  readonly #serveOne = (): void => {
+    this.#scheduled = false;
+    const message = this.#queue.shift();
+    if (message !== undefined) this.#serve(message);
+    this.#schedule();
+  };
+
+  #serve(message: TenantMessage): void {
+    const started = performance.now();
+    let answered: Answered;
+    let tools: [string, ToolOutcomeLabel][] | undefined;
+    let quotas: QuotaKind[] | undefined;
+    if (message.kind === 'close') {
+      this.#close(message.tenant);
+      answered = { status: 200, json: undefined };
+    } else {
+      this.#slot.start(message.id, Date.now() + message.limits.statementTimeoutMs);
+      try {
+        answered = this.#run(message);
+        const open = this.#open.get(message.tenant);
+        if (open !== undefined && open.tools.length > 0) tools = open.tools.splice(0);
+        if (open !== undefined && open.refusals.length > 0) quotas = open.refusals.splice(0);
+      } finally {
+        this.#slot.end();
+      }
+    }
+    const json = answered.json;
+    const ms = performance.now() - started;
+    if (json !== undefined && json.length > TRANSFER_BYTES) {
+      const bytes = new TextEncoder().encode(json);
+      this.#post({ id: message.id, status: answered.status, body: bytes, ms, tools, quotas }, [bytes.buffer as ArrayBuffer]);
+    } else {
+      this.#post({ id: message.id, status: answered.status, body: json, ms, tools, quotas }, []);
+    }
+  }
+
+  #run(message: Extract<ToWorker, { kind: 'run' | 'open' }>): Answered {
+    let tenant: OpenTenant;
+    try {
+      tenant = this.#tenant(message.tenant, message.limits);
+    } catch (err) {
+      return refusal(err, this.#logger, message.kind === 'open' ? 'open' : message.route);
+    }
+    if (message.kind === 'open') return { status: 200, json: undefined };
+    const body = Buffer.from(message.body.buffer, message.body.byteOffset, message.body.byteLength);
+    if (message.trace === undefined) return tenant.runner.run(message, body, message.limits.maxAnswerBytes);
+    return context.with(propagation.extract(ROOT_CONTEXT, message.trace), () => tenant.runner.run(message, body, message.limits.maxAnswerBytes));
+  }
+
+  #tenant(name: string, limits: TenantLimits): OpenTenant {
+    const open = this.#open.get(name);
+    if (open !== undefined) return open;
+    const setup = this.#setup;
+    const file = setup.file ?? path.join(setup.dataDir!, `${name}.fenec`);
+    const db = FenecDatabase.open({
+      file,
+      readOnly: setup.readOnly,
+      program: 'fenec-server',
+      lockHeld: true,
+      sweepIntervalMs: setup.sweepIntervalMs,
+      maxBytes: limits.maxBytes > 0 ? limits.maxBytes : undefined,
+      onVectorEvent: (event) => {
+        const fields = { tenant: setup.dataDir === undefined ? undefined : name, collection: event.collection, field: event.field, err: event.error };
+        if (event.kind === 'snapshot_written') this.#logger.debug(fields, event.message);
+        else this.#logger.warn(fields, event.message);
+      },
+    });
+    let revocations: Revocations | undefined;
+    try {
+      // Opened once the database made the file and its catalogue: the revocations live in the same file.
+      revocations = Revocations.open(file, setup.readOnly);
+      const policy = this.#policyOf(name);
+      const tenant = setup.dataDir === undefined ? null : name;
+      const tools: [string, ToolOutcomeLabel][] = [];
+      const refusals: QuotaKind[] = [];
+      const executor = setup.tenantQuotas ? new QuotaExecutor(db, limits, (quota) => refusals.push(quota)) : db;
+      const mcp = setup.mcp === undefined ? undefined : this.#mcpEndpoint!(executor, {
+        write: setup.mcp.write,
+        memory: setup.mcp.memory,
+        readOnly: setup.httpReadOnly || setup.readOnly,
+        audit: this.#audit,
+        logger: this.#logger,
+        tenant,
+        cursorSecret: setup.cursorSecret,
+        count: (tool, outcome) => tools.push([tool, outcome]),
+      });
+      const runner = new RequestRunner({ httpReadOnly: setup.httpReadOnly, policy, cursorSecret: setup.cursorSecret, tenant }, executor, revocations, this.#logger, this.#audit, mcp);
+      const opened: OpenTenant = { db, revocations, runner, tools, refusals };
+      this.#open.set(name, opened);
+      return opened;
+    } catch (err) {
+      revocations?.close();
+      db.close();
+      throw err;
+    }
+  }
+
+  /** A tenant's own policy file, else the server's --policy. */
+  #policyOf(name: string): WorkerSetup['policy'] {
+    if (this.#setup.dataDir === undefined) return this.#setup.policy;
+    const file = path.join(this.#setup.dataDir, `${name}.policy`);
+    return fs.existsSync(file) ? parsePolicy(fs.readFileSync(file, 'utf8'), file) : this.#setup.policy;
+  }
+
+  #close(name: string): void {
+    const open = this.#open.get(name);
+    if (open === undefined) return;
+    this.#open.delete(name);
+    try {
+      open.revocations.close();
+      open.db.close();
+    } catch (err) {
+      this.#logger.error({ err, tenant: name }, 'closing a tenant failed');
+    }
+  }
+}
+

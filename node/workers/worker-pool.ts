@@ -1,0 +1,225 @@
+/**
+ * The serving thread's side of the worker threads: which worker owns which tenant's file, the
+ * requests handed to each and not yet answered, and the watchdog that stops a statement past its
+ * time limit.
+ *
+ * A statement cannot be interrupted from outside SQLite, so a worker whose statement is past its
+ * limit is terminated and a new one takes its place: the statement's request is answered
+ * `statement_timeout` at once, SQLite rolls back what it had begun as its connection goes, and the
+ * requests that worker had not begun yet — of any of its tenants — are handed to the new worker,
+ * which opens their files again at their first request. The worker runs one request at a time, so
+ * the one in its running slot is the only one begun.
+ */
+import { Worker } from 'node:worker_threads';
+import { FenecError, type ErrorCode } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
+import type { ServerConfig } from '../config.js';
+import { ONE_FILE, RunningSlot, type TenantLimits, type ToWorker, type WorkerReply, type WorkerSetup, type WorkRequest } from './protocol.js';
+
+export interface PoolOptions {
+  /** Worker threads at most (`--workers`); each is started at its first tenant. */
+  readonly workers: number;
+  readonly setup: Omit<WorkerSetup, 'slot'>;
+  readonly logger: Logger;
+}
+
+interface Pending {
+  readonly message: ToWorker;
+  readonly resolve: (reply: WorkerReply) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  running: RunningSlot;
+  readonly pending: Map<number, Pending>;
+  /** Tenants assigned to it, to place the next one on the least loaded. */
+  tenants: number;
+}
+
+/**
+ * How the workers of a server open files, from its config: the one file of a one-file server, or
+ * the tenants' files under a tenant node's data directory (held to the tenants' quotas, opened writable).
+ */
+export function workerSetup(config: ServerConfig, where: { file: string } | { dataDir: string }): Omit<WorkerSetup, 'slot'> {
+  const tenants = 'dataDir' in where;
+  return {
+    file: tenants ? undefined : where.file,
+    dataDir: tenants ? where.dataDir : undefined,
+    tenantQuotas: tenants,
+    readOnly: tenants ? false : config.readOnly,
+    httpReadOnly: config.httpReadOnly,
+    sweepIntervalMs: config.sweepIntervalMs,
+    policy: config.policy,
+    mcp: config.mcp,
+    audit: config.audit,
+    otel: config.otel,
+    cursorSecret: config.cursorSecret,
+  };
+}
+
+/** A worker's refusal (a reply that is not 200), as the error it was. */
+export function replyError(reply: WorkerReply): FenecError {
+  const text = typeof reply.body === 'string' ? reply.body : new TextDecoder().decode(reply.body);
+  const { error } = JSON.parse(text) as { error: { code: ErrorCode; message: string; hint?: string } };
+  return new FenecError(error.code, error.message, { hint: error.hint });
+}
+
+const WORKER_SCRIPT = new URL('./worker-main.js', import.meta.url);
+/** How often the watchdog looks at the running slots: a statement is stopped at most this late. */
+const WATCHDOG_MS = 25;
+
+export class WorkerPool {
+  readonly #options: PoolOptions;
+  readonly #slots: (Slot | undefined)[];
+  readonly #owner = new Map<string, number>();
+  readonly #watchdog: NodeJS.Timeout;
+  #nextId = 1;
+  /** No work taken any more (stopping). */
+  #stopped = false;
+  /** The workers are being terminated on purpose: an exit is no fault. */
+  #ended = false;
+
+  constructor(options: PoolOptions) {
+    if (!Number.isSafeInteger(options.workers) || options.workers < 1) throw new FenecError('invalid_option', `--workers takes a whole number ≥ 1, not ${options.workers}`);
+    this.#options = options;
+    this.#slots = new Array<Slot | undefined>(options.workers).fill(undefined);
+    // unref: a watchdog never keeps the process alive on its own.
+    this.#watchdog = setInterval(this.#check, WATCHDOG_MS).unref();
+  }
+
+  /** Requests handed over and not answered yet. */
+  get pending(): number {
+    let n = 0;
+    for (const slot of this.#slots) n += slot?.pending.size ?? 0;
+    return n;
+  }
+
+  /** Runs a request's work in the worker that owns the tenant's file. */
+  run(tenant: string, limits: TenantLimits, work: WorkRequest): Promise<WorkerReply> {
+    // An exact copy: a request's body is often a view of a larger socket buffer, all of which a clone would copy.
+    return this.#send({ kind: 'run', id: this.#nextId++, tenant, limits, ...work, body: new Uint8Array(work.body) });
+  }
+
+  /** Opens the tenant's file now: a reply with status 200, or the refusal (a damaged file, a lock). */
+  open(tenant: string, limits: TenantLimits): Promise<WorkerReply> {
+    return this.#send({ kind: 'open', id: this.#nextId++, tenant, limits });
+  }
+
+  /** Closes the tenant's file once the requests queued for it are answered. */
+  async close(tenant: string): Promise<void> {
+    const index = this.#owner.get(tenant);
+    if (index === undefined || this.#slots[index] === undefined) return;
+    await this.#send({ kind: 'close', id: this.#nextId++, tenant });
+  }
+
+  /** Takes no more work, lets the requests under way end (each within its time limit), closes every file and ends the workers. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    const closing = [...this.#owner.keys()].map((tenant) => {
+      const slot = this.#slots[this.#owner.get(tenant)!];
+      return slot === undefined ? undefined : this.#post(slot, { kind: 'close', id: this.#nextId++, tenant });
+    });
+    await Promise.all(closing);
+    // The spans a worker batched would go with it.
+    if (this.#options.setup.otel !== undefined) {
+      await Promise.all(this.#slots.map((slot) => slot === undefined ? undefined : this.#post(slot, { kind: 'flush', id: this.#nextId++, tenant: ONE_FILE })));
+    }
+    clearInterval(this.#watchdog);
+    this.#ended = true;
+    await Promise.all(this.#slots.map((slot) => slot?.worker.terminate()));
+  }
+
+  #send(message: ToWorker): Promise<WorkerReply> {
+    if (this.#stopped) return Promise.reject(new FenecError('unavailable', 'the server is stopping', { hint: 'retry on another node, or once it is back' }));
+    return this.#post(this.#slotOf(message.tenant), message);
+  }
+
+  #post(slot: Slot, message: ToWorker): Promise<WorkerReply> {
+    return new Promise<WorkerReply>((resolve) => {
+      slot.pending.set(message.id, { message, resolve });
+      slot.worker.postMessage(message);
+    });
+  }
+
+  /** The tenant's worker: the one it was given, or the one with the fewest tenants (started when new). */
+  #slotOf(tenant: string): Slot {
+    let index = this.#owner.get(tenant);
+    if (index === undefined) {
+      index = 0;
+      for (let i = 1; i < this.#slots.length; i++) {
+        if ((this.#slots[i]?.tenants ?? 0) < (this.#slots[index]?.tenants ?? 0)) index = i;
+      }
+      this.#owner.set(tenant, index);
+      const slot = this.#slots[index] ??= this.#start(index);
+      slot.tenants += 1;
+      return slot;
+    }
+    return this.#slots[index] ??= this.#start(index);
+  }
+
+  #start(index: number): Slot {
+    const running = new RunningSlot();
+    const slot: Slot = { worker: this.#spawn(index, running), running, pending: new Map(), tenants: 0 };
+    return slot;
+  }
+
+  #spawn(index: number, running: RunningSlot): Worker {
+    const worker = new Worker(WORKER_SCRIPT, { workerData: { ...this.#options.setup, slot: running.buffer } satisfies WorkerSetup });
+    worker.on('message', (reply: WorkerReply) => {
+      const slot = this.#slots[index];
+      if (slot === undefined || slot.worker !== worker) return;
+      const pending = slot.pending.get(reply.id);
+      if (pending === undefined) return;
+      slot.pending.delete(reply.id);
+      pending.resolve(reply);
+    });
+    worker.on('error', (err) => this.#options.logger.error({ err, worker: index }, 'a worker thread failed'));
+    worker.on('exit', (code) => {
+      const slot = this.#slots[index];
+      if (slot === undefined || slot.worker !== worker || this.#ended) return;
+      // Not replaced by the watchdog, not stopped: it died (an uncaught fault). Its running request is
+      // answered as failed, the others go to a new worker.
+      this.#options.logger.error({ worker: index, code }, 'a worker thread exited; starting another');
+      this.#replace(index, slot, slot.running.running, internalFailure);
+    });
+    return worker;
+  }
+
+  readonly #check = (): void => {
+    const now = Date.now();
+    for (let i = 0; i < this.#slots.length; i++) {
+      const slot = this.#slots[i];
+      if (slot === undefined) continue;
+      const overdue = slot.running.overdue(now);
+      if (overdue !== 0) this.#replace(i, slot, overdue, timedOut);
+    }
+  };
+
+  /** Ends a worker and starts another in its place: `culprit` answered by `answer`, the rest handed over. */
+  #replace(index: number, slot: Slot, culprit: number, answer: (message: ToWorker) => WorkerReply): void {
+    const old = slot.worker;
+    slot.running = new RunningSlot();
+    slot.worker = this.#spawn(index, slot.running);
+    void old.terminate();
+    const stopped = slot.pending.get(culprit);
+    if (stopped !== undefined) {
+      slot.pending.delete(culprit);
+      stopped.resolve(answer(stopped.message));
+    }
+    for (const pending of slot.pending.values()) slot.worker.postMessage(pending.message);
+  }
+}
+
+function timedOut(message: ToWorker): WorkerReply {
+  const limit = 'limits' in message ? message.limits.statementTimeoutMs : 0;
+  const error = new FenecError('statement_timeout', `the statement ran past its time limit of ${limit} ms and was stopped; it changed nothing`, {
+    hint: 'make it cheaper — a filter on an indexed field, a limit, fewer rows at a time (where id > $1 order id limit N) — '
+      + 'or raise the limit (--statement-timeout, a tenant\'s statementTimeoutMs quota)',
+  });
+  return { id: message.id, status: error.status, body: JSON.stringify(error.toJSON()), ms: limit };
+}
+
+function internalFailure(message: ToWorker): WorkerReply {
+  const error = new FenecError('internal', 'the worker thread running the request failed; the request changed nothing');
+  return { id: message.id, status: error.status, body: JSON.stringify(error.toJSON()), ms: 0 };
+}

@@ -1,0 +1,215 @@
+/**
+ * Statements off the serving thread, over real processes: two tenants on a node, one running a
+ * statement that takes seconds (a filter that lowers every row's text a hundred times), the other's
+ * requests answered meanwhile; the time limit; SIGTERM during a long statement; the cost quota;
+ * the answer cap. Assertions are on the order of events and on counts, not on tight timings.
+ */
+import { expect } from 'chai';
+import { once } from 'node:events';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { FenecDatabase } from '../../node/database.js';
+import { query, request, Sandbox, type Reply, type ServerProcess } from './processes.js';
+
+const TOKEN = 'workers-test-token';
+const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+
+/** `lower` nested ten deep in each of ten alternatives: a hundred calls of a function per row, none matching. */
+const SLOW_FILTER = Array.from({ length: 10 }, (_, i) => `${'lower('.repeat(10)}body${')'.repeat(10)} like "%never-${i}%"`).join(' or ');
+const SLOW_COUNT = `get big where ${SLOW_FILTER} count`;
+
+/** A tenant file with `rows` rows in `big`, written before the node starts (the node adopts it at PUT). */
+function bigFile(file: string, rows: number): void {
+  const db = FenecDatabase.open({ file, readOnly: false, program: 'workers-test', sweepIntervalMs: 0 });
+  try {
+    db.execute('create collection big (body text, n int @sorted)');
+    for (let start = 0; start < rows; start += 1000) {
+      const objects = Array.from({ length: Math.min(1000, rows - start) }, (_, i) => `{body: "Row ${start + i} Of The Big Collection, Its Words Written In Capitals", n: ${start + i}}`);
+      db.execute(`insert into big [${objects.join(', ')}]`);
+    }
+  } finally {
+    db.close();
+  }
+}
+
+const tq = (node: ServerProcess, tenant: string, statement: string, params: readonly unknown[] = []): Promise<Reply> =>
+  request(node.url, { method: 'POST', path: `/t/${tenant}/query`, headers: AUTH, body: JSON.stringify({ statement, params }) });
+const put = (node: ServerProcess, tenant: string, quotas: unknown): Promise<Reply> =>
+  request(node.url, { method: 'PUT', path: `/t/${tenant}`, headers: AUTH, body: JSON.stringify(quotas) });
+
+/** Sends `statement` to `tenant` one request after another until `until` settles; answers every reply's status. */
+async function readWhile(node: ServerProcess, tenant: string, statement: string, until: Promise<unknown>): Promise<number[]> {
+  let done = false;
+  void until.finally(() => (done = true));
+  const statuses: number[] = [];
+  while (!done) statuses.push((await tq(node, tenant, statement)).status);
+  return statuses;
+}
+
+describe('statements in worker threads', function () {
+  this.timeout(120_000);
+  const sandbox = new Sandbox();
+  after(() => sandbox.cleanUp());
+
+  describe('a tenant node with two workers', () => {
+    let node: ServerProcess;
+
+    before(async () => {
+      const dir = sandbox.dir();
+      bigFile(path.join(dir, 'heavy.fenec'), 30_000);
+      node = await sandbox.startServer(['--data-dir', dir, '--workers', '2', '--statement-timeout', '60s', '--tenant-rate', '100000', '--tenant-burst', '100000', '--tenant-cost', '0'], { FENEC_TOKEN: TOKEN });
+      for (const tenant of ['quiet', 'heavy']) expect((await put(node, tenant, {})).status).to.be.oneOf([200, 201]);
+      expect((await tq(node, 'quiet', 'create collection notes (title text)')).status).to.equal(200);
+      expect((await tq(node, 'quiet', 'insert into notes {title: "hello"}')).status).to.equal(200);
+    });
+
+    it('answers the quiet tenant\'s reads, all of them, while the heavy tenant\'s statement runs on the other worker', async () => {
+      const heavy = tq(node, 'heavy', SLOW_COUNT);
+      const statuses = await readWhile(node, 'quiet', 'get notes where id = 1', heavy);
+      const answer = await heavy;
+      expect(answer.status, answer.text).to.equal(200);
+      expect(answer.json).to.deep.equal({ count: 0 });
+      // Seconds of the heavy statement; a read by id answers in milliseconds even on a busy machine.
+      expect(statuses.length).to.be.greaterThan(20);
+      expect(statuses.every((status) => status === 200)).to.equal(true);
+    });
+  });
+
+  describe('the time limit (--statement-timeout), one worker for two tenants', () => {
+    let node: ServerProcess;
+
+    before(async () => {
+      const dir = sandbox.dir();
+      bigFile(path.join(dir, 'heavy.fenec'), 30_000);
+      node = await sandbox.startServer(['--data-dir', dir, '--workers', '1', '--statement-timeout', '300ms', '--tenant-rate', '100000', '--tenant-burst', '100000', '--tenant-cost', '0'], { FENEC_TOKEN: TOKEN });
+      for (const tenant of ['quiet', 'heavy']) expect((await put(node, tenant, {})).status).to.be.oneOf([200, 201]);
+      expect((await tq(node, 'quiet', 'create collection notes (title text)')).status).to.equal(200);
+      expect((await tq(node, 'quiet', 'insert into notes {title: "hello"}')).status).to.equal(200);
+    });
+
+    it('stops a statement past it with 504 statement_timeout, and answers the requests queued behind it on the same worker', async () => {
+      const heavy = tq(node, 'heavy', SLOW_COUNT);
+      // Sent while the heavy statement holds the only worker: they wait for it to be stopped, then run on its successor.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const queued = await Promise.all([tq(node, 'quiet', 'get notes where id = 1'), tq(node, 'heavy', 'get big select n where n = 7'), tq(node, 'quiet', 'get notes count')]);
+      const stopped = await heavy;
+      expect(stopped.status, stopped.text).to.equal(504);
+      expect(stopped.json.error.code).to.equal('statement_timeout');
+      expect(stopped.json.error.message).to.contain('300 ms');
+      expect(stopped.json.error.hint).to.contain('where id > $1 order id limit N');
+      expect(queued.map((reply) => reply.status)).to.deep.equal([200, 200, 200]);
+      expect(queued[0]!.json.rows).to.deep.equal([{ id: 1, title: 'hello' }]);
+      expect(queued[1]!.json.rows).to.deep.equal([{ id: 8, n: 7 }]);
+    });
+
+    it('rolls back a write it stopped: no row is changed', async () => {
+      const stopped = await tq(node, 'heavy', `set big {n: -1} where ${SLOW_FILTER} or n >= 0`);
+      expect(stopped.status, stopped.text).to.equal(504);
+      const changed = await tq(node, 'heavy', 'get big where n = -1 count');
+      expect(changed.json).to.deep.equal({ count: 0 });
+    });
+
+    it('holds each tenant to its own statementTimeoutMs quota', async () => {
+      expect((await put(node, 'heavy', { statementTimeoutMs: 60_000 })).status).to.equal(200);
+      // Four of the ten alternatives: a second or more, past the node's 300 ms, within the tenant's 60 s.
+      const heavy = tq(node, 'heavy', `get big where ${SLOW_FILTER.split(' or ').slice(0, 4).join(' or ')} count`);
+      const statuses = await readWhile(node, 'quiet', 'get notes count', heavy);
+      const answer = await heavy;
+      expect(answer.status, answer.text).to.equal(200);
+      expect(answer.json).to.deep.equal({ count: 0 });
+      // The quiet tenant waited at most for that statement (one worker), each time.
+      expect(statuses.every((status) => status === 200)).to.equal(true);
+      expect((await put(node, 'heavy', { statementTimeoutMs: 0 })).status).to.equal(400);
+    });
+  });
+
+  describe('SIGTERM', () => {
+    it('lets a running statement end within its time limit, answers it, and exits 0', async () => {
+      const dir = sandbox.dir();
+      const file = path.join(dir, 'one.fenec');
+      bigFile(file, 30_000);
+      const server = await sandbox.startServer(['--file', file, '--statement-timeout', '1s']);
+      const long = query(server.url, SLOW_COUNT);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const exited = once(server.child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+      let answeredFirst = false;
+      const answered = long.then((reply) => {
+        answeredFirst = server.child.exitCode === null;
+        return reply;
+      });
+      server.child.kill('SIGTERM');
+      const reply = await answered;
+      expect(reply.status, reply.text).to.equal(504);
+      expect(answeredFirst).to.equal(true);
+      const [code] = await exited;
+      expect(code).to.equal(0);
+      expect(fs.existsSync(`${file}.lock`)).to.equal(false);
+    });
+  });
+
+  describe('the cost quota (worker time per second)', () => {
+    it('refuses a tenant past its costMs with 429, Retry-After and a count on /_metrics, and leaves the other tenant alone', async () => {
+      const dir = sandbox.dir();
+      bigFile(path.join(dir, 'heavy.fenec'), 10_000);
+      const node = await sandbox.startServer(['--data-dir', dir, '--workers', '2', '--tenant-rate', '100000', '--tenant-burst', '100000'], { FENEC_TOKEN: TOKEN });
+      expect((await put(node, 'heavy', { costMs: 10, statementTimeoutMs: 5_000 })).status).to.equal(201);
+      expect((await put(node, 'quiet', {})).status).to.equal(201);
+      expect((await tq(node, 'quiet', 'create collection notes (title text)')).status).to.equal(200);
+      // Banked: at most one time limit's worth (5 s here) — spent by statements of a few hundred ms each.
+      let refused: Reply | undefined;
+      for (let i = 0; i < 100 && refused === undefined; i++) {
+        const reply = await tq(node, 'heavy', SLOW_COUNT);
+        if (reply.status === 429) refused = reply;
+        else expect(reply.status, reply.text).to.equal(200);
+      }
+      expect(refused, 'the heavy tenant was never refused').to.not.equal(undefined);
+      expect(refused!.json.error.code).to.equal('quota_exceeded');
+      expect(refused!.json.error.message).to.contain('10 ms per second');
+      expect(Number(refused!.headers['retry-after'])).to.be.at.least(1);
+      expect((await tq(node, 'quiet', 'get notes count')).status).to.equal(200);
+      const metrics = await request(node.url, { path: '/_metrics', headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(metrics.text).to.match(/fenec_tenant_quota_refusals_total\{quota="cost"\} [1-9]/);
+    });
+  });
+
+  describe('the answer cap on /query (--max-answer, maxAnswerBytes)', () => {
+    let server: ServerProcess;
+
+    before(async () => {
+      const dir = sandbox.dir();
+      const file = path.join(dir, 'capped.fenec');
+      bigFile(file, 5_000);
+      server = await sandbox.startServer(['--file', file, '--max-answer', '64kb', '--workers', '1']);
+    });
+
+    it('refuses an answer past the cap with 413 answer_too_large, its figures and how to page', async () => {
+      const reply = await query(server.url, 'get big');
+      expect(reply.status, reply.text.slice(0, 300)).to.equal(413);
+      expect(reply.json.error.code).to.equal('answer_too_large');
+      expect(reply.json.error.message).to.match(/passes 65536 bytes after \d+ rows/);
+      expect(reply.json.error.hint).to.contain('where id > $1');
+      expect(reply.json.error.hint).to.contain('--max-answer');
+    });
+
+    it('pages through the whole collection as the hint says, each page under the cap', async () => {
+      const limit = Number(/order id limit (\d+)/.exec((await query(server.url, 'get big')).json.error.hint)![1]);
+      let last = 0;
+      let rows = 0;
+      for (;;) {
+        const page = await query(server.url, `get big where id > $1 order id limit ${limit}`, [last]);
+        expect(page.status, page.text.slice(0, 300)).to.equal(200);
+        expect(page.text.length).to.be.at.most(64 * 1024);
+        if (page.json.count === 0) break;
+        rows += page.json.count;
+        last = page.json.rows.at(-1).id;
+      }
+      expect(rows).to.equal(5_000);
+    });
+
+    it('answers an answer within the cap whole', async () => {
+      const reply = await query(server.url, 'get big select n where n < 10 order n');
+      expect(reply.status).to.equal(200);
+      expect(reply.json.rows.map((row: { n: number }) => row.n)).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    });
+  });
+});
