@@ -223,8 +223,14 @@ export function medianMeasure(runs: readonly Measure[]): Measure {
 /** A run without its length: what loadInTurns runs again each round. */
 export type LoadTarget = Omit<LoadRun, 'seconds'>;
 
-/** The unmeasured run before each measured one. */
+/** The unmeasured run before each measured one: the first requests open files, fill caches, warm the JIT. */
 export const WARM_UP_SECONDS = 1;
+
+/** `run` after a WARM_UP_SECONDS run of the same requests, unmeasured. */
+export async function warmedLoad(run: LoadRun): Promise<Measure> {
+  await load({ ...run, seconds: WARM_UP_SECONDS });
+  return load(run);
+}
 
 /**
  * Each target measured `rounds` times for `seconds`, each run after a WARM_UP_SECONDS warm-up, the
@@ -235,8 +241,7 @@ export async function loadInTurns(targets: readonly LoadTarget[], rounds: number
   const runs = targets.map((): Measure[] => []);
   for (let round = 0; round < rounds; round++) {
     for (const t of turnOrder(targets.length, round)) {
-      await load({ ...targets[t]!, seconds: WARM_UP_SECONDS });
-      const result = await load({ ...targets[t]!, seconds });
+      const result = await warmedLoad({ ...targets[t]!, seconds });
       progress(`${result.target}, ${result.clients} client(s): ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.p50Ms.toFixed(3)} ms`);
       runs[t]!.push(result);
     }

@@ -10,7 +10,7 @@
  * Throughout, the serving thread's event-loop delay max is read from /_metrics (prom-client's
  * nodejs_eventloop_lag_max_seconds, monitorEventLoopDelay, reset at each scrape).
  * Then one tenant's row-by-id throughput at 8 clients with --workers 1, 2 and 4, beside a bare
- * node:http server (bench/bare-server.ts), and its p50 at one client; and heavy's fuse, near and match
+ * node:http server (bench/bare-server.ts), and its p50 at one client, each run after a 1 s warm-up; and heavy's fuse, near and match
  * p50 at one client (their raw FTS5/Faiss baselines are make search-bench's).
  *
  * Targets (issue 11): quiet's p99 beside ≤ 2× alone in (a)–(d); event-loop delay max ≤ 20 ms; 8-client
@@ -19,23 +19,15 @@
  * Env: BENCH_ROWS (100000), BENCH_SECONDS (5) per measured run. Writes bench/results/isolation.json.
  * Run it on a machine doing nothing else: every figure here is about contention.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { load, type Measure } from './harness.js';
-import { clusteredData, documents, seededRandom, twoWordQueries, vectorLiteral, vocabulary, zipfSampler } from './search-data.js';
+import { call, intEnv, load, numberEnv, Programs, progress, request, warmedLoad, writeResults, type Measure, type Program } from './harness.js';
+import { vectorJson, zipfWorkload } from './search-data.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const FENEC_SERVER = path.join(ROOT, 'dist/node/cli/fenec-server.js');
-const BARE_SERVER = path.join(ROOT, 'dist/bench/bare-server.js');
-const RESULTS = path.join(ROOT, 'bench/results/isolation.json');
-
-const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROWS = intEnv('BENCH_ROWS', 100_000, 1000);
+const SECONDS = numberEnv('BENCH_SECONDS', 5);
 const DIMS = 384;
 const QUIET_ROWS = 1000;
 /** Rows per bulk insert: about 5 MB of JSON with 384-dim vectors (the node takes --max-body 16mb). */
@@ -48,31 +40,18 @@ const TARGET_LOOP_DELAY_MS = 20;
 const TARGET_THROUGHPUT_RATIO = 0.6;
 const TARGET_P50_MS = 0.2;
 
-interface Node {
-  readonly url: string;
-  readonly child: ChildProcess;
-}
-
 async function main(): Promise<void> {
-  if (!(ROWS >= 1000)) throw new Error(`BENCH_ROWS must be at least 1000, not ${process.env.BENCH_ROWS}`);
-  if (!(SECONDS > 0)) throw new Error(`BENCH_SECONDS must be a positive number, not ${process.env.BENCH_SECONDS}`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-isolation-'));
-  const children: ChildProcess[] = [];
+  const programs = new Programs();
   try {
-    const random = seededRandom(11);
-    const vocab = vocabulary(5000, random);
-    const rank = zipfSampler(vocab.length, 1.1, random);
-    const texts = documents(ROWS, vocab, rank, random);
-    const { vectors, queries } = clusteredData(ROWS, 64, DIMS, 32, 0.05, random);
-    const words = twoWordQueries(64, vocab, rank);
+    const { bodies: texts, vectors, queries, words } = zipfWorkload({ seed: 11, rows: ROWS, queries: 64, vocabulary: 5000, zipfExponent: 1.1, minWords: 8, maxWords: 20, dims: DIMS, clusters: 32, spread: 0.05 });
 
-    const node = await startNode(path.join(dir, 'node'), 2);
-    children.push(node.child);
+    const node = await startNode(programs, path.join(dir, 'node'), 2);
     await admin(node, 'quiet', {});
     await admin(node, 'heavy', {});
     await seedQuiet(node);
     const answer = await statement(node, 'quiet', 'get notes where id = $1', [500]);
-    process.stderr.write(`loading ${ROWS} heavy rows…\n`);
+    progress(`loading ${ROWS} heavy rows`);
     await loadHeavy(node, 'docs', texts, vectors);
 
     const fuse = (i: number): string => JSON.stringify({ statement: 'get docs select id match body $1 near v $2 fuse limit 10', params: [words[i % words.length]!.join(' '), Array.from(queries.subarray((i % 64) * DIMS, (i % 64 + 1) * DIMS))] });
@@ -97,27 +76,24 @@ async function main(): Promise<void> {
     ] as const) {
       search[name] = (await load({ target: name, url: `${node.url}/t/heavy/query`, clients: 1, seconds: SECONDS, headers: AUTH, body })).p50Ms;
     }
-    await stop(node.child);
+    await programs.stop(node);
 
     const throughput: Record<string, unknown> = {};
-    const bare = await startBare(answer);
-    children.push(bare.child);
+    const bare = await programs.start('dist/bench/bare-server.js', [], { env: { BARE_ANSWER: answer } });
     const bareRun = await rowById(bare.url, 8);
     throughput.bare = bareRun;
     for (const workers of [1, 2, 4]) {
-      const one = await startNode(path.join(dir, 'node'), workers);
-      children.push(one.child);
+      const one = await startNode(programs, path.join(dir, 'node'), workers);
       const eight = await rowById(`${one.url}/t/quiet`, 8);
       const single = await rowById(`${one.url}/t/quiet`, 1);
       throughput[`workers_${workers}`] = { clients8: eight, ratioToBare: eight.requestsPerSecond / bareRun.requestsPerSecond, clients1P50Ms: single.p50Ms };
-      await stop(one.child);
+      await programs.stop(one);
     }
     const results = { rows: ROWS, seconds: SECONDS, loadAverage: os.loadavg(), phases, search, throughput, targets: { p99Ratio: TARGET_P99_RATIO, loopDelayMs: TARGET_LOOP_DELAY_MS, throughputRatio: TARGET_THROUGHPUT_RATIO, p50Ms: TARGET_P50_MS } };
-    fs.mkdirSync(path.dirname(RESULTS), { recursive: true });
-    fs.writeFileSync(RESULTS, `${JSON.stringify(results, null, 2)}\n`);
     process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+    writeResults('isolation', results);
   } finally {
-    await Promise.all(children.map(stop));
+    await programs.stopAll();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -131,7 +107,7 @@ interface Beside {
 let aloneP99: number | undefined;
 
 /** Quiet's row-by-id at one client for SECONDS while `heavy` runs, and the serving thread's largest event-loop delay meanwhile. */
-async function quietBeside(node: Node, name: string, heavy: () => Promise<unknown>): Promise<Beside> {
+async function quietBeside(node: Program, name: string, heavy: () => Promise<unknown>): Promise<Beside> {
   await loopDelayMaxMs(node);
   const background = heavy();
   const quiet = await load({ target: `quiet, ${name}`, url: `${node.url}/t/quiet/query`, clients: 1, seconds: SECONDS, headers: AUTH, body: ROW_BY_ID });
@@ -139,19 +115,19 @@ async function quietBeside(node: Node, name: string, heavy: () => Promise<unknow
   const loopDelay = await loopDelayMaxMs(node);
   const alone = aloneP99 ??= quiet.p99Ms;
   const result: Beside = { quiet, p99RatioToAlone: quiet.p99Ms / alone, loopDelayMaxMs: loopDelay };
-  process.stderr.write(`  ${name}: quiet p50 ${quiet.p50Ms.toFixed(2)} ms, p99 ${quiet.p99Ms.toFixed(2)} ms (×${result.p99RatioToAlone!.toFixed(2)}), loop delay max ${loopDelay.toFixed(1)} ms\n`);
+  progress(`${name}: quiet p50 ${quiet.p50Ms.toFixed(2)} ms, p99 ${quiet.p99Ms.toFixed(2)} ms (×${result.p99RatioToAlone!.toFixed(2)}), loop delay max ${loopDelay.toFixed(1)} ms`);
   return result;
 }
 
 /** The largest event-loop delay since the last scrape (prom-client resets its histogram at each). */
-async function loopDelayMaxMs(node: Node): Promise<number> {
+async function loopDelayMaxMs(node: Program): Promise<number> {
   const metrics = await (await fetch(`${node.url}/_metrics`, { headers: AUTH })).text();
   const value = /^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(metrics)?.[1];
   return value === undefined ? NaN : Number(value) * 1000;
 }
 
 /** Sends `body` to heavy, one after another, for `seconds`; every answer must have `status`. */
-async function loop(node: Node, seconds: number, body: string, status: number): Promise<void> {
+async function loop(node: Program, seconds: number, body: string, status: number): Promise<void> {
   const end = performance.now() + seconds * 1000;
   while (performance.now() < end) {
     const response = await fetch(`${node.url}/t/heavy/query`, { method: 'POST', headers: AUTH, body });
@@ -161,73 +137,35 @@ async function loop(node: Node, seconds: number, body: string, status: number): 
 }
 
 function rowById(url: string, clients: number): Promise<Measure> {
-  return load({ target: `row by id, ${clients} client(s)`, url: `${url}/query`, clients, seconds: SECONDS, headers: AUTH, body: ROW_BY_ID });
+  return warmedLoad({ target: `row by id, ${clients} client(s)`, url: `${url}/query`, clients, seconds: SECONDS, headers: AUTH, body: ROW_BY_ID });
 }
 
-async function seedQuiet(node: Node): Promise<void> {
+async function seedQuiet(node: Program): Promise<void> {
   await statement(node, 'quiet', 'create collection notes (title text, body text, n int)');
   const rows = Array.from({ length: QUIET_ROWS }, (_, i) => ({ title: `note ${i + 1}`, body: `the body of note ${i + 1}, a few words long`, n: i + 1 }));
   await statement(node, 'quiet', 'insert into notes $1', [rows]);
 }
 
-async function loadHeavy(node: Node, collection: string, texts: readonly string[], vectors: Float32Array): Promise<void> {
+async function loadHeavy(node: Program, collection: string, texts: readonly string[], vectors: Float32Array): Promise<void> {
   await statement(node, 'heavy', `create collection if not exists ${collection} (body text @text, v vector<${DIMS}> @hnsw(cosine))`);
   for (let start = 0; start < texts.length; start += BATCH) {
     const rows: { body: string; v: number[] }[] = [];
-    for (let i = start; i < Math.min(texts.length, start + BATCH); i++) rows.push({ body: texts[i]!, v: JSON.parse(vectorLiteral(vectors, i, DIMS)) as number[] });
+    for (let i = start; i < Math.min(texts.length, start + BATCH); i++) rows.push({ body: texts[i]!, v: vectorJson(vectors, i, DIMS) });
     await statement(node, 'heavy', `insert into ${collection} $1`, [rows]);
   }
 }
 
-async function statement(node: Node, tenant: string, text: string, params: unknown[] = []): Promise<string> {
-  const response = await fetch(`${node.url}/t/${tenant}/query`, { method: 'POST', headers: AUTH, body: JSON.stringify({ statement: text, params }) });
-  const body = await response.text();
-  if (response.status !== 200) throw new Error(`${tenant}: ${text.slice(0, 80)}: ${response.status} ${body.slice(0, 300)}`);
-  return body;
+function statement(node: Program, tenant: string, text: string, params: unknown[] = []): Promise<string> {
+  return request(node.url, TOKEN, 'POST', `/t/${tenant}/query`, { statement: text, params });
 }
 
-async function admin(node: Node, tenant: string, quotas: Record<string, number>): Promise<void> {
+function admin(node: Program, tenant: string, quotas: Record<string, number>): Promise<unknown> {
   // Generous rates: this bench measures work, not the request quotas.
-  const body = JSON.stringify({ rate: 1_000_000, burst: 1_000_000, costMs: 0, maxRows: 0, ...quotas });
-  const response = await fetch(`${node.url}/t/${tenant}`, { method: 'PUT', headers: AUTH, body });
-  if (response.status >= 300) throw new Error(`PUT /t/${tenant}: ${response.status} ${await response.text()}`);
+  return call(node.url, TOKEN, 'PUT', `/t/${tenant}`, { rate: 1_000_000, burst: 1_000_000, costMs: 0, maxRows: 0, ...quotas });
 }
 
-async function startNode(dir: string, workers: number): Promise<Node> {
-  const child = spawn(process.execPath, [FENEC_SERVER, '--data-dir', dir, '--port', '0', '--workers', String(workers), '--max-body', '16mb'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, FENEC_TOKEN: TOKEN } });
-  const line = await firstLine(child, child.stderr!, (entry) => entry.msg === 'listening');
-  return { url: String(line.url), child };
-}
-
-async function startBare(answer: string): Promise<Node> {
-  const child = spawn(process.execPath, [BARE_SERVER], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BARE_ANSWER: answer } });
-  const line = await firstLine(child, child.stdout!, (entry) => typeof entry.port === 'number');
-  return { url: `http://127.0.0.1:${String(line.port)}`, child };
-}
-
-function firstLine(child: ChildProcess, stream: NodeJS.ReadableStream, accept: (entry: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    let buffered = '';
-    stream.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      for (const line of buffered.split('\n')) {
-        try {
-          const entry = JSON.parse(line) as Record<string, unknown>;
-          if (accept(entry)) return resolve(entry);
-        } catch {
-          // Not a JSON line (yet): wait for more.
-        }
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`the process exited (${code}) before it was ready:\n${buffered}`)));
-  });
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  await exited;
+function startNode(programs: Programs, dir: string, workers: number): Promise<Program> {
+  return programs.start('dist/node/cli/fenec-server.js', ['--data-dir', dir, '--port', '0', '--workers', String(workers), '--max-body', '16mb', '--http-token', TOKEN]);
 }
 
 await main();
