@@ -5,7 +5,7 @@
  */
 import { FenecError } from '../../shared/errors.js';
 import type { Statement } from '../storage/sqlite.js';
-import type { Answer } from './executor.js';
+import type { Answer } from '../../shared/answer.js';
 
 /** The JSON of an answer written as its rows were read: taken as is by answerText. */
 const JSON_TEXT = Symbol('json');

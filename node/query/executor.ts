@@ -2,6 +2,7 @@
  * Runs plans against SQLite: binds each argument for this execution, runs the prepared statement,
  * and shapes the answer as fenecql.md writes it.
  */
+import type { Answer } from '../../shared/answer.js';
 import { FenecError } from '../../shared/errors.js';
 import type { Connection, Statement } from '../storage/sqlite.js';
 import type { SqlValue } from '../storage/codec.js';
@@ -11,8 +12,6 @@ import { readSerialized } from './answer-text.js';
 import { runVector } from './run-vector.js';
 import { withScopedRank } from './text-rank.js';
 import type { BindContext } from './values.js';
-
-export type Answer = { readonly [key: string]: unknown };
 
 /** Prepared statements by SQL text, dropped whenever the schema changes. */
 export class StatementCache {

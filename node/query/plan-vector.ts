@@ -12,7 +12,7 @@ import type { Collection, Field } from '../storage/catalog.js';
 import type { Fragment } from './compile.js';
 import type { OutputColumn, VectorPlan } from './plan.js';
 import type { MatchQuery } from './text-rank.js';
-import { evaluate, isValue, type ArgSource, type BindContext } from './values.js';
+import { evaluate, isValue, type ArgSource } from './values.js';
 
 /** How a plain read would answer: the fields, their output columns, its order and its page. */
 export interface ReadShape {

@@ -7,7 +7,7 @@ import type { SqlValue } from '../storage/codec.js';
 import { exactSearch, queryVector, type ScoredRow, type VectorStore } from '../vector/store.js';
 import type { StatementCache } from './executor.js';
 import { withScopedRank } from './text-rank.js';
-import type { OutputColumn, SqlStep, VectorPlan } from './plan.js';
+import type { OutputColumn, VectorPlan } from './plan.js';
 import type { BindContext } from './values.js';
 
 /** Rows a `near` answers when the statement gives no limit. */

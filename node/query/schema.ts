@@ -9,7 +9,7 @@ import type { Connection } from '../storage/sqlite.js';
 import { textIndexSql } from '../search/text-index.js';
 import { Compiler } from './compile.js';
 import { deleteExpired } from './expiry.js';
-import type { Answer } from './executor.js';
+import type { Answer } from '../../shared/answer.js';
 import { isValue, type BindContext } from './values.js';
 
 export type SchemaStatement = Extract<Statement, { kind: 'CreateCollection' | 'DropCollection' | 'AlterAdd' | 'AlterDrop' | 'Schema' | 'Compact' }>;

@@ -5,7 +5,7 @@
  * with a `limit`, and fewer `fields` when the rows are wide.
  */
 import { FenecError } from '../errors.js';
-import type { Answer } from './tool-runner.js';
+import type { Answer } from '../answer.js';
 import { BOUNDS } from './tools.js';
 
 /** A narrower call is sized to this share of the byte bound, leaving room for rows that differ a little. */

@@ -5,6 +5,7 @@
  */
 import type { AlterAddStmt, Cond, CreateCollectionStmt, Expr, GetStmt, Statement } from '../fenecql/ast.js';
 import { randomBytes } from 'node:crypto';
+import type { Answer } from '../answer.js';
 import { printStatement } from '../fenecql/print.js';
 import { CursorKeeper } from '../paging/cursor.js';
 import { Pager } from '../paging/pager.js';
@@ -29,7 +30,7 @@ import {
 } from './statements.js';
 import { BOUNDS, toolDefinitions, type ToolDefinition, type ToolName, type ToolSetOptions } from './tools.js';
 
-export type Answer = { readonly [key: string]: unknown };
+export type { Answer };
 
 /**
  * What the tools need of a database: a statement tree run under the caller's options, and the
