@@ -49,7 +49,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { FUSE_DEPTH, FUSE_MIN, RRF_K } from '../node/query/run-vector.js';
+import { FUSE_DEPTH, FUSE_MIN, RRF_K } from '../node/query/execute/run-vector.js';
 import { DEFAULT_EF_SEARCH } from '../node/vector/store.js';
 import { intEnv, numberEnv, progress } from './harness.js';
 import { DIMS, GROUP, grp, K, passesFilter, vectorArray } from './search-data.js';
@@ -72,7 +72,7 @@ const CONFIG: SearchConfig = {
   seed: intEnv('BENCH_SEED', 42, 0),
 };
 
-/** Candidates each ranking brings to `fuse … limit 10`, as node/query/run-vector.ts takes them. */
+/** Candidates each ranking brings to `fuse … limit 10`, as node/query/execute/run-vector.ts takes them. */
 const FUSE_CANDIDATES = Math.max(FUSE_MIN, FUSE_DEPTH * K);
 const TARGET_RECALL = 0.95;
 /** efSearch values the raw index is also searched with (the database's default is DEFAULT_EF_SEARCH). */
@@ -429,7 +429,7 @@ function rawSearch(w: Loaded, q: number, k: number, allow?: Uint8Array): number[
   return Array.from(found.labels).filter((label) => label >= 0);
 }
 
-/** Reciprocal rank fusion, as node/query/run-vector.ts fuses (ties by id). */
+/** Reciprocal rank fusion, as node/query/execute/run-vector.ts fuses (ties by id). */
 function rrf(rankings: readonly (readonly number[])[]): number[] {
   const scores = new Map<number, number>();
   for (const ranking of rankings) ranking.forEach((id, index) => scores.set(id, (scores.get(id) ?? 0) + 1 / (RRF_K + index + 1)));

@@ -14,13 +14,13 @@ import { ByteQuota, isStorageFull, type Room } from './storage/byte-quota.js';
 import { acquireLock, type FileLock } from './storage/lock.js';
 import { openSnapshot, openWritable, type Connection } from './storage/sqlite.js';
 import type { Answer } from '../shared/answer.js';
-import { fromSqliteError, measure, run, StatementCache } from './query/executor.js';
-import { deleteExpired } from './query/expiry.js';
+import { fromSqliteError, measure, run, StatementCache } from './query/execute/run-plan.js';
+import { deleteExpired } from './query/execute/expiry.js';
 import { VectorStore, type VectorStoreEvent } from './vector/store.js';
-import type { Plan } from './query/plan.js';
-import { plan, type RowStatement } from './query/planner.js';
-import { runSchemaStatement, type IndexState, type SchemaStatement } from './query/schema.js';
-import type { BindContext } from './query/values.js';
+import type { Plan } from './query/plan/plan-types.js';
+import { plan, type RowStatement } from './query/plan/row-statement.js';
+import { runSchemaStatement, type IndexState, type SchemaStatement } from './query/execute/schema-statements.js';
+import type { BindContext } from './query/compile/expr-types.js';
 
 export type { Answer };
 

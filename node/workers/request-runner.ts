@@ -15,7 +15,7 @@ import type { ExecuteOptions, FenecDatabase } from '../database.js';
 import type { Caller } from '../http/guard.js';
 import { parseQueryBody, parseRevocationBody } from '../http/query-body.js';
 import { mayChangeSchema, schemaChangeOf } from '../http/schema-change.js';
-import { answerText } from '../query/answer-text.js';
+import { answerText } from '../query/execute/answer-text.js';
 import type { Answer } from '../../shared/answer.js';
 import type { Revocation, Revocations } from '../storage/revocations.js';
 import type { WorkRequest } from './protocol.js';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { FenecDatabase } from '../../node/database.js';
-import { MAX_LIKE_PATTERN_BYTES } from '../../node/query/compile.js';
+import { MAX_LIKE_PATTERN_BYTES } from '../../node/query/compile/compiler.js';
 import { MAX_DEPTH, MAX_TERMS } from '../../shared/fenecql/limits.js';
 import { refusal } from '../helpers/assertions.js';
 import { tempDir } from '../helpers/temp.js';

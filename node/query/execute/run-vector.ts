@@ -2,13 +2,13 @@
  * Runs a vector plan: the ranking (the field's Faiss index, or an exact scan of the rows that pass),
  * fused with the text ranking when the statement says `fuse`, then one read of the rows chosen.
  */
-import { FenecError } from '../../shared/errors.js';
-import type { SqlValue } from '../storage/codec.js';
-import { exactSearch, queryVector, type ScoredRow, type VectorStore } from '../vector/store.js';
-import type { StatementCache } from './executor.js';
-import { withScopedRank } from './text-rank.js';
-import type { OutputColumn, VectorPlan } from './plan.js';
-import type { BindContext } from './values.js';
+import { FenecError } from '../../../shared/errors.js';
+import type { SqlValue } from '../../storage/codec.js';
+import { exactSearch, queryVector, type ScoredRow, type VectorStore } from '../../vector/store.js';
+import type { StatementCache } from './run-plan.js';
+import { withScopedRank } from '../plan/text-rank.js';
+import type { OutputColumn, VectorPlan } from '../plan/plan-types.js';
+import type { BindContext } from '../compile/expr-types.js';
 
 /** Rows a `near` answers when the statement gives no limit. */
 export const DEFAULT_NEAR_LIMIT = 10;

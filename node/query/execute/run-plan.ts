@@ -2,16 +2,16 @@
  * Runs plans against SQLite: binds each argument for this execution, runs the prepared statement,
  * and shapes the answer as fenecql.md writes it.
  */
-import type { Answer } from '../../shared/answer.js';
-import { FenecError } from '../../shared/errors.js';
-import type { Connection, Statement } from '../storage/sqlite.js';
-import type { SqlValue } from '../storage/codec.js';
-import type { BulkPlan, Plan, PolicyCheck, SqlStep } from './plan.js';
-import type { VectorStore } from '../vector/store.js';
+import type { Answer } from '../../../shared/answer.js';
+import { FenecError } from '../../../shared/errors.js';
+import type { Connection, Statement } from '../../storage/sqlite.js';
+import type { SqlValue } from '../../storage/codec.js';
+import type { BulkPlan, Plan, PolicyCheck, SqlStep } from '../plan/plan-types.js';
+import type { VectorStore } from '../../vector/store.js';
 import { readSerialized } from './answer-text.js';
 import { runVector } from './run-vector.js';
-import { withScopedRank } from './text-rank.js';
-import type { BindContext } from './values.js';
+import { withScopedRank } from '../plan/text-rank.js';
+import type { BindContext } from '../compile/expr-types.js';
 
 /** Prepared statements by SQL text, dropped whenever the schema changes. */
 export class StatementCache {

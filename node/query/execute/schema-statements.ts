@@ -1,16 +1,16 @@
 /**
  * Statements about collections rather than rows: create, drop, alter, schema, compact.
  */
-import type { FieldDef, Statement } from '../../shared/fenecql/ast.js';
-import { FenecError } from '../../shared/errors.js';
-import { printAnnotation, printExpr, printFieldType } from '../../shared/fenecql/print.js';
-import type { Catalog, Collection } from '../storage/catalog.js';
-import type { Connection } from '../storage/sqlite.js';
-import { textIndexSql } from '../search/text-index.js';
-import { Compiler } from './compile.js';
+import type { FieldDef, Statement } from '../../../shared/fenecql/ast.js';
+import { FenecError } from '../../../shared/errors.js';
+import { printAnnotation, printExpr, printFieldType } from '../../../shared/fenecql/print.js';
+import type { Catalog, Collection } from '../../storage/catalog.js';
+import type { Connection } from '../../storage/sqlite.js';
+import { textIndexSql } from '../../search/text-index.js';
+import { Compiler } from '../compile/compiler.js';
 import { deleteExpired } from './expiry.js';
-import type { Answer } from '../../shared/answer.js';
-import { isValue, type BindContext } from './values.js';
+import type { Answer } from '../../../shared/answer.js';
+import { isValue, type BindContext } from '../compile/expr-types.js';
 
 export type SchemaStatement = Extract<Statement, { kind: 'CreateCollection' | 'DropCollection' | 'AlterAdd' | 'AlterDrop' | 'Schema' | 'Compact' }>;
 

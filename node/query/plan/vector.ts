@@ -4,15 +4,15 @@
  * exact scan), so a plan holds the SQL around the ranking: the rows that pass the filter, the text
  * ranking's candidates, and the read of the rows chosen.
  */
-import type { GetStmt, Metric } from '../../shared/fenecql/ast.js';
-import { FenecError } from '../../shared/errors.js';
-import { printExpr } from '../../shared/fenecql/print.js';
-import { textSearchSql } from '../search/text-index.js';
-import type { Collection, Field } from '../storage/catalog.js';
-import type { Fragment } from './compile.js';
-import type { OutputColumn, VectorPlan } from './plan.js';
+import type { GetStmt, Metric } from '../../../shared/fenecql/ast.js';
+import { FenecError } from '../../../shared/errors.js';
+import { printExpr } from '../../../shared/fenecql/print.js';
+import { textSearchSql } from '../../search/text-index.js';
+import type { Collection, Field } from '../../storage/catalog.js';
+import type { Fragment } from '../compile/compiler.js';
+import type { OutputColumn, VectorPlan } from './plan-types.js';
 import type { MatchQuery } from './text-rank.js';
-import { evaluate, isValue, type ArgSource } from './values.js';
+import { evaluate, isValue, type ArgSource } from '../compile/expr-types.js';
 
 /** How a plain read would answer: the fields, their output columns, its order and its page. */
 export interface ReadShape {

@@ -2,8 +2,8 @@
  * What the plans of written rows share, whether the rows are written out in the statement
  * (`insert into c {…}`) or bound as one parameter (`insert into c $1`).
  */
-import type { Cond, Expr } from '../../shared/fenecql/ast.js';
-import type { Collection } from '../storage/catalog.js';
+import type { Cond, Expr } from '../../../shared/fenecql/ast.js';
+import type { Collection } from '../../storage/catalog.js';
 
 /** The fields a policy condition pins to a claim: the `field = $jwt.claim` among its top-level `and`s. */
 export function pinnedFields(policy: Cond): Map<string, Expr> {

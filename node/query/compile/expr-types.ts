@@ -2,17 +2,17 @@
  * Values as the planner sees them: where a statement's values come from at run time (literals,
  * `$N`, `$jwt.NAME`, `now()`), and the static types of expressions.
  */
-import type { Expr, FieldType, ScalarType } from '../../shared/fenecql/ast.js';
-import { FenecError } from '../../shared/errors.js';
-import { printExpr, printFieldType } from '../../shared/fenecql/print.js';
-import type { SqlValue } from '../storage/codec.js';
+import type { Expr, FieldType, ScalarType } from '../../../shared/fenecql/ast.js';
+import { FenecError } from '../../../shared/errors.js';
+import { printExpr, printFieldType } from '../../../shared/fenecql/print.js';
+import type { SqlValue } from '../../storage/codec.js';
 
 /** What one execution of a plan binds: the request's params, one clock reading, the caller's claims. */
 export interface BindContext {
   readonly params: readonly unknown[];
   readonly now: number;
   readonly jwt: Readonly<Record<string, unknown>> | undefined;
-  /** A `match` under a policy: its rank function, over statistics counted at run time (query/text-rank.ts). */
+  /** A `match` under a policy: its rank function, over statistics counted at run time (node/query/plan/text-rank.ts). */
   readonly rank?: string;
 }
 

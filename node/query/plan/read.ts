@@ -2,17 +2,17 @@
  * `get` into a plan: a plain read, a count, or a full-text search (`match`), each over the rows that
  * are live (not past an `@ttl`) and pass `where`.
  */
-import type { Cond, Expr, GetStmt, Position } from '../../shared/fenecql/ast.js';
-import { FenecError } from '../../shared/errors.js';
-import { printExpr } from '../../shared/fenecql/print.js';
-import { matchExpression, textSearchSql } from '../search/text-index.js';
-import { ID_TYPE, type Collection, type Field } from '../storage/catalog.js';
-import { ident } from '../storage/sqlite.js';
-import { bindValue, Compiler, type Fragment } from './compile.js';
-import type { OutputColumn, Plan } from './plan.js';
-import { planVector, type ReadShape } from './plan-vector.js';
+import type { Cond, Expr, GetStmt, Position } from '../../../shared/fenecql/ast.js';
+import { FenecError } from '../../../shared/errors.js';
+import { printExpr } from '../../../shared/fenecql/print.js';
+import { matchExpression, textSearchSql } from '../../search/text-index.js';
+import { ID_TYPE, type Collection, type Field } from '../../storage/catalog.js';
+import { ident } from '../../storage/sqlite.js';
+import { bindValue, Compiler, type Fragment } from '../compile/compiler.js';
+import type { OutputColumn, Plan } from './plan-types.js';
+import { planVector, type ReadShape } from './vector.js';
 import { textRank, type MatchQuery } from './text-rank.js';
-import { isValue, scalar, typeName, type ArgSource, type BindContext, type ExprType } from './values.js';
+import { isValue, scalar, typeName, type ArgSource, type BindContext, type ExprType } from '../compile/expr-types.js';
 
 export function fieldOf(collection: Collection, name: string, pos?: Position): Field {
   const field = collection.byName.get(name);

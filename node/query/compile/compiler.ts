@@ -5,12 +5,12 @@
  * SQL text: literals, `$N` and `$jwt.NAME` alike. Each argument is converted to the storage form of
  * the type it meets (a timestamp field compared with "2026-01-01" binds milliseconds).
  */
-import type { CompareOp, Cond, Expr, FieldType } from '../../shared/fenecql/ast.js';
-import { FenecError, type Position } from '../../shared/errors.js';
-import { MAX_TERMS } from '../../shared/fenecql/limits.js';
-import { printExpr } from '../../shared/fenecql/print.js';
-import { toSql, type NumberKind, type SqlValue } from '../storage/codec.js';
-import { ID_TYPE, type Collection } from '../storage/catalog.js';
+import type { CompareOp, Cond, Expr, FieldType } from '../../../shared/fenecql/ast.js';
+import { FenecError, type Position } from '../../../shared/errors.js';
+import { MAX_TERMS } from '../../../shared/fenecql/limits.js';
+import { printExpr } from '../../../shared/fenecql/print.js';
+import { toSql, type NumberKind, type SqlValue } from '../../storage/codec.js';
+import { ID_TYPE, type Collection } from '../../storage/catalog.js';
 import {
   evaluate,
   isNumeric,
@@ -24,7 +24,7 @@ import {
   type ArgSource,
   type BindContext,
   type ExprType,
-} from './values.js';
+} from './expr-types.js';
 
 export interface Fragment {
   readonly sql: string;

@@ -8,15 +8,15 @@
  * with a default is written `CASE WHEN ? THEN <default> ELSE ? END`, the flag set when the row
  * leaves the field out.
  */
-import type { Cond, ParamExpr } from '../../shared/fenecql/ast.js';
-import { FenecError } from '../../shared/errors.js';
-import { printFieldType } from '../../shared/fenecql/print.js';
-import { ID_TYPE, type Collection, type Field } from '../storage/catalog.js';
-import { toSql, type SqlValue } from '../storage/codec.js';
-import { bindValue, Compiler } from './compile.js';
-import type { BulkPlan, PolicyCheck } from './plan.js';
-import { insertSql, pinnedFields, upsertSql } from './plan-write.js';
-import type { ArgSource, BindContext } from './values.js';
+import type { Cond, ParamExpr } from '../../../shared/fenecql/ast.js';
+import { FenecError } from '../../../shared/errors.js';
+import { printFieldType } from '../../../shared/fenecql/print.js';
+import { ID_TYPE, type Collection, type Field } from '../../storage/catalog.js';
+import { toSql, type SqlValue } from '../../storage/codec.js';
+import { bindValue, Compiler } from '../compile/compiler.js';
+import type { BulkPlan, PolicyCheck } from './plan-types.js';
+import { insertSql, pinnedFields, upsertSql } from './write-sql.js';
+import type { ArgSource, BindContext } from '../compile/expr-types.js';
 
 /** How one field's SQL arguments come from a row: `given` its value, or undefined when the row leaves it out. */
 interface FieldBinding {

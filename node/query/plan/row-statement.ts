@@ -3,16 +3,16 @@
  * arguments, checked against the collection's fields. A plan is made once per statement text and
  * schema version, and run many times with different params.
  */
-import type { Cond, DelStmt, Expr, GetStmt, InsertStmt, ObjectExpr, ParamExpr, PutStmt, SetStmt } from '../../shared/fenecql/ast.js';
-import { FenecError } from '../../shared/errors.js';
-import { printCondition, printExpr, printFieldType } from '../../shared/fenecql/print.js';
-import { ID_TYPE, type Catalog, type Collection, type Field } from '../storage/catalog.js';
-import { Compiler, type Fragment } from './compile.js';
-import { fieldOf, planGet, rowFilter } from './plan-read.js';
-import type { Plan, PolicyCheck, SqlStep } from './plan.js';
-import { isScalar, isValue, typeName, type ArgSource } from './values.js';
-import { insertSql, pinnedFields, upsertSql } from './plan-write.js';
-import { planBulk } from './plan-bulk.js';
+import type { Cond, DelStmt, Expr, GetStmt, InsertStmt, ObjectExpr, ParamExpr, PutStmt, SetStmt } from '../../../shared/fenecql/ast.js';
+import { FenecError } from '../../../shared/errors.js';
+import { printCondition, printExpr, printFieldType } from '../../../shared/fenecql/print.js';
+import { ID_TYPE, type Catalog, type Collection, type Field } from '../../storage/catalog.js';
+import { Compiler, type Fragment } from '../compile/compiler.js';
+import { fieldOf, planGet, rowFilter } from './read.js';
+import type { Plan, PolicyCheck, SqlStep } from './plan-types.js';
+import { isScalar, isValue, typeName, type ArgSource } from '../compile/expr-types.js';
+import { insertSql, pinnedFields, upsertSql } from './write-sql.js';
+import { planBulk } from './bulk.js';
 
 export type RowStatement = GetStmt | InsertStmt | PutStmt | SetStmt | DelStmt;
 

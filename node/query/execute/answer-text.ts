@@ -3,9 +3,9 @@
  * maxAnswerBytes). A read's rows are serialized as SQLite yields them and the read stops at the cap,
  * so that a request never holds more than about the cap, however many rows the statement matches.
  */
-import { FenecError } from '../../shared/errors.js';
-import type { Statement } from '../storage/sqlite.js';
-import type { Answer } from '../../shared/answer.js';
+import { FenecError } from '../../../shared/errors.js';
+import type { Statement } from '../../storage/sqlite.js';
+import type { Answer } from '../../../shared/answer.js';
 
 /** The JSON of an answer written as its rows were read: taken as is by answerText. */
 const JSON_TEXT = Symbol('json');

@@ -9,13 +9,13 @@
  * (docs/security.md). What that costs (docs/performance.md): one statement over the token's rows
  * and one per word over the rows holding the word, each joined to the policy's condition.
  */
-import type { Cond } from '../../shared/fenecql/ast.js';
-import { rankFunction, textStatsSql, wordExpressions, type TextStats } from '../search/text-index.js';
-import type { Collection } from '../storage/catalog.js';
-import type { Compiler } from './compile.js';
-import type { StatementCache } from './executor.js';
-import type { ArgSource, BindContext } from './values.js';
-import type { SqlValue } from '../storage/codec.js';
+import type { Cond } from '../../../shared/fenecql/ast.js';
+import { rankFunction, textStatsSql, wordExpressions, type TextStats } from '../../search/text-index.js';
+import type { Collection } from '../../storage/catalog.js';
+import type { Compiler } from '../compile/compiler.js';
+import type { StatementCache } from '../execute/run-plan.js';
+import type { ArgSource, BindContext } from '../compile/expr-types.js';
+import type { SqlValue } from '../../storage/codec.js';
 
 /** Statistics to count at run time: the rows a policy condition lets a token read. */
 export interface ScopedRank {

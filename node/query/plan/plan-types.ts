@@ -2,10 +2,10 @@
  * Plans: what the planner makes of a row statement and the executor runs. SQL text with the sources
  * of its arguments, made once per statement text and schema version, run many times.
  */
-import type { Metric } from '../../shared/fenecql/ast.js';
-import type { SqlValue } from '../storage/codec.js';
+import type { Metric } from '../../../shared/fenecql/ast.js';
+import type { SqlValue } from '../../storage/codec.js';
 import type { ScopedRank } from './text-rank.js';
-import type { ArgSource, BindContext } from './values.js';
+import type { ArgSource, BindContext } from '../compile/expr-types.js';
 
 /** One column of a read's answer: its key and, where the stored form differs from JSON, how to turn it. */
 export interface OutputColumn {
