@@ -7,7 +7,9 @@ import * as fs from 'node:fs';
 import { parsePolicy, type Policy } from '../../shared/auth/policy.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
+import { switchedBy, toolNames } from '../../shared/mcp/tools.js';
 import { parseByteSize, parseDuration, parsePort, serverConfig, SERVER_DEFAULTS, type PublicKeyInput, type ServerConfig } from '../config.js';
+import { mcpText } from '../mcp/serve-mcp.js';
 import { acquireLock, type FileLock } from '../storage/lock.js';
 import { QUOTA_DEFAULTS } from '../tenants/quotas.js';
 import type { TenantNodeOptions } from '../tenants/tenant-node.js';
@@ -87,10 +89,10 @@ async function main(): Promise<void> {
     .option('--jwt-audience <aud>', 'take only JSON Web Tokens whose aud claim is or contains this')
     .option('--policy <file>', 'the policy JSON Web Tokens are held to: lines COLLECTION GRANTS [where COND], '
       + 'e.g. "memories read,write where owner = $jwt.sub" (without it, a JWT reaches no collection)')
-    .option('--mcp', 'serve MCP (the Model Context Protocol) at POST /_mcp: the tools query, search and schema, under the same tokens as /query')
-    .option('--mcp-write', 'add the MCP tool write (insert, put, set, del; never a schema change); implies --mcp')
-    .option('--mcp-memory <collection>', 'add the MCP tools remember, recall and forget over this collection, made at the first memory; implies --mcp')
-    .option('--audit [file]', 'write one JSON line per refused token, schema change and MCP write, remember or forget to this file (appended), or to stderr when no file is named')
+    .option('--mcp', `serve MCP (the Model Context Protocol) at POST /_mcp: the tools ${toolNames(switchedBy('always'))}, under the same tokens as /query`)
+    .option('--mcp-write', `add the MCP tool ${toolNames(switchedBy('write'))} (rows written; never a schema change); implies --mcp`)
+    .option('--mcp-memory <collection>', `add the MCP tools ${toolNames(switchedBy('memory'))} over this collection, made at the first memory; implies --mcp`)
+    .option('--audit [file]', `write one JSON line per refused token, schema change and MCP ${toolNames((tool) => tool.audited, 'or')} to this file (appended), or to stderr when no file is named`)
     .option('--otel-endpoint <url>', OTEL_ENDPOINT_HELP)
     .action((options: Options) => {
       // The secret from the environment only when no key is named on the command line: an empty
@@ -269,15 +271,6 @@ async function serve(config: ServerConfig): Promise<void> {
     },
     'listening',
   );
-}
-
-/** The MCP endpoint and its tools, as the startup line names them. */
-function mcpText(config: ServerConfig): string {
-  const tools = ['query', 'search', 'schema'];
-  const writes = !config.httpReadOnly && !config.readOnly;
-  if (config.mcp!.write && writes) tools.push('write');
-  if (config.mcp!.memory !== undefined) tools.push(...(writes ? ['remember', 'recall', 'forget'] : ['recall']));
-  return `POST /_mcp: ${tools.join(', ')}${config.mcp!.memory === undefined ? '' : ` (memory: ${config.mcp!.memory})`}`;
 }
 
 /** What the startup line says of credentials: never a token or a secret. */

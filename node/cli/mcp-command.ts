@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { FenecError } from '../../shared/errors.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
+import { switchedBy, toolNames } from '../../shared/mcp/tools.js';
 import { FenecDatabase } from '../database.js';
 import { bridgeUrl, McpBridge } from '../mcp/bridge.js';
 import { mcpEndpoint } from '../mcp/serve-mcp.js';
@@ -36,8 +37,8 @@ export function addMcpCommand(program: Command): void {
       + 'over a .fenec file, or as a bridge in front of a server.')
     .option('--file <path>', 'serve this .fenec file (takes F.lock while the session lasts, unless --read-only)')
     .option('--url <url>', 'bridge to a server\'s MCP endpoint, e.g. http://127.0.0.1:8080/_mcp; the token from $FENEC_TOKEN')
-    .option('--memory <collection>', 'with --file: offer remember, recall and forget over this collection')
-    .option('--write', 'with --file: offer write (insert, put, set, del; never a schema change)')
+    .option('--memory <collection>', `with --file: offer ${toolNames(switchedBy('memory'))} over this collection`)
+    .option('--write', `with --file: offer ${toolNames(switchedBy('write'))} (rows written; never a schema change)`)
     .option('--read-only', 'with --file: take no lock, write nothing, read the file as it stood when the session began')
     .action(async (options: McpOptions) => {
       if ((options.file === undefined) === (options.url === undefined)) usageError(NAME, 'mcp takes one of --file <path> or --url <url>');

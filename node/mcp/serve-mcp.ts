@@ -1,13 +1,17 @@
 /**
  * The MCP endpoint as fenec-server and `fenec mcp --file` serve it: the tools over this database,
- * every call counted, spanned, and — for write, remember and forget — audited before its answer.
+ * every call counted, spanned, and — for the tools that say so (those that change rows) — audited
+ * before its answer.
  */
 import { createRequire } from 'node:module';
 import { Audit, subjectOf } from '../../shared/audit.js';
 import { McpEndpoint, type ToolCallEvent } from '../../shared/mcp/endpoint.js';
+import { offers, type Tool } from '../../shared/mcp/tool.js';
 import { ToolRunner, type StatementRunner, type ToolCaller } from '../../shared/mcp/tool-runner.js';
+import { TOOLS } from '../../shared/mcp/tools.js';
 import type { Logger } from '../../shared/logger.js';
 import { CursorKeeper } from '../../shared/paging/cursor.js';
+import type { ServerConfig } from '../config.js';
 import type { ExecuteOptions } from '../database.js';
 
 export type { ToolCaller };
@@ -17,9 +21,6 @@ export const SERVER_INFO = Object.freeze({
   name: 'fenecdb',
   version: (createRequire(import.meta.url)('../../../package.json') as { version: string }).version,
 });
-
-/** The tools that change rows: each call is an audit line. */
-const AUDITED: ReadonlySet<string> = new Set(['write', 'remember', 'forget']);
 
 export interface McpServeOptions {
   /** Offer `write`. */
@@ -36,15 +37,22 @@ export interface McpServeOptions {
   readonly cursorSecret?: Uint8Array;
   /** Counts each call by tool and outcome (the server's fenec_mcp_tool_calls_total). */
   readonly count?: (tool: string, outcome: ToolCallEvent['outcome']) => void;
+  /** The tools it can offer. Default: the list of tools (shared/mcp/tools.ts). */
+  readonly tools?: readonly Tool[];
 }
 
 export function mcpEndpoint(db: StatementRunner<ExecuteOptions>, options: McpServeOptions): McpEndpoint<ExecuteOptions> {
   const audit = options.audit ?? Audit.off;
   // Only the server's token (or the file's own process) makes the memory collection: "who" is the server.
-  const runner = new ToolRunner<ExecuteOptions>(db, { write: options.write, memory: options.memory, readOnly: options.readOnly }, (change) => {
-    if (change.kind === 'CreateCollection') audit.schema('create', change.name, { kind: 'server' });
-    else audit.schema('alter add', change.collection, { kind: 'server' });
-  }, options.cursorSecret === undefined ? undefined : new CursorKeeper(options.cursorSecret));
+  const runner = new ToolRunner<ExecuteOptions>(db, { write: options.write, memory: options.memory, readOnly: options.readOnly }, {
+    tools: options.tools,
+    // The audit reads the tree the tool ran.
+    onSchemaChange: (change) => {
+      if (change.kind === 'CreateCollection') audit.schema('create', change.name, { kind: 'server' });
+      else audit.schema('alter add', change.collection, { kind: 'server' });
+    },
+    cursors: options.cursorSecret === undefined ? undefined : new CursorKeeper(options.cursorSecret),
+  });
   const tenant = options.tenant ?? null;
   const { logger, count } = options;
   return new McpEndpoint(runner, {
@@ -54,11 +62,18 @@ export function mcpEndpoint(db: StatementRunner<ExecuteOptions>, options: McpSer
       if (event.outcome === 'failed' && event.error !== undefined) {
         logger.error({ err: event.error.cause ?? event.error, code: event.error.code, tool: event.tool }, 'MCP tool call failed');
       }
-      if (audit.enabled && AUDITED.has(event.tool)) {
+      if (audit.enabled && event.audited) {
         const jwt = caller.options.jwt;
         audit.mcp(event.tool, tenant, jwt === undefined ? null : subjectOf(jwt), event.outcome === 'ok', event.error?.code);
       }
     },
     onFault: (err) => logger.error({ err }, 'MCP message failed'),
   });
+}
+
+/** The MCP endpoint and the tools a server with this config offers, as its startup line names them. */
+export function mcpText(config: Pick<ServerConfig, 'mcp' | 'httpReadOnly' | 'readOnly'>, tools: readonly Tool[] = TOOLS): string {
+  const setup = { write: config.mcp!.write, memory: config.mcp!.memory, readOnly: config.httpReadOnly || config.readOnly };
+  const offered = tools.filter((tool) => offers(tool, tool.define(setup), setup)).map((tool) => tool.name);
+  return `POST /_mcp: ${offered.join(', ')}${setup.memory === undefined ? '' : ` (memory: ${setup.memory})`}`;
 }

@@ -6,9 +6,7 @@
 import { FenecError } from '../errors.js';
 import { isName } from '../fenecql/lexer.js';
 import { checkJsonValue } from '../fenecql/limits.js';
-import type { ArgSchema, ToolDefinition } from './tools.js';
-
-export type Arguments = Readonly<Record<string, unknown>>;
+import type { ArgSchema, Arguments, ToolDefinition } from './tool.js';
 
 /**
  * @throws FenecError `invalid_argument` naming the argument, what it takes, and for an unknown one

@@ -6,7 +6,9 @@
  */
 import { FenecError } from '../errors.js';
 import type { Answer } from '../answer.js';
-import { BOUNDS } from './tools.js';
+
+/** What a tool's answer may be past: beyond these it is refused whole, with a narrower call to make. */
+export const BOUNDS = Object.freeze({ rows: 100, bytes: 64 * 1024 });
 
 /** A narrower call is sized to this share of the byte bound, leaving room for rows that differ a little. */
 const HEADROOM = 0.9;
@@ -20,6 +22,9 @@ export interface Narrowing {
   /** The tool lets a call choose its fields (search's fields, query's select). */
   readonly choosesFields: boolean;
 }
+
+/** A tool that cannot narrow its call (a schema listing, a write's ids): a refusal names no call. */
+export const NO_NARROWING: Narrowing = Object.freeze({ choosesFields: false, call: () => undefined });
 
 export type Bounded =
   | { readonly ok: true; readonly text: string }

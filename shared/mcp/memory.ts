@@ -7,6 +7,7 @@
  */
 import type { AlterAddStmt, CreateCollectionStmt, FieldDef } from '../fenecql/ast.js';
 import { parseStatement } from '../fenecql/parser.js';
+import { asFenecError } from '../errors.js';
 
 const DEFINITION = parseStatement(
   'create collection if not exists memories (text text required @text, tags [text], owner text @hash, at timestamp @sorted, expires timestamp @ttl(1ms))',
@@ -39,4 +40,10 @@ export function createMemories(collection: string, dims: number | undefined): Cr
 /** `alter collection NAME add vector vector<dims> @hnsw(cosine)`: a memory collection's first vector. */
 export function addMemoryVector(collection: string, dims: number): AlterAddStmt {
   return { kind: 'AlterAdd', collection, field: vectorField(dims) };
+}
+
+/** The error says `field` is unknown (a memory collection without its vector field yet). */
+export function isUnknownField(err: unknown, field: string): boolean {
+  const error = asFenecError(err);
+  return error.code === 'unknown_field' && new RegExp(`\\b${field}\\b`).test(error.message);
 }

@@ -10,7 +10,7 @@ const META = {
 };
 
 /** A database that answers every statement with one row: the protocol is under test here, not the tools. */
-const db: StatementRunner<object> = { executeStatement: () => ({ rows: [{ id: 1 }], count: 1 }), execute: () => ({ rows: [{ id: 1 }], count: 1 }) };
+const db: StatementRunner<object> = { executeStatement: () => ({ rows: [{ id: 1 }], count: 1 }) };
 
 function endpoint(options = { write: false, memory: undefined as string | undefined, readOnly: false }, events: ToolCallEvent[] = []) {
   return new McpEndpoint(new ToolRunner(db, options), { serverInfo: { name: 'fenecdb', version: '0.1.0' }, onToolCall: (e) => events.push(e) });

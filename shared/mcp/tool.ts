@@ -1,0 +1,173 @@
+/**
+ * What one MCP tool is: its definition as `tools/list` shows it, what turns it on, its line in the
+ * instructions, whether its calls are audited, and how it runs. Each tool is one file in tools/,
+ * listed once in tools.ts; the runner, the endpoint, the audit, the metrics and the CLI text read
+ * everything they say of a tool from here.
+ */
+import type { GetStmt, Statement } from '../fenecql/ast.js';
+import type { FenecError } from '../errors.js';
+import type { Answer } from '../answer.js';
+import type { Narrowing } from './bounds.js';
+
+export type { Answer, Narrowing };
+
+/** A call's arguments, as checked against its tool's input schema (arguments.ts). */
+export type Arguments = Readonly<Record<string, unknown>>;
+
+/** The subset of JSON Schema the tools' arguments use, and that arguments.ts checks. */
+export interface ArgSchema {
+  readonly type: 'string' | 'integer' | 'number' | 'boolean' | 'array' | 'object' | readonly ('array' | 'object')[];
+  readonly description?: string;
+  readonly items?: ArgSchema;
+  readonly minimum?: number;
+  readonly minItems?: number;
+  readonly maxItems?: number;
+  readonly pattern?: string;
+  readonly const?: unknown;
+  readonly enum?: readonly string[];
+}
+
+export interface InputSchema {
+  readonly type: 'object';
+  readonly properties: Readonly<Record<string, ArgSchema>>;
+  readonly required?: readonly string[];
+  readonly additionalProperties: false;
+}
+
+/**
+ * A tool as `tools/list` shows it. The input schema is also what arguments are checked against
+ * (arguments.ts), so what a model is told and what it is held to cannot drift apart.
+ */
+export interface ToolDefinition<N extends string = string> {
+  readonly name: N;
+  readonly title: string;
+  readonly description: string;
+  readonly inputSchema: InputSchema;
+  readonly outputSchema: { readonly type: 'object'; readonly properties?: Readonly<Record<string, unknown>> };
+  readonly annotations: {
+    readonly title: string;
+    /** False: the tool writes, and a read-only server (--http-read-only, a read-only file) never offers it. */
+    readonly readOnlyHint: boolean;
+    readonly destructiveHint: boolean;
+    readonly idempotentHint: boolean;
+    readonly openWorldHint: false;
+  };
+}
+
+/** The server's MCP options: which tools it offers. */
+export interface ToolSetOptions {
+  /** --mcp-write: offer the tools switched on by `write`. */
+  readonly write: boolean;
+  /** --mcp-memory NAME: offer the tools switched on by `memory`, over this collection. */
+  readonly memory: string | undefined;
+  /** --http-read-only or a read-only file: no tool that writes is offered, whatever else is asked. */
+  readonly readOnly: boolean;
+}
+
+/** What turns a tool on: every server offers it, or one of the server's MCP options does. */
+export type ToolSwitch = 'always' | 'write' | 'memory';
+
+/** Each switch: whether a server's options turn it on, and the option a server is started with for it. */
+export const SWITCHES: Readonly<Record<ToolSwitch, { readonly on: (options: ToolSetOptions) => boolean; readonly flag: string }>> = Object.freeze({
+  always: { on: () => true, flag: '--mcp' },
+  write: { on: (options: ToolSetOptions) => options.write, flag: '--mcp-write' },
+  memory: { on: (options: ToolSetOptions) => options.memory !== undefined, flag: '--mcp-memory NAME' },
+});
+
+/** Who calls: the options their statements run under (token claims, policy, read-only), passed through as is. */
+export interface ToolCaller<O> {
+  readonly options: O;
+  /** A JSON Web Token held to a policy, not the server's token: it cannot make the memory collection. */
+  readonly scoped: boolean;
+  /**
+   * The tools this caller may list and call (its token's `tools` claim and the policy's `tools` line),
+   * or undefined for every tool the server offers. Any other is unknown to it.
+   */
+  readonly tools?: ReadonlySet<string>;
+  /** Who the caller is, for the cursors it is given: a cursor is refused to any other (cursor.ts). */
+  readonly subject?: string;
+}
+
+export type ToolOutcome =
+  | { readonly ok: true; readonly answer: Answer; readonly text: string }
+  | { readonly ok: false; readonly error: FenecError; readonly details?: Readonly<Record<string, unknown>> };
+
+/**
+ * A read as a call of its shape runs it: the tree asked for (what a refusal's narrower call and
+ * count start from), the tree read (`query` works out the fields answered), and the tree run when
+ * the read does not page (at most one row past the bound). Made by ToolContext.prepare.
+ */
+export interface PreparedRead {
+  readonly requested: GetStmt;
+  readonly read: GetStmt;
+  readonly run: GetStmt;
+}
+
+/** A tree and the schema change a memory tool may make first (for the audit). */
+export type SchemaChangeStmt = Extract<Statement, { kind: 'CreateCollection' | 'AlterAdd' }>;
+
+/**
+ * What a tool's `run` is handed for one call: the caller's statements, reads held to the bounds,
+ * and the reads kept by the shape of their call. Every statement runs as a tree, under the caller's
+ * options, through the database's statement API.
+ */
+export interface ToolContext {
+  /** The server's options the tool was offered under (its memory collection). */
+  readonly setup: ToolSetOptions;
+  /** The caller holds a JSON Web Token held to a policy: it may change no schema. */
+  readonly scoped: boolean;
+  /** Runs a statement tree under the caller's options. */
+  execute(statement: Statement, params: readonly unknown[]): Answer;
+  /** A statement the server's token ran itself to make room for the call (the memory collection): the audit records it. */
+  schemaChanged(change: SchemaChangeStmt): void;
+  /** The read kept for a call of this shape, if one is. */
+  kept(key: string): PreparedRead | undefined;
+  /** The read `requested` as it runs answering `read`; kept for calls of the same shape when `key` is given. */
+  prepare(requested: GetStmt, read: GetStmt, key: string | undefined): PreparedRead;
+  /**
+   * Runs a read held to the bounds: one row past them at most, paged with `cursor` (next_cursor when
+   * more rows follow), refused whole past them with a narrower call worked out by `narrowing`.
+   */
+  read(read: PreparedRead, params: readonly unknown[], cursor: unknown, narrowing: Narrowing): ToolOutcome;
+  /** An answer held to the bounds (a schema listing, a write's ids). */
+  bounded(answer: Answer, narrowing?: Narrowing): ToolOutcome;
+  /** A collection's fields and their types, as `schema` lists them for the caller (none for one it does not reach). */
+  fields(collection: string): readonly { readonly name: string; readonly type: string }[];
+}
+
+/**
+ * One MCP tool. `define` makes its tools/list entry for a server's options (the memory tools name
+ * their collection); the rest is the same on every server.
+ */
+export interface Tool<N extends string = string> {
+  readonly name: N;
+  define(options: ToolSetOptions): ToolDefinition<N>;
+  /** What turns it on. A tool whose definition is not readOnlyHint is never offered by a read-only server. */
+  readonly switch: ToolSwitch;
+  /** Its sentence in what a model is told first (`initialize`, `server/discover`), when it is offered. */
+  readonly instructions: string;
+  /** Each call is an audit line (`--audit`): the tools that change rows. */
+  readonly audited: boolean;
+  /**
+   * It answers rows someone wrote: its text is marked as data (untrusted.ts), and the instructions
+   * tell of pages and the bounds.
+   */
+  readonly answersRows: boolean;
+  /**
+   * Runs a call, its arguments checked against the definition's input schema already.
+   *
+   * @throws FenecError anything the call is refused for: the model's to correct.
+   */
+  run(args: Arguments, context: ToolContext): ToolOutcome;
+}
+
+/** A tool a server offers, with its definition there. */
+export interface OfferedTool {
+  readonly tool: Tool;
+  readonly definition: ToolDefinition;
+}
+
+/** Whether a server with these options offers the tool. */
+export function offers(tool: Tool, definition: ToolDefinition, options: ToolSetOptions): boolean {
+  return SWITCHES[tool.switch].on(options) && !(options.readOnly && !definition.annotations.readOnlyHint);
+}

@@ -1,0 +1,90 @@
+/**
+ * `query`: one FenecQL read (get … or schema), its text parsed once for calls of the same
+ * statement, and run as the tree it parsed to. Vector fields are left out unless asked for.
+ */
+import type { GetStmt, SchemaStmt } from '../../fenecql/ast.js';
+import { parseStatement } from '../../fenecql/parser.js';
+import { printStatement } from '../../fenecql/print.js';
+import { FenecError } from '../../errors.js';
+import { NO_NARROWING } from '../bounds.js';
+import type { Arguments, Tool, ToolContext, ToolDefinition, ToolOutcome } from '../tool.js';
+import { CURSOR, PAGES_NOTE, PARAMS, READ, ROWS_OUTPUT, TEXT_LIMIT_NOTE } from '../tool-schemas.js';
+
+const DEFINITION: ToolDefinition<'query'> = {
+  name: 'query',
+  title: 'Run a FenecQL read',
+  description:
+    'Runs one FenecQL read statement (get … or schema) and answers its JSON: {"rows": [...], "count": n}, {"count": n} for get … count. ' +
+    'Example: {"statement": "get notes select title, year where year >= $1 order year desc limit 20", "params": [2024]}. ' +
+    `Vector fields are left out of rows unless include_vectors is true. The limit is the page size: ${PAGES_NOTE} ${TEXT_LIMIT_NOTE}`,
+  inputSchema: {
+    type: 'object',
+    properties: {
+      statement: { type: 'string', description: 'One FenecQL read: get COLLECTION [select …] [match …] [near …] [where …] [order …] [limit N], or schema [COLLECTION].' },
+      params: PARAMS,
+      include_vectors: { type: 'boolean', description: 'Keep vector fields in the rows (an embedding is kilobytes of numbers). Default false.' },
+      cursor: CURSOR,
+    },
+    required: ['statement'],
+    additionalProperties: false,
+  },
+  outputSchema: { type: 'object', properties: { ...ROWS_OUTPUT.properties, collections: { type: 'array' } } },
+  annotations: { title: 'Run a FenecQL read', ...READ },
+};
+
+/**
+ * The statement as a read. A write is refused: writes go through `write`, which never changes a
+ * schema.
+ *
+ * @throws FenecError the parse error, or `forbidden` for a statement that is not a read.
+ */
+function readOf(text: string): GetStmt | SchemaStmt {
+  const statement = parseStatement(text);
+  if (statement.kind !== 'Get' && statement.kind !== 'Schema') {
+    throw new FenecError('forbidden', `query runs reads (get, schema); this statement is a${statement.kind === 'Insert' ? 'n' : ''} ${statement.kind.toLowerCase()}`, {
+      hint: 'rows are written with the write tool, where the server offers it (--mcp-write); schemas and compact are never changed over MCP',
+    });
+  }
+  return statement;
+}
+
+/** The fields a read answers: vector fields left out unless `include_vectors`, or the select names them alone. */
+function answered(statement: GetStmt, includeVectors: boolean, context: ToolContext): { select: GetStmt['select']; keep: boolean } {
+  const { select } = statement;
+  if (includeVectors) return { select: select ?? '*', keep: true };
+  if (select === '*' || select === null) return { select: null, keep: true };
+  // Which fields hold vectors is the schema's to say, and it may change: such a read is not kept.
+  const vectors = context.fields(statement.collection).filter((f) => f.type.startsWith('vector<')).map((f) => f.name);
+  return { select: select.some((f) => vectors.includes(f)) ? select.filter((f) => !vectors.includes(f)) : select, keep: false };
+}
+
+function run(args: Arguments, context: ToolContext): ToolOutcome {
+  const params = args.params == null ? [] : (args.params as unknown[]);
+  const includeVectors = args.include_vectors === true;
+  const key = `${includeVectors ? 'query+v' : 'query'}\u0000${args.statement as string}`;
+  let prepared = context.kept(key);
+  if (prepared === undefined) {
+    const statement = readOf(args.statement as string);
+    if (statement.kind === 'Schema') return context.bounded(context.execute(statement, params), NO_NARROWING);
+    const { select, keep } = answered(statement, includeVectors, context);
+    prepared = context.prepare(statement, { ...statement, select }, keep ? key : undefined);
+  }
+  const { requested } = prepared;
+  return context.read(prepared, params, args.cursor, {
+    choosesFields: true,
+    call: (limit, fields) => ({
+      name: 'query',
+      arguments: { ...args, statement: printStatement({ ...requested, select: fields ?? requested.select, limit: { kind: 'Literal', type: 'int', value: limit } }) },
+    }),
+  });
+}
+
+export const query: Tool<'query'> = {
+  name: 'query',
+  define: () => DEFINITION,
+  switch: 'always',
+  instructions: 'query runs a FenecQL read (get …).',
+  audited: false,
+  answersRows: true,
+  run,
+};

@@ -1,0 +1,111 @@
+/**
+ * `remember`: a memory inserted into the --mcp-memory collection. The collection is made at the
+ * first memory, and given a vector field at the first that brings one — by the server's token only;
+ * a scoped token is told the statement to have run.
+ */
+import type { ObjectEntry, Statement } from '../../fenecql/ast.js';
+import { Params } from '../../fenecql/bind.js';
+import { DURATION_UNITS } from '../../fenecql/lexer.js';
+import { printStatement } from '../../fenecql/print.js';
+import { asFenecError, FenecError } from '../../errors.js';
+import { NO_NARROWING } from '../bounds.js';
+import { addMemoryVector, createMemories, isUnknownField, VECTOR_FIELD } from '../memory.js';
+import type { Answer, Arguments, SchemaChangeStmt, Tool, ToolContext, ToolDefinition, ToolSetOptions } from '../tool.js';
+import { VECTOR, WRITTEN_OUTPUT } from '../tool-schemas.js';
+
+function define(options: ToolSetOptions): ToolDefinition<'remember'> {
+  return {
+    name: 'remember',
+    title: 'Remember a sentence',
+    description:
+      `Keeps a memory (a sentence worth recalling in a later conversation) in ${options.memory}. ` +
+      'tags group memories, expires_in lets one go after a while (30m, 12h, 7d; kept for good without it), ' +
+      'vector is its embedding if you have a model (all memories with vectors must share one model and length). ' +
+      'Example: {"text": "the deploy runs on fridays", "tags": ["ops"]}. Answers its id.',
+    inputSchema: {
+      type: 'object',
+      properties: {
+        text: { type: 'string', description: 'The memory, one self-contained sentence.' },
+        tags: { type: 'array', items: { type: 'string' }, description: 'Words to group and recall it by.' },
+        expires_in: { type: 'string', pattern: '^[0-9]+(ms|s|m|h|d|w)$', description: 'How long it is kept: 30m, 12h, 7d. Default: for good.' },
+        vector: { ...VECTOR, description: 'Its embedding, from the same model as the other memories.' },
+      },
+      required: ['text'],
+      additionalProperties: false,
+    },
+    outputSchema: WRITTEN_OUTPUT,
+    annotations: { title: 'Remember a sentence', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  };
+}
+
+/** Milliseconds of an `expires_in` such as 30m, 12h or 7d (checked against the tool's pattern before). */
+function durationMs(text: string): number {
+  const [, amount, unit] = /^(\d+)([a-z]+)$/.exec(text)!;
+  const ms = Number(amount) * DURATION_UNITS.find(([name]) => name === unit)![1];
+  if (!Number.isSafeInteger(ms)) throw new FenecError('invalid_argument', `remember: expires_in ${text} is too long`);
+  return ms;
+}
+
+/** `insert into C {text: $1, tags: $2, at: now(), expires: now() + $3 | null[, vector: $4]}` */
+function rememberStatement(collection: string, args: Arguments): { statement: Statement; params: readonly unknown[] } {
+  const params = new Params(undefined);
+  const entries: ObjectEntry[] = [
+    { key: 'text', value: params.add(args.text) },
+    { key: 'tags', value: params.add(args.tags ?? []) },
+    { key: 'at', value: { kind: 'Call', fn: 'now', args: [] } },
+    {
+      key: 'expires',
+      value: args.expires_in == null
+        ? { kind: 'Literal', type: 'null', value: null }
+        : { kind: 'Binary', op: '+', left: { kind: 'Call', fn: 'now', args: [] }, right: params.add(durationMs(args.expires_in as string)) },
+    },
+  ];
+  if (args.vector != null) entries.push({ key: VECTOR_FIELD, value: params.add(args.vector) });
+  return { statement: { kind: 'Insert', collection, rows: [{ kind: 'Object', entries }], many: false }, params: params.values };
+}
+
+/** Inserts the memory, making the collection or its vector field first when the insert finds either missing. */
+function keep(args: Arguments, context: ToolContext): Answer {
+  const memory = context.setup.memory!;
+  const insert = rememberStatement(memory, args);
+  const dims = args.vector == null ? undefined : (args.vector as unknown[]).length;
+  try {
+    return context.execute(insert.statement, insert.params);
+  } catch (err) {
+    const error = asFenecError(err);
+    let change: SchemaChangeStmt;
+    if (error.code === 'unknown_collection') change = createMemories(memory, dims);
+    else if (dims !== undefined && isUnknownField(error, VECTOR_FIELD) && !context.fields(memory).some((f) => f.name === VECTOR_FIELD)) change = addMemoryVector(memory, dims);
+    else throw err;
+    if (context.scoped) throw schemaNeeded(memory, change);
+    try {
+      const made = context.execute(change, []);
+      if (made.created !== false) context.schemaChanged(change);
+    } catch (raced) {
+      // Another call made the same change meanwhile.
+      if (asFenecError(raced).code !== 'field_exists') throw raced;
+    }
+    return context.execute(insert.statement, insert.params);
+  }
+}
+
+/** The refusal of a scoped token's first memory: the statement the server's token must run, as text for the operator. */
+function schemaNeeded(collection: string, change: SchemaChangeStmt): FenecError {
+  const statement = printStatement(change);
+  const what = change.kind === 'CreateCollection' ? `the memory collection ${collection} is not one this token reaches` : `${collection} has no vector field yet`;
+  return new FenecError('forbidden', `${what}; a JSON Web Token may not change a schema, so the server's token must run, once: ${statement}`, {
+    hint: change.kind === 'CreateCollection'
+      ? `have the operator run it (fenec query --url … ${JSON.stringify(statement)} with the server token); if the collection exists already, the token's policy must name it, e.g. ${collection}  read,write  where owner = $jwt.sub`
+      : `have the operator run it, or remember without a vector`,
+  });
+}
+
+export const remember: Tool<'remember'> = {
+  name: 'remember',
+  define,
+  switch: 'memory',
+  instructions: 'remember keeps a sentence for later conversations.',
+  audited: true,
+  answersRows: false,
+  run: (args, context) => context.bounded(keep(args, context), NO_NARROWING),
+};
