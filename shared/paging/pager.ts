@@ -17,10 +17,10 @@
 import type { Cond, Expr, GetStmt, OrderItem, Statement } from '../fenecql/ast.js';
 import { Params } from '../fenecql/bind.js';
 import { printStatement } from '../fenecql/print.js';
+import type { Answer } from '../answer.js';
 import { FenecError } from '../errors.js';
 import type { Binding, CursorKeeper, Position } from './cursor.js';
 
-export type Answer = { readonly [key: string]: unknown };
 type Row = Record<string, unknown>;
 
 /** What the pager needs of a database: a statement tree run under the caller's options. */
