@@ -7,9 +7,16 @@ import * as os from 'node:os';
 import type { AuditTarget } from '../shared/audit.js';
 import { JwtVerifier } from '../shared/auth/jwt.js';
 import type { Policy } from '../shared/auth/policy.js';
-import { FenecError } from '../shared/errors.js';
+import { invalidOption } from '../shared/cli/options.js';
 import { isName } from '../shared/fenecql/lexer.js';
 import type { TracingConfig } from '../shared/tracing.js';
+
+/** A tenant node's config: `where` is its data directory. */
+export type TenantNodeConfig = ServerConfig & { readonly where: Extract<ServerWhere, { kind: 'dataDir' }> };
+
+export function isTenantNode(config: ServerConfig): config is TenantNodeConfig {
+  return config.where.kind === 'dataDir';
+}
 
 /** The MCP endpoint's options (`--mcp`, `--mcp-write`, `--mcp-memory NAME`). */
 export interface McpConfig {
@@ -19,9 +26,14 @@ export interface McpConfig {
   readonly memory: string | undefined;
 }
 
+/** What a server serves: one `.fenec` file (`--file`), or a tenant node's directory of them (`--data-dir`). */
+export type ServerWhere =
+  | { readonly kind: 'file'; readonly file: string }
+  | { readonly kind: 'dataDir'; readonly dataDir: string };
+
 export interface ServerConfig {
-  /** The `.fenec` file served. Required (until tenant nodes bring `--data-dir`). */
-  readonly file: string;
+  /** What is served. Required: a file, or a tenant node's data directory. */
+  readonly where: ServerWhere;
   /** Address to listen on. Default `127.0.0.1`: nothing off this machine reaches it unless asked. */
   readonly host: string;
   /** Port to listen on. Default `8080`; `0` takes a free port (the startup log line names it). */
@@ -97,8 +109,8 @@ export interface JwtInput {
   readonly jwtAudience?: string;
 }
 
-/** What a caller gives: `file`, and any option it does not leave to its default. */
-export type ServerConfigInput = Pick<ServerConfig, 'file'> & Partial<Omit<ServerConfig, 'file' | 'jwt'>> & JwtInput;
+/** What a caller gives: `file` or `dataDir`, and any option it does not leave to its default. */
+export type ServerConfigInput = ({ readonly file: string } | { readonly dataDir: string }) & Partial<Omit<ServerConfig, 'where' | 'jwt'>> & JwtInput;
 
 export const SERVER_DEFAULTS = Object.freeze({
   workers: os.availableParallelism(),
@@ -119,7 +131,7 @@ export const SERVER_DEFAULTS = Object.freeze({
  */
 export function serverConfig(input: ServerConfigInput): ServerConfig {
   const config: ServerConfig = {
-    file: input.file,
+    where: Object.freeze('file' in input ? { kind: 'file', file: input.file } : { kind: 'dataDir', dataDir: input.dataDir }),
     host: input.host ?? SERVER_DEFAULTS.host,
     port: input.port ?? SERVER_DEFAULTS.port,
     httpToken: input.httpToken,
@@ -147,7 +159,15 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
   if (!Number.isSafeInteger(config.maxAnswerBytes) || config.maxAnswerBytes < 1) {
     throw invalidOption('--max-answer', `takes a positive number of bytes, not ${config.maxAnswerBytes}`);
   }
-  if (config.file === '') throw invalidOption('--file', 'must name a file');
+  if (config.where.kind === 'file' && config.where.file === '') throw invalidOption('--file', 'must name a file');
+  if (config.where.kind === 'dataDir') {
+    if (config.where.dataDir === '') throw invalidOption('--data-dir', 'must name a directory');
+    // A read-only tenant node would have to refuse creating, restoring and moving tenants too: the
+    // operator's way to a node that changes no data is --http-read-only, which refuses every write.
+    if (config.readOnly) {
+      throw invalidOption('--read-only', 'opens one file (--file) read-only; a tenant node (--data-dir) takes --http-read-only to refuse every write on every tenant');
+    }
+  }
   if (config.host === '') throw invalidOption('--host', 'must name an address, e.g. 127.0.0.1 or 0.0.0.0');
   if (!Number.isInteger(config.port) || config.port < 0 || config.port > 65535) {
     throw invalidOption('--port', `takes 0…65535, not ${config.port}`);
@@ -189,39 +209,6 @@ function jwtVerifier(input: JwtInput): JwtVerifier | undefined {
   });
 }
 
-/** Reads a port number as typed on a command line. */
-export function parsePort(text: string): number {
-  if (!/^\d{1,5}$/.test(text) || Number(text) > 65535) {
-    throw invalidOption('--port', `takes 0…65535 (0: any free port), not "${text}"`);
-  }
-  return Number(text);
-}
-
-const UNITS: Readonly<Record<string, number>> = {
-  '': 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1024 ** 2, mb: 1024 ** 2, mib: 1024 ** 2,
-};
-
-/** Reads a size such as `1mb`, `512kb` or `65536` (bytes); kb and mb are binary (1024, 1024²). */
-export function parseByteSize(text: string): number {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
-  const factor = match === null ? undefined : UNITS[match[2]!.toLowerCase()];
-  const bytes = match === null || factor === undefined ? NaN : Math.floor(Number(match[1]) * factor);
-  if (!Number.isSafeInteger(bytes) || bytes < 1) {
-    throw invalidOption('--max-body', `takes a size such as 512kb, 1mb or 65536 (bytes), not "${text}"`);
-  }
-  return bytes;
-}
-
-const DURATION_UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** Reads a duration such as `500ms`, `10s`, `1m` or `0`, in milliseconds. */
-export function parseDuration(option: string, text: string): number {
-  const match = /^(\d+)(ms|s|m|h)?$/.exec(text.trim());
-  const ms = match === null ? NaN : Number(match[1]) * (match[2] === undefined ? (Number(match[1]) === 0 ? 1 : NaN) : DURATION_UNITS[match[2]]!);
-  if (!Number.isSafeInteger(ms)) throw invalidOption(option, `takes a duration such as 500ms, 10s or 1m (0: never), not "${text}"`);
-  return ms;
-}
-
 /** An origin is scheme://host[:port] with nothing after it, as browsers send it in `Origin`. */
 function checkOrigin(text: string): void {
   let origin: string | undefined;
@@ -234,8 +221,4 @@ function checkOrigin(text: string): void {
     const hint = origin === undefined || origin === 'null' ? '' : ` (did you mean ${origin}?)`;
     throw invalidOption('--http-cors', `takes an origin such as https://app.example.com, not "${text}"${hint}`);
   }
-}
-
-function invalidOption(option: string, what: string): FenecError {
-  return new FenecError('invalid_option', `${option} ${what}`);
 }

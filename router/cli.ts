@@ -8,11 +8,10 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import { availableParallelism } from 'node:os';
 import { AggregatorRegistry } from 'prom-client';
-import type { AddressInfo } from 'node:net';
-import { FenecError } from '../shared/errors.js';
 import { createLogger, type Logger } from '../shared/logger.js';
-import { parseDuration, parsePort } from '../node/config.js';
-import { auditTarget, createProgram, onExit, openAudit, OTEL_ENDPOINT_HELP, parseCommandLine, tracingConfig } from '../node/cli/command-line.js';
+import { auditTarget, createProgram, onExit, openAudit, OTEL_ENDPOINT_HELP, parseCommandLine, tracingConfig } from '../shared/cli/command-line.js';
+import { parseCount, parseDurationOption, parsePort, readOptionFile } from '../shared/cli/options.js';
+import { closeServer, listen } from '../shared/http/listen.js';
 import { startTracing } from '../shared/tracing.js';
 import { parseNodes, parsePlacement } from './placement.js';
 import { ROUTER_DEFAULTS, routerOptions, type RouterOptions } from './router-config.js';
@@ -65,8 +64,7 @@ async function main(): Promise<void> {
     .action((flags: Flags) => {
       const nodes = parseNodes(flags.nodes);
       const jwtSecret = flags.jwtSecret ?? (flags.jwtPublicKey === undefined ? process.env.FENEC_JWT_SECRET || undefined : undefined);
-      const workers = Number(flags.workers);
-      if (!Number.isSafeInteger(workers) || workers < 1 || workers > 256) throw new FenecError('invalid_option', `--workers takes a whole number from 1 to 256, not ${flags.workers}`);
+      const workers = parseCount('--workers', flags.workers, 1, 256);
       placementFile = flags.placement;
       options = routerOptions({
         nodes,
@@ -79,8 +77,8 @@ async function main(): Promise<void> {
         ...(flags.jwtPublicKey === undefined ? {} : { jwtPublicKey: { pem: readOptionFile('--jwt-public-key', flags.jwtPublicKey), source: flags.jwtPublicKey } }),
         ...(flags.jwtIssuer === undefined ? {} : { jwtIssuer: flags.jwtIssuer }),
         ...(flags.jwtAudience === undefined ? {} : { jwtAudience: flags.jwtAudience }),
-        nodeTimeoutMs: parseDuration('--node-timeout', flags.nodeTimeout),
-        maxSocketsPerNode: Number(flags.maxSockets),
+        nodeTimeoutMs: parseDurationOption('--node-timeout', flags.nodeTimeout),
+        maxSocketsPerNode: parseCount('--max-sockets', flags.maxSockets, 1),
         audit: auditTarget(flags.audit),
         otel: tracingConfig(flags.otelEndpoint, process.env),
       });
@@ -185,14 +183,6 @@ function watchPlacement(file: string, options: RouterOptions, app: RouterApp, lo
   }, PLACEMENT_POLL_MS).unref();
 }
 
-function readOptionFile(option: string, file: string): string {
-  try {
-    return fs.readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new FenecError('invalid_option', `${option} cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
-}
-
 async function serve(options: RouterOptions, placementFile: string | undefined): Promise<void> {
   const logger = createLogger(NAME);
   // Imported here: a --workers primary never loads express and the proxy it does not run.
@@ -203,9 +193,11 @@ async function serve(options: RouterOptions, placementFile: string | undefined):
   const app = createRouterApp(options, logger, audit);
   if (cluster.isWorker) app.metrics.textOf = clusterMetricsText(app.metrics.registry);
   if (placementFile !== undefined) watchPlacement(placementFile, options, app, logger);
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, app.handler);
-  server.on('error', (err) => {
-    logger.error({ err: (err as NodeJS.ErrnoException).code ?? err.message }, 'cannot listen');
+  const server = http.createServer(app.handler);
+  // A request under way at a stop may wait for its node's first byte, then gets a second more.
+  const stop = () => closeServer(server, options.nodeTimeoutMs + 1_000);
+  const running = await listen(server, options, logger, stop).catch((err: unknown) => {
+    logger.error({ err: (err as Error).message }, 'cannot listen');
     process.exit(1);
   });
   onExit(() => {
@@ -214,22 +206,17 @@ async function serve(options: RouterOptions, placementFile: string | undefined):
   }, (signal) => {
     logger.info({ signal }, 'stopping');
     // The last requests' spans are exported before the process ends.
-    server.close(() => void tracing.shutdown().then(() => process.exit(0)));
-    server.closeIdleConnections();
+    void running.close().then(() => tracing.shutdown()).then(() => process.exit(0));
   });
-  server.listen(options.port, options.host, () => {
-    const { port } = server.address() as AddressInfo;
-    const host = options.host.includes(':') ? `[${options.host}]` : options.host;
-    logger.info({
-      url: `http://${host}:${port}`,
-      port,
-      nodes: options.nodes.map((node) => `${node.name}=${node.url.origin}`),
-      pins: options.pins.size,
-      auth: [options.httpToken === undefined ? undefined : 'token', options.jwt === undefined ? undefined : `JWT ${options.jwt.algorithm}`].filter(Boolean).join(' + '),
-      audit: options.audit === undefined ? undefined : options.audit.kind === 'file' ? options.audit.path : 'stderr',
-      traces: options.otel?.endpoint,
-    }, 'listening');
-  });
+  logger.info({
+    url: running.url,
+    port: running.port,
+    nodes: options.nodes.map((node) => `${node.name}=${node.url.origin}`),
+    pins: options.pins.size,
+    auth: [options.httpToken === undefined ? undefined : 'token', options.jwt === undefined ? undefined : `JWT ${options.jwt.algorithm}`].filter(Boolean).join(' + '),
+    audit: options.audit === undefined ? undefined : options.audit.kind === 'file' ? options.audit.path : 'stderr',
+    traces: options.otel?.endpoint,
+  }, 'listening');
 }
 
 await main();

@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { FenecError } from '../shared/errors.js';
-import { isTenantName } from './tenant-name.js';
+import { isTenantName } from '../shared/tenant-name.js';
 
 export interface NodeTarget {
   /** The node's name, as `--nodes` gives it: stable across address changes (hashing uses it). */

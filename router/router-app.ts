@@ -17,13 +17,14 @@ import { serveConsole } from '../shared/console.js';
 import { Audit } from '../shared/audit.js';
 import { endRequestSpan, requestAttributes } from '../shared/tracing.js';
 import { FenecError } from '../shared/errors.js';
+import { FrontDoor, type Caller } from '../shared/http/front-door.js';
+import { writeError, writeJson } from '../shared/http/reply.js';
 import type { Logger } from '../shared/logger.js';
 import { Placement, type NodeTarget } from './placement.js';
 import type { RouterOptions } from './router-config.js';
 import { NO_NODE, RouterMetrics } from './router-metrics.js';
-import { isTenantName } from './tenant-name.js';
+import { invalidTenant, isTenantName } from '../shared/tenant-name.js';
 import { moveTenant, watchMoves } from './tenant-move.js';
-import { TokenCheck, type Door, type RouterCaller } from './token-check.js';
 
 /** What a tenant's path may name after `/t/<tenant>/`: the node's routes, nothing else. */
 const TENANT_ROUTES: ReadonlySet<string> = new Set(['query', '_mcp', '_revocations']);
@@ -45,11 +46,11 @@ export interface RouterApp {
 }
 
 /** Audit lines name a tenant's route by its pattern, never the tenant. */
-const ROUTE_PATTERNS: Readonly<Record<string, string>> = { query: '/t/<tenant>/query', _mcp: '/t/<tenant>/_mcp' };
+const ROUTE_PATTERNS: Readonly<Record<string, string>> = { query: '/t/<tenant>/query', _mcp: '/t/<tenant>/_mcp', _revocations: '/t/<tenant>/_revocations' };
 
 export function createRouterApp(options: RouterOptions, logger?: Logger, audit: Audit = Audit.off): RouterApp {
   const placement = new Placement(options.nodes, options.pins);
-  const tokens = new TokenCheck(options.httpToken, options.jwt, audit);
+  const door = new FrontDoor(options, audit);
   const metrics = new RouterMetrics();
   const tracer = trace.getTracer('fenec-router');
   const agentOptions = { keepAlive: true, maxSockets: options.maxSocketsPerNode, maxFreeSockets: options.maxSocketsPerNode };
@@ -104,6 +105,7 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
     if (req.method !== 'PUT' && req.method !== 'DELETE') {
       return refuse(res, new FenecError('method_not_allowed', `/t/${tenant} takes PUT (create, with quotas) and DELETE`));
     }
+    // The server's token only: it is not the JWT's own tenant that it would create or delete.
     const caller = serverOnly(req, `${req.method} /t/<tenant>`);
     if (caller instanceof FenecError) return refuse(res, caller);
     forward(req, res, tenant, `/t/${tenant}`);
@@ -141,15 +143,14 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
     }, (err) => refuse(res, err instanceof FenecError ? err : new FenecError('unavailable', String(err))));
   }
 
-  /** The hot route, `/t/<tenant>/query|_mcp`: checked, then forwarded. */
+  /**
+   * The hot route, `/t/<tenant>/query|_mcp`, and `/t/<tenant>/_revocations` (the server's token only):
+   * checked, then forwarded. Nodes see the router's requests under their own Host, so the router is
+   * the one place where a page's Origin can be judged; it is not passed on.
+   */
   function tenantRoute(req: http.IncomingMessage, res: http.ServerResponse, tenant: string, route: string): void {
-    const origin = originRefusal(req);
-    if (origin !== undefined) return refuse(res, origin);
-    const door: Door = { ip: req.socket.remoteAddress, route: ROUTE_PATTERNS[route]! };
-    const caller = tokens.caller(req.headers.authorization, door);
+    const caller = door.tenantCaller(req, tenant, ROUTE_PATTERNS[route]!, route === '_revocations' ? 'server' : 'any');
     if (caller instanceof FenecError) return refuse(res, caller);
-    const wrong = tokens.tenantRefusal(caller, tenant, door);
-    if (wrong !== undefined) return refuse(res, wrong);
     forward(req, res, tenant, `/t/${tenant}/${route}`);
   }
 
@@ -187,18 +188,14 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
         res.destroy();
         return;
       }
-      const error = new FenecError('unavailable', `node ${node.name} (which holds tenant ${tenant}) does not answer: ${err.code ?? err.message}`, {
+      writeError(res, new FenecError('unavailable', `node ${node.name} (which holds tenant ${tenant}) does not answer: ${err.code ?? err.message}`, {
         hint: 'retry shortly; the node is restarting or unreachable',
-      });
-      writeJson(res, error.status, error.toJSON(), { 'retry-after': '1' });
+      }), { 'retry-after': '1' });
     });
   }
 
-  function serverOnly(req: Request, route: string): RouterCaller | FenecError {
-    const door: Door = { ip: req.socket.remoteAddress, route };
-    const caller = tokens.caller(req.headers.authorization, door);
-    if (caller instanceof FenecError) return caller;
-    return tokens.serverOnlyRefusal(caller, door) ?? caller;
+  function serverOnly(req: Request, route: string): Caller | FenecError {
+    return door.caller(req, route, 'server');
   }
 
   /** A node's tenants, each named with the node. */
@@ -228,11 +225,14 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
 
   function send(res: http.ServerResponse, node: string, status: number, body: unknown): void {
     metrics.answered(node, status);
-    writeJson(res, status, body);
+    writeJson(res, status, JSON.stringify(body));
   }
 
-  function refuse(res: http.ServerResponse, error: FenecError): void {
-    send(res, NO_NODE, error.status, error.toJSON());
+  /** A refusal of the router's own, as a node writes it (shared/http/reply.ts); a fault is logged. */
+  function refuse(res: http.ServerResponse, err: unknown): void {
+    const error = writeError(res, err);
+    if (error.status >= 500) logger?.error({ err: error.cause ?? error, code: error.code }, 'request failed');
+    metrics.answered(NO_NODE, error.status);
   }
 
   const stopWatching = options.httpToken === undefined ? () => undefined : watchMoves(placement, nodeClient, `Bearer ${options.httpToken}`, logger);
@@ -259,28 +259,6 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
 /** `/t/<tenant>/query` or `/t/<tenant>/_mcp`, with or without a query string. */
 const HOT_ROUTE = /^\/t\/([a-z0-9][a-z0-9-]{0,62})\/(query|_mcp)(?:\?|$)/;
 
-function writeJson(res: http.ServerResponse, status: number, body: unknown, headers: http.OutgoingHttpHeaders = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
-  res.end(text);
-}
-
-/**
- * A browser's Origin must be the router's own: nodes see the router's requests under their own
- * Host, so the router is the one place where a page's origin can be judged.
- */
-function originRefusal(req: http.IncomingMessage): FenecError | undefined {
-  const origin = req.headers.origin;
-  if (origin === undefined) return undefined;
-  const host = (req.headers.host ?? '').toLowerCase();
-  const lower = origin.toLowerCase();
-  if (host !== '' && (lower === `http://${host}` || lower === `https://${host}`)) return undefined;
-  return new FenecError('forbidden_origin', `Origin ${JSON.stringify(origin.slice(0, 200))} is not the router's own`);
-}
-
-function invalidTenant(tenant: string): FenecError {
-  return new FenecError('invalid_tenant', `${JSON.stringify(tenant.slice(0, 80))} is not a tenant name: a-z, 0-9 and -, 1 to 63 characters, not starting with -`);
-}
 
 function seconds(start: bigint): number {
   return Number(process.hrtime.bigint() - start) / 1e9;

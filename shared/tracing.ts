@@ -96,7 +96,7 @@ export interface SpanRoute {
   readonly tenant: string | undefined;
 }
 
-/** `/t/<tenant>` and `/t/<tenant>/<route>`; a tenant name as router/tenant-name.ts has it. */
+/** `/t/<tenant>` and `/t/<tenant>/<route>`; a tenant name as shared/tenant-name.ts has it. */
 const TENANT_PATH = /^\/t\/([a-z0-9][a-z0-9-]{0,62})(?:\/([^/]*))?$/;
 /** A tenant's routes, the router's and the node's: any other name is `other` (a caller's text is never a span's name). */
 const TENANT_ROUTES: ReadonlySet<string> = new Set(['query', '_mcp', '_revocations', '_backup', '_policy', '_pause', '_resume', '_moved', '_move']);

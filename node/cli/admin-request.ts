@@ -3,7 +3,7 @@
  * from $FENEC_TOKEN.
  */
 import { FenecError } from '../../shared/errors.js';
-import { usageError } from './command-line.js';
+import { usageError } from '../../shared/cli/command-line.js';
 
 const NAME = 'fenec';
 

@@ -3,12 +3,12 @@
  * fenec-server: one `.fenec` file over HTTP. Options are read here, once, into a frozen
  * ServerConfig; nothing below reads process.env or process.argv.
  */
-import * as fs from 'node:fs';
 import { parsePolicy, type Policy } from '../../shared/auth/policy.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
+import { parseByteSize, parseCount, parseDurationOption, parsePort, readOptionFile } from '../../shared/cli/options.js';
 import { switchedBy, toolNames } from '../../shared/mcp/tools.js';
-import { parseByteSize, parseDuration, parsePort, serverConfig, SERVER_DEFAULTS, type PublicKeyInput, type ServerConfig } from '../config.js';
+import { isTenantNode, serverConfig, SERVER_DEFAULTS, type PublicKeyInput, type ServerConfig, type TenantNodeConfig } from '../config.js';
 import { mcpText } from '../mcp/serve-mcp.js';
 import { acquireLock, type FileLock } from '../storage/lock.js';
 import { QUOTA_DEFAULTS } from '../tenants/quotas.js';
@@ -16,7 +16,7 @@ import type { TenantNodeOptions } from '../tenants/tenant-node.js';
 import { ONE_FILE, type TenantLimits } from '../workers/protocol.js';
 import { replyError, WorkerPool, workerSetup } from '../workers/worker-pool.js';
 import { startTracing, type Tracing } from '../../shared/tracing.js';
-import { auditTarget, createProgram, onExit, openAudit, OTEL_ENDPOINT_HELP, parseCommandLine, tracingConfig } from './command-line.js';
+import { auditTarget, createProgram, onExit, openAudit, OTEL_ENDPOINT_HELP, parseCommandLine, tracingConfig } from '../../shared/cli/command-line.js';
 
 const NAME = 'fenec-server';
 
@@ -102,26 +102,25 @@ async function main(): Promise<void> {
       if ((options.file === undefined) === (options.dataDir === undefined)) {
         throw new FenecError('invalid_option', '--file F (one file) or --data-dir D (a tenant node) is required, not both');
       }
-      const statementTimeoutMs = parseDuration('--statement-timeout', options.statementTimeout);
-      const maxAnswerBytes = parseSize('--max-answer', options.maxAnswer);
+      const statementTimeoutMs = parseDurationOption('--statement-timeout', options.statementTimeout);
+      const maxAnswerBytes = parseByteSize(options.maxAnswer, '--max-answer');
       if (options.dataDir !== undefined) {
         tenants = Object.freeze({
-          dataDir: options.dataDir,
-          maxOpenTenants: count('--max-open-tenants', options.maxOpenTenants, 1),
+          maxOpenTenants: parseCount('--max-open-tenants', options.maxOpenTenants, 1),
           quotas: Object.freeze({
-            rate: count('--tenant-rate', options.tenantRate, 0),
-            burst: count('--tenant-burst', options.tenantBurst, 1),
-            maxBytes: parseSize('--tenant-max-bytes', options.tenantMaxBytes),
-            maxCollections: count('--tenant-max-collections', options.tenantMaxCollections, 0),
-            maxRows: count('--tenant-max-rows', options.tenantMaxRows, 0),
-            costMs: count('--tenant-cost', options.tenantCost, 0),
+            rate: parseCount('--tenant-rate', options.tenantRate, 0),
+            burst: parseCount('--tenant-burst', options.tenantBurst, 1),
+            maxBytes: parseByteSize(options.tenantMaxBytes, '--tenant-max-bytes'),
+            maxCollections: parseCount('--tenant-max-collections', options.tenantMaxCollections, 0),
+            maxRows: parseCount('--tenant-max-rows', options.tenantMaxRows, 0),
+            costMs: parseCount('--tenant-cost', options.tenantCost, 0),
             statementTimeoutMs,
             maxAnswerBytes,
           }),
         });
       }
       config = serverConfig({
-        file: options.file ?? options.dataDir!,
+        ...(options.dataDir === undefined ? { file: options.file! } : { dataDir: options.dataDir }),
         host: options.host,
         port: parsePort(options.port),
         // An empty FENEC_TOKEN is how shells and compose files say "unset"; an empty flag is an error.
@@ -130,7 +129,7 @@ async function main(): Promise<void> {
         readOnly: options.readOnly === true,
         maxBodyBytes: parseByteSize(options.maxBody),
         httpCors: options.httpCors,
-        sweepIntervalMs: parseDuration('--sweep-interval', options.sweepInterval),
+        sweepIntervalMs: parseDurationOption('--sweep-interval', options.sweepInterval),
         jwtSecret,
         jwtPublicKey: options.jwtPublicKey === undefined ? undefined : readPublicKey(options.jwtPublicKey),
         jwtIssuer: options.jwtIssuer,
@@ -141,35 +140,21 @@ async function main(): Promise<void> {
           ? { write: options.mcpWrite === true, memory: options.mcpMemory }
           : undefined,
         otel: tracingConfig(options.otelEndpoint, process.env),
-        workers: count('--workers', options.workers, 1),
+        workers: parseCount('--workers', options.workers, 1),
         statementTimeoutMs,
         maxAnswerBytes,
       });
     });
   await parseCommandLine(program, process.argv);
-  if (config !== undefined && tenants !== undefined) await serveTenants(config, tenants);
-  else if (config !== undefined) await serve(config);
+  if (config === undefined) return;
+  if (isTenantNode(config)) await serveTenants(config, tenants!);
+  else if (config.where.kind === 'file') await serve(config, config.where.file);
 }
 
 const DEFAULT_MAX_OPEN_TENANTS = 256;
 
-function count(option: string, text: string, min: number): number {
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text)) || Number(text) < min) {
-    throw new FenecError('invalid_option', `${option} takes a whole number ≥ ${min}, not "${text}"`);
-  }
-  return Number(text);
-}
-
-function parseSize(option: string, text: string): number {
-  try {
-    return parseByteSize(text);
-  } catch {
-    throw new FenecError('invalid_option', `${option} takes a size such as 512kb, 100mb or 65536 (bytes), not "${text}"`);
-  }
-}
-
 /** A tenant node: tenants' files under --data-dir, opened as requests come, closed on the way out. */
-async function serveTenants(config: ServerConfig, tenants: TenantNodeOptions): Promise<void> {
+async function serveTenants(config: TenantNodeConfig, tenants: TenantNodeOptions): Promise<void> {
   const logger = createLogger(NAME);
   const audit = openAudit(NAME, config.audit, logger);
   const tracing = await startTracing(config.otel, NAME, logger);
@@ -182,7 +167,7 @@ async function serveTenants(config: ServerConfig, tenants: TenantNodeOptions): P
   logger.info({
     url: server.url,
     port: server.port,
-    dataDir: tenants.dataDir,
+    dataDir: config.where.dataDir,
     tenants: server.registry.list().length,
     maxOpenTenants: tenants.maxOpenTenants,
     quotas: tenants.quotas,
@@ -207,22 +192,14 @@ function readPolicy(file: string): Policy {
   return parsePolicy(readOptionFile('--policy', file), file);
 }
 
-function readOptionFile(option: string, file: string): string {
-  try {
-    return fs.readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new FenecError('invalid_option', `${option} cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
-}
-
-async function serve(config: ServerConfig): Promise<void> {
+async function serve(config: ServerConfig, file: string): Promise<void> {
   const logger = createLogger(NAME);
   const audit = openAudit(NAME, config.audit, logger);
   const tracing = await startTracing(config.otel, NAME, logger);
   // The serving thread holds the file's lock for the worker that opens it, whichever worker that is.
   let lock: FileLock | undefined;
   try {
-    lock = config.readOnly ? undefined : acquireLock(config.file, NAME);
+    lock = config.readOnly ? undefined : acquireLock(file, NAME);
   } catch (err) {
     refuseStart(err);
   }
@@ -232,7 +209,7 @@ async function serve(config: ServerConfig): Promise<void> {
 
   const limits: TenantLimits = { maxBytes: 0, maxCollections: 0, maxRows: 0, maxAnswerBytes: config.maxAnswerBytes, statementTimeoutMs: config.statementTimeoutMs };
   // One file is one tenant: its worker is the only one ever started.
-  const pool = new WorkerPool({ workers: 1, logger, setup: workerSetup(config, { file: config.file }) });
+  const pool = new WorkerPool({ workers: 1, logger, setup: workerSetup(config) });
   // The worker loads the storage side while this thread loads the HTTP side: a start takes the longer of the two.
   const opening = pool.open(ONE_FILE, limits);
   const { startServer } = await import('../http/server.js');
@@ -258,7 +235,7 @@ async function serve(config: ServerConfig): Promise<void> {
     {
       url: server.url,
       port: server.port,
-      file: config.file,
+      file,
       readOnly: config.readOnly,
       httpReadOnly: config.httpReadOnly,
       auth: authText(config),

@@ -4,7 +4,7 @@
  * prints the answer's JSON on stdout; a refusal is the error's JSON on stderr, and exit status 1.
  */
 import { FenecDatabase } from '../database.js';
-import { createProgram, localError, onExit, parseCommandLine, usageError } from './command-line.js';
+import { createProgram, localError, onExit, parseCommandLine, usageError } from '../../shared/cli/command-line.js';
 import { addMcpCommand } from './mcp-command.js';
 import { addTenantCommand } from './tenant-command.js';
 import { addTokenCommand } from './token-command.js';

@@ -13,7 +13,7 @@ import type { Command } from 'commander';
 import { FenecError } from '../../shared/errors.js';
 import { isName } from '../../shared/fenecql/lexer.js';
 import { FenecDatabase } from '../database.js';
-import { localError, onExit, usageError } from './command-line.js';
+import { localError, onExit, usageError } from '../../shared/cli/command-line.js';
 import { duration, figure, Progress } from './progress.js';
 import { readRows, type SourceRow } from './row-source.js';
 import { postQuery, queryUrl, tokenOf, type Outcome } from './server-client.js';

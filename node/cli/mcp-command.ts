@@ -11,7 +11,7 @@ import { FenecDatabase } from '../database.js';
 import { bridgeUrl, McpBridge } from '../mcp/bridge.js';
 import { mcpEndpoint } from '../mcp/serve-mcp.js';
 import { serveLines } from '../mcp/stdio.js';
-import { onExit, usageError } from './command-line.js';
+import { onExit, usageError } from '../../shared/cli/command-line.js';
 
 const NAME = 'fenec';
 const PROGRAM = 'fenec mcp';

@@ -3,7 +3,7 @@
  * as JSON (a refusal's too), or `unavailable` when no fenecdb server answers.
  */
 import { FenecError } from '../../shared/errors.js';
-import { usageError } from './command-line.js';
+import { usageError } from '../../shared/cli/command-line.js';
 
 const NAME = 'fenec';
 

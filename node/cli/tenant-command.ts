@@ -7,9 +7,9 @@ import * as fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Command } from 'commander';
-import { isTenantName } from '../../router/tenant-name.js';
+import { isTenantName } from '../../shared/tenant-name.js';
 import { adminRequest, adminSend, refused } from './admin-request.js';
-import { usageError } from './command-line.js';
+import { usageError } from '../../shared/cli/command-line.js';
 
 const NAME = 'fenec';
 

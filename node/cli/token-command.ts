@@ -6,9 +6,9 @@
  */
 import type { Command } from 'commander';
 import { mintToken, parseClaims, parseTtl } from '../../shared/auth/token.js';
-import { isTenantName } from '../../router/tenant-name.js';
+import { isTenantName } from '../../shared/tenant-name.js';
 import { adminRequest } from './admin-request.js';
-import { usageError } from './command-line.js';
+import { usageError } from '../../shared/cli/command-line.js';
 
 const NAME = 'fenec';
 

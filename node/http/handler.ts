@@ -1,5 +1,5 @@
 /**
- * The request handler of fenec-server, on the serving thread: routes, the guard, the body of
+ * The request handler of fenec-server, on the serving thread: routes, the front door, the body of
  * `/query` and `/_mcp`, and every answer. A request's work — its statement, its MCP message — is
  * handed to the worker thread that owns the file (`Dispatch`), and comes back as the answer's bytes.
  *
@@ -10,12 +10,13 @@
 import { IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { context, propagation } from '@opentelemetry/api';
-import { asFenecError, FenecError } from '../../shared/errors.js';
+import { FenecError } from '../../shared/errors.js';
 import { isConsolePath, serveConsole } from '../../shared/console.js';
+import type { Caller, FrontDoor } from '../../shared/http/front-door.js';
+import { errorBody, jsonHeaders } from '../../shared/http/reply.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ServerConfig } from '../config.js';
 import type { WorkerReply, WorkRequest, WorkRoute } from '../workers/protocol.js';
-import { SERVER_CALLER, type Caller, type RequestGuard } from './guard.js';
 import type { HttpMetrics, RouteLabel } from './metrics.js';
 
 /** Runs a request's work where its file lives (a worker thread) and answers with the bytes to write. */
@@ -27,8 +28,11 @@ export class FenecRequest extends IncomingMessage {
   started = 0;
   /** The request comes from the --http-cors origin: its answers carry CORS headers. */
   cors = false;
-  /** Who it is from, once the guard let it through. */
-  caller: Caller = SERVER_CALLER;
+  /**
+   * Who it is from, once the front door let it through: set by a tenant node, which asks the front
+   * door for the tenant's route before its quotas, so that it is asked once per request.
+   */
+  caller: Caller | undefined;
   /** The tenant it is for, on a tenant node ('' on a one-file server). */
   tenant = '';
   handler: HttpHandler | undefined;
@@ -38,7 +42,6 @@ export class FenecRequest extends IncomingMessage {
   rest: Buffer[] | undefined;
 }
 
-const JSON_TYPE = 'application/json';
 const HEALTH_BODY = '{"status":"ok"}';
 const ROUTES_TEXT = 'POST /query, GET|POST /_revocations, GET /_health and GET /_metrics';
 const ROUTES_TEXT_MCP = 'POST /query, POST /_mcp, GET|POST /_revocations, GET /_health and GET /_metrics';
@@ -46,7 +49,7 @@ const EMPTY = Buffer.alloc(0);
 
 export class HttpHandler {
   readonly #dispatch: Dispatch | undefined;
-  readonly #guard: RequestGuard;
+  readonly #door: FrontDoor;
   readonly #metrics: HttpMetrics;
   readonly #logger: Logger;
   readonly #maxBody: number;
@@ -61,13 +64,13 @@ export class HttpHandler {
   constructor(
     config: Pick<ServerConfig, 'maxBodyBytes' | 'httpCors'>,
     dispatch: Dispatch | undefined,
-    guard: RequestGuard,
+    door: FrontDoor,
     metrics: HttpMetrics,
     logger: Logger,
     mcp = false,
   ) {
     this.#dispatch = dispatch;
-    this.#guard = guard;
+    this.#door = door;
     this.#metrics = metrics;
     this.#logger = logger;
     this.#maxBody = config.maxBodyBytes;
@@ -84,7 +87,8 @@ export class HttpHandler {
   /** The `request` listener of the node:http server (requests are FenecRequest, see startServer). */
   readonly handle = (request: IncomingMessage, res: ServerResponse): void => {
     const req = request as FenecRequest;
-    req.started = performance.now();
+    // A tenant node's request started when the node took it.
+    if (req.started === 0) req.started = performance.now();
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const path = query === -1 ? url : url.slice(0, query);
@@ -109,7 +113,7 @@ export class HttpHandler {
       case '/_health':
         req.route = '/_health';
         // For load balancers: no token, Host or Origin asked, and nothing told but that it runs.
-        if (method === 'GET' || method === 'HEAD') return this.#send(req, res, 200, HEALTH_BODY);
+        if (method === 'GET' || method === 'HEAD') return this.send(req, res, 200, HEALTH_BODY);
         return this.#otherMethod(req, res, 'GET, HEAD');
       case '/_metrics':
         req.route = '/_metrics';
@@ -117,17 +121,17 @@ export class HttpHandler {
         return this.#otherMethod(req, res, 'GET, HEAD');
     }
     if (isConsolePath(path)) return serveConsole(req, res, path, 'file');
-    return this.#fail(req, res, new FenecError('not_found', `no route ${JSON.stringify(path.slice(0, 200))}; this server answers ${this.#routes}`));
+    return this.fail(req, res, new FenecError('not_found', `no route ${JSON.stringify(path.slice(0, 200))}; this server answers ${this.#routes}`));
   };
 
-  /** A route whose work runs in the worker: the guard (the server's token only for /_revocations), then the body. */
+  /** A route whose work runs in the worker: the front door (the server's token only for /_revocations), then the body. */
   #query(req: FenecRequest, res: ServerResponse): void {
-    req.cors = this.#cors !== undefined && this.#guard.isCorsOrigin(req);
-    const caller = this.#guard.caller(req, req.route, req.route !== '/_revocations');
-    if (caller instanceof FenecError) return this.#fail(req, res, caller);
+    req.cors = this.#cors !== undefined && this.#door.isCorsOrigin(req);
+    const caller = req.caller ?? this.#door.caller(req, req.route, req.route === '/_revocations' ? 'server' : 'any');
+    if (caller instanceof FenecError) return this.fail(req, res, caller);
     req.caller = caller;
     if (this.#stopping) {
-      return this.#fail(req, res, new FenecError('unavailable', 'the server is stopping', { hint: 'retry on another node, or once it is back' }), { connection: 'close' });
+      return this.fail(req, res, new FenecError('unavailable', 'the server is stopping', { hint: 'retry on another node, or once it is back' }), { connection: 'close' });
     }
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > this.#maxBody) return this.#tooLarge(req, res);
@@ -163,18 +167,18 @@ export class HttpHandler {
   /** Hands the work over and writes back its answer; a notification (MCP) is a bare 202. */
   #work(req: FenecRequest, res: ServerResponse, body: Buffer): void {
     const route: WorkRoute = req.route === '/_revocations' ? `${req.method as 'GET' | 'POST'} /_revocations` : req.route as '/query' | '/_mcp';
-    const request: WorkRequest = { route, body, caller: req.caller, remote: req.socket.remoteAddress, headers: route === '/_mcp' ? req.headers : undefined, trace: traceOf() };
+    const request: WorkRequest = { route, body, caller: req.caller!, remote: req.socket.remoteAddress, headers: route === '/_mcp' ? req.headers : undefined, trace: traceOf() };
     let work: Promise<WorkerReply>;
     try {
       work = this.#dispatch!(req, request);
     } catch (err) {
-      return this.#fail(req, res, err);
+      return this.fail(req, res, err);
     }
     work.then((reply) => {
       if (reply.tools !== undefined) for (const [tool, outcome] of reply.tools) this.#metrics.toolCall(tool, outcome);
       if (reply.body === undefined) this.#write(req, res, reply.status, {}, undefined);
-      else this.#send(req, res, reply.status, reply.body, replyHeaders(reply.status, this.#stopping));
-    }, (err: unknown) => this.#fail(req, res, err));
+      else this.send(req, res, reply.status, reply.body, this.#stopping ? { connection: 'close' } : undefined);
+    }, (err: unknown) => this.fail(req, res, err));
   }
 
   #tooLarge(req: FenecRequest, res: ServerResponse): void {
@@ -182,16 +186,16 @@ export class HttpHandler {
       hint: 'send a smaller statement or fewer params, or start the server with a larger --max-body',
     });
     // The rest of the body is not read: the connection is closed once the answer is out.
-    this.#send(req, res, error.status, JSON.stringify(error.toJSON()), { connection: 'close' });
+    this.send(req, res, error.status, JSON.stringify(error.toJSON()), { connection: 'close' });
   }
 
   #metricsText(req: FenecRequest, res: ServerResponse): void {
     // The server's figures are the operator's: a JWT, whatever its policy, is not taken here.
-    const caller = this.#guard.caller(req, '/_metrics', false);
-    if (caller instanceof FenecError) return this.#fail(req, res, caller);
+    const caller = this.#door.caller(req, '/_metrics', 'server');
+    if (caller instanceof FenecError) return this.fail(req, res, caller);
     this.#metrics.text().then(
-      (text) => this.#send(req, res, 200, text, { 'content-type': this.#metrics.contentType }),
-      (err: unknown) => this.#fail(req, res, err),
+      (text) => this.send(req, res, 200, text, { 'content-type': this.#metrics.contentType }),
+      (err: unknown) => this.fail(req, res, err),
     );
   }
 
@@ -199,11 +203,11 @@ export class HttpHandler {
   #otherMethod(req: FenecRequest, res: ServerResponse, allowed: string): void {
     const allow = `${allowed}, OPTIONS`;
     if (req.method !== 'OPTIONS') {
-      return this.#fail(req, res, new FenecError('method_not_allowed', `${req.route} takes ${allowed}, not ${req.method}`), { allow });
+      return this.fail(req, res, new FenecError('method_not_allowed', `${req.route} takes ${allowed}, not ${req.method}`), { allow });
     }
-    req.cors = this.#cors !== undefined && this.#guard.isCorsOrigin(req);
-    const refusal = this.#guard.preflightRefusal(req);
-    if (refusal !== undefined) return this.#fail(req, res, refusal);
+    req.cors = this.#cors !== undefined && this.#door.isCorsOrigin(req);
+    const refusal = this.#door.preflightRefusal(req);
+    if (refusal !== undefined) return this.fail(req, res, refusal);
     const headers: OutgoingHttpHeaders = { allow };
     if (req.cors) {
       headers['access-control-allow-methods'] = allow;
@@ -216,20 +220,18 @@ export class HttpHandler {
     this.#write(req, res, 204, headers, undefined);
   }
 
-  #fail(req: FenecRequest, res: ServerResponse, err: unknown, headers?: OutgoingHttpHeaders): void {
-    const error = asFenecError(err);
+  /** Answers with an error (shared/http/reply.ts's answer, with CORS headers where due), counted; a fault is logged. */
+  fail(req: FenecRequest, res: ServerResponse, err: unknown, headers?: OutgoingHttpHeaders): void {
+    const { error, body } = errorBody(err);
     if (error.status >= 500) {
       this.#logger.error({ err: error.cause ?? error, code: error.code, route: req.route }, 'request failed');
     }
-    const extra: OutgoingHttpHeaders | undefined = error.status === 401 ? { 'www-authenticate': 'Bearer', ...headers } : headers;
-    this.#send(req, res, error.status, JSON.stringify(error.toJSON()), extra);
+    this.send(req, res, error.status, body, headers);
   }
 
-  #send(req: FenecRequest, res: ServerResponse, status: number, body: string | Uint8Array, extra?: OutgoingHttpHeaders): void {
-    const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
-    const headers: OutgoingHttpHeaders = { 'content-type': JSON_TYPE, 'content-length': length };
-    if (extra !== undefined) Object.assign(headers, extra);
-    this.#write(req, res, status, headers, body);
+  /** Answers with JSON (or `extra`'s content type), counted. */
+  send(req: FenecRequest, res: ServerResponse, status: number, body: string | Uint8Array, extra?: OutgoingHttpHeaders): void {
+    this.#write(req, res, status, jsonHeaders(status, body, extra), body);
   }
 
   #write(req: FenecRequest, res: ServerResponse, status: number, headers: OutgoingHttpHeaders, body: string | Uint8Array | undefined): void {
@@ -241,15 +243,6 @@ export class HttpHandler {
     res.end(body);
     this.#metrics.observe(req.route, status, (performance.now() - req.started) / 1000);
   }
-}
-
-/** The headers of a worker's answer: a revoked token's 401 names the scheme, a stopping server closes the connection. */
-function replyHeaders(status: number, stopping: boolean): OutgoingHttpHeaders | undefined {
-  if (status !== 401 && !stopping) return undefined;
-  const headers: OutgoingHttpHeaders = {};
-  if (status === 401) headers['www-authenticate'] = 'Bearer';
-  if (stopping) headers.connection = 'close';
-  return headers;
 }
 
 /** The request's span as W3C headers, for the worker's spans to be its children; undefined when not traced. */

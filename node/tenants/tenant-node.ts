@@ -4,31 +4,31 @@
  * and the admin routes `PUT`/`DELETE /t/<tenant>` and `GET /_tenants`. Each tenant's file belongs
  * to one worker thread (WorkerPool), which runs its statements.
  *
- * Order per request: the guard (Origin, then the token), the tenant claim, the tenant's existence,
+ * Order per request: the front door (Origin, the token, its tenant claim: asked once), the tenant's existence,
  * its rate, its worker time; only then is its file opened and the request handed on. A refusal reads
  * no body, but for an MCP message past the rate or the worker time: a tools/call is answered as the
  * tool's isError result, which a model reads as it reads any other refusal (the body is read for its
  * id, within --max-body).
  */
 import * as fs from 'node:fs';
-import * as http from 'node:http';
+import type * as http from 'node:http';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Counter, Gauge } from 'prom-client';
+import { Gauge } from 'prom-client';
 import { Audit } from '../../shared/audit.js';
 import { EMPTY_POLICY, grantedTools, parsePolicy, type Policy } from '../../shared/auth/policy.js';
-import { asFenecError, FenecError } from '../../shared/errors.js';
+import { FenecError } from '../../shared/errors.js';
 import { isConsolePath, serveConsole } from '../../shared/console.js';
+import { FrontDoor, type Caller } from '../../shared/http/front-door.js';
+import { closeServer, listen, type RunningServer } from '../../shared/http/listen.js';
 import type { Logger } from '../../shared/logger.js';
-import { tracedListener } from '../../shared/tracing.js';
-import { isTenantName } from '../../router/tenant-name.js';
-import type { ServerConfig } from '../config.js';
+import { invalidTenant, isTenantName } from '../../shared/tenant-name.js';
+import type { TenantNodeConfig } from '../config.js';
 import type { McpEndpoint, McpReply } from '../../shared/mcp/endpoint.js';
 import type { ExecuteOptions } from '../database.js';
-import { RequestGuard, type Caller } from '../http/guard.js';
 import { FenecRequest, HttpHandler } from '../http/handler.js';
 import { HttpMetrics } from '../http/metrics.js';
-import { closeServer, listen, type RunningServer } from '../http/server.js';
+import { CLOSE_GRACE_MS, createServer } from '../http/server.js';
 import { mcpEndpoint } from '../mcp/serve-mcp.js';
 import { acquireLock, type FileLock } from '../storage/lock.js';
 import type { TenantLimits } from '../workers/protocol.js';
@@ -38,8 +38,6 @@ import { TenantRegistry, type Tenant } from './tenant-registry.js';
 import { QUOTAS_HEADER, TenantTransfers } from './tenant-transfer.js';
 
 export interface TenantNodeOptions {
-  /** Where tenants' files are (`--data-dir`). */
-  readonly dataDir: string;
   /** How many tenants' files are open at once (`--max-open-tenants`); the least recently used is closed past it. */
   readonly maxOpenTenants: number;
   /** The quotas of a tenant created without its own (`--tenant-rate`, `--tenant-burst`, `--tenant-max-bytes`, …). */
@@ -51,9 +49,6 @@ interface OpenedTenant {
 }
 
 const MAX_ADMIN_BODY = 64 * 1024;
-const KEEP_ALIVE_TIMEOUT_MS = 65_000;
-/** How long close() lets open requests finish past their time limit before it cuts their connections. */
-const CLOSE_GRACE_MS = 1_000;
 /** How long a pause (a move, a restore over a live tenant) waits for the tenant's requests under way. */
 const PAUSE_TIMEOUT_MS = 10_000;
 /** The tenant's routes that move its file (the server's token only). */
@@ -94,18 +89,15 @@ function limitsOf(quotas: Quotas): TenantLimits {
   return { maxBytes: quotas.maxBytes, maxCollections: quotas.maxCollections, maxRows: quotas.maxRows, maxAnswerBytes: quotas.maxAnswerBytes, statementTimeoutMs: quotas.statementTimeoutMs };
 }
 
-export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, logger: Logger, audit: Audit = Audit.off): Promise<RunningServer & { registry: TenantRegistry<OpenedTenant> }> {
+export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOptions, logger: Logger, audit: Audit = Audit.off): Promise<RunningServer & { registry: TenantRegistry<OpenedTenant> }> {
   const metrics = new HttpMetrics();
-  const refusals = new Counter({
-    name: 'fenec_tenant_quota_refusals_total',
-    help: 'Requests and MCP tool calls refused for a tenant quota, by quota (rate, cost: worker time, bytes, collections, rows). No tenant is a label.',
-    labelNames: ['quota'],
-    registers: [metrics.registry],
-  });
+  const refusals = metrics.counter('fenec_tenant_quota_refusals_total',
+    'Requests and MCP tool calls refused for a tenant quota, by quota (rate, cost: worker time, bytes, collections, rows). No tenant is a label.', ['quota']);
   const refused = (quota: QuotaKind): void => refusals.inc({ quota });
-  const guard = new RequestGuard(config, audit);
-  const root = new HttpHandler(config, undefined, guard, metrics, logger);
-  const pool = new WorkerPool({ workers: config.workers, logger, setup: workerSetup(config, { dataDir: node.dataDir }) });
+  const dataDir = config.where.dataDir;
+  const door = new FrontDoor(config, audit);
+  const root = new HttpHandler(config, undefined, door, metrics, logger);
+  const pool = new WorkerPool({ workers: config.workers, logger, setup: workerSetup(config) });
   const mcpOptions = (tenant: string) => ({
     write: config.mcp?.write ?? false,
     memory: config.mcp?.memory,
@@ -128,7 +120,7 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
   };
   /** The tenant's own policy (`D/<tenant>.policy`), else the node's. @throws FenecError for a policy that does not parse. */
   const policyOf = (tenant: string): Policy | undefined => {
-    const policyFile = path.join(node.dataDir, `${tenant}.policy`);
+    const policyFile = path.join(dataDir, `${tenant}.policy`);
     return fs.existsSync(policyFile) ? parsePolicy(fs.readFileSync(policyFile, 'utf8'), policyFile) : config.policy;
   };
 
@@ -140,13 +132,13 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
       if (reply.quotas !== undefined) for (const quota of reply.quotas) refused(quota);
       return reply;
     });
-  }, guard, metrics, logger, config.mcp !== undefined);
+  }, door, metrics, logger, config.mcp !== undefined);
 
   // The serving thread holds each open file's lock for the worker that opens it: a worker replaced
   // after a time limit opens the file again under the same lock. A file reopened before its worker
   // closed it (new quotas) keeps its lock: it is released when its last opening is closed.
   const locks = new Map<string, { lock: FileLock; opened: number }>();
-  const registry: TenantRegistry<OpenedTenant> = new TenantRegistry<OpenedTenant>(node.dataDir, node.quotas, node.maxOpenTenants, (tenant: Tenant, file: string): OpenedTenant => {
+  const registry: TenantRegistry<OpenedTenant> = new TenantRegistry<OpenedTenant>(dataDir, node.quotas, node.maxOpenTenants, (tenant: Tenant, file: string): OpenedTenant => {
     let held = locks.get(tenant.name);
     if (held === undefined) locks.set(tenant.name, held = { lock: acquireLock(file, 'fenec-server'), opened: 0 });
     held.opened += 1;
@@ -160,7 +152,7 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
       }),
     };
   });
-  const transfers = new TenantTransfers(node.dataDir, registry, async (tenant) => {
+  const transfers = new TenantTransfers(dataDir, registry, async (tenant) => {
     // Its worker makes the file, with the catalogue, as at a tenant's first request.
     const opened = registry.acquire(tenant);
     try {
@@ -185,31 +177,22 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
 
   const handle = (request: http.IncomingMessage, res: http.ServerResponse): void => {
     const req = request as FenecRequest;
-    const started = performance.now();
+    req.started = performance.now();
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q === -1 ? url : url.slice(0, q);
-    const send = (status: number, body: unknown, headers: http.OutgoingHttpHeaders = {}): void => {
-      const text = JSON.stringify(body);
-      res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
-      res.end(text);
-      metrics.observe('other', status, (performance.now() - started) / 1000);
-    };
-    const fail = (err: unknown, headers?: http.OutgoingHttpHeaders): void => {
-      const error = asFenecError(err);
-      if (error.status >= 500) logger.error({ err: error.cause ?? error, code: error.code }, 'request failed');
-      send(error.status, error.toJSON(), error.status === 401 ? { 'www-authenticate': 'Bearer', ...headers } : headers);
-    };
+    const send = (status: number, body: unknown): void => tenants.send(req, res, status, JSON.stringify(body));
+    const fail = (err: unknown, headers?: http.OutgoingHttpHeaders): void => tenants.fail(req, res, err, headers);
 
     if (pathname === '/_tenants') {
       if (req.method !== 'GET') return fail(new FenecError('method_not_allowed', '/_tenants takes GET'));
-      const caller = guard.caller(req, '/_tenants', false);
+      const caller = door.caller(req, '/_tenants', 'server');
       if (caller instanceof FenecError) return fail(caller);
       return send(200, { tenants: registry.list().map((tenant) => ({ name: tenant.name, quotas: tenant.quotas })) });
     }
     if (pathname === '/_moved') {
       if (req.method !== 'GET') return fail(new FenecError('method_not_allowed', '/_moved takes GET'));
-      const caller = guard.caller(req, '/_moved', false);
+      const caller = door.caller(req, '/_moved', 'server');
       if (caller instanceof FenecError) return fail(caller);
       return send(200, { moved: transfers.moved() });
     }
@@ -221,22 +204,14 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
       return root.handle(req, res);
     }
     const [, , name = '', route, ...more] = pathname.split('/');
-    if (!isTenantName(name)) {
-      return fail(new FenecError('invalid_tenant', `${JSON.stringify(name.slice(0, 80))} is not a tenant name: a-z, 0-9 and -, 1 to 63 characters, not starting with -`));
-    }
+    if (!isTenantName(name)) return fail(invalidTenant(name));
     if (route === undefined) return admin(req, res, name, send, fail);
     if (more.length === 0 && TRANSFER_ROUTES.has(route)) return transfer(req, res, name, route, url.slice(q === -1 ? url.length : q), send, fail);
     if (more.length > 0 || (route !== 'query' && route !== '_mcp' && route !== '_revocations')) {
       return fail(new FenecError('not_found', `a tenant's routes are /t/${name}/query, /t/${name}/_mcp and /t/${name}/_revocations`));
     }
-    const auditRoute = `/t/<tenant>/${route}`;
-    const caller = guard.caller(req, auditRoute);
+    const caller = door.tenantCaller(req, name, `/t/<tenant>/${route}`, route === '_revocations' ? 'server' : 'any');
     if (caller instanceof FenecError) return fail(caller);
-    if (caller.kind === 'jwt' && caller.claims.tenant !== name) {
-      const claimed = typeof caller.claims.tenant === 'string' ? `tenant ${caller.claims.tenant}` : 'no tenant';
-      audit.auth('wrong_tenant', req.socket.remoteAddress, auditRoute);
-      return fail(new FenecError('wrong_tenant', `the token reaches ${claimed}, not ${name}`, { hint: `use a token minted with fenec token --tenant ${name}` }));
-    }
     const moving = transfers.refusal(name);
     if (moving !== undefined) return fail(moving, { 'retry-after': '1' });
     let tenant: Tenant;
@@ -250,6 +225,7 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
       const headers = { 'retry-after': String(wait) };
       if (route !== '_mcp' || req.method !== 'POST' || config.mcp === undefined) return fail(error, headers);
       const asking = caller as Caller;
+      req.route = '/_mcp';
       return readBody(req, config.maxBodyBytes, (body) => {
         let reply: McpReply | undefined;
         try {
@@ -260,9 +236,7 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
           // A tenant policy that does not parse: its requests fail when they run; this one stays a plain 429.
         }
         if (reply?.json === undefined) return fail(error, headers);
-        res.writeHead(reply.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(reply.json), ...headers });
-        res.end(reply.json);
-        metrics.observe('/_mcp', reply.status, (performance.now() - started) / 1000);
+        tenants.send(req, res, reply.status, reply.json, headers);
       });
     }
     const wait = tenant.bucket.take();
@@ -287,18 +261,19 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
     res.once('close', () => registry.release(name, opened));
     req.url = q === -1 ? `/${route}` : `/${route}${url.slice(q)}`;
     req.tenant = name;
+    req.caller = caller;
     tenants.handle(req, res);
   };
 
   /** PUT (create, or set quotas) and DELETE /t/<tenant>: the server's token only. */
   function admin(req: FenecRequest, res: http.ServerResponse, name: string, send: (status: number, body: unknown) => void, fail: (err: unknown) => void): void {
-    const caller = guard.caller(req, '/t/<tenant>', false);
+    if (req.method !== 'PUT' && req.method !== 'DELETE') return fail(new FenecError('method_not_allowed', `/t/${name} takes PUT (create, with quotas) and DELETE`));
+    const caller = door.caller(req, `${req.method} /t/<tenant>`, 'server');
     if (caller instanceof FenecError) return fail(caller);
     if (req.method === 'DELETE') {
       registry.delete(name).then(() => send(200, { deleted: name }), fail);
       return;
     }
-    if (req.method !== 'PUT') return fail(new FenecError('method_not_allowed', `/t/${name} takes PUT (create, with quotas) and DELETE`));
     readBody(req, MAX_ADMIN_BODY, (read) => {
       if (read === undefined) return fail(new FenecError('payload_too_large', `a tenant's quotas fit in ${MAX_ADMIN_BODY} bytes`));
       const text = read.trim();
@@ -324,11 +299,11 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
    * (the tenant now lives on NODE: its data here is deleted). The router's tenant move calls them.
    */
   function transfer(req: FenecRequest, res: http.ServerResponse, name: string, route: string, search: string, send: (status: number, body: unknown) => void, fail: (err: unknown) => void): void {
-    const caller = guard.caller(req, `/t/<tenant>/${route}`, false);
-    if (caller instanceof FenecError) return fail(caller);
-    const params = new URLSearchParams(search);
     const expected = route === '_backup' || route === '_policy' ? ['GET', 'PUT'] : ['POST'];
     if (!expected.includes(req.method ?? '')) return fail(new FenecError('method_not_allowed', `/t/${name}/${route} takes ${expected.join(' or ')}`));
+    const caller = door.caller(req, `/t/<tenant>/${route}`, 'server');
+    if (caller instanceof FenecError) return fail(caller);
+    const params = new URLSearchParams(search);
     const done = (work: Promise<unknown>): void => {
       work.then((body) => { if (body !== undefined) send(200, body); }, (err) => {
         if (res.headersSent) res.destroy();
@@ -377,10 +352,7 @@ export function startTenantNode(config: ServerConfig, node: TenantNodeOptions, l
     }
   }
 
-  const listener = config.otel === undefined ? handle : tracedListener(handle, 'fenec-server');
-  const server = http.createServer({ IncomingMessage: FenecRequest }, listener);
-  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-  server.on('checkContinue', listener);
+  const server = createServer(config, handle);
   return listen(server, config, logger, async () => {
     tenants.stop();
     await closeServer(server, config.statementTimeoutMs + CLOSE_GRACE_MS);

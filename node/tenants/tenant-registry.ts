@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { FenecError } from '../../shared/errors.js';
-import { isTenantName } from '../../router/tenant-name.js';
+import { isTenantName } from '../../shared/tenant-name.js';
 import { CostBucket, quotasOf, TokenBucket, type Quotas } from './quotas.js';
 
 export interface Tenant {

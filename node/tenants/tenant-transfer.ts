@@ -21,7 +21,7 @@ import { pipeline } from 'node:stream/promises';
 import Database from 'better-sqlite3';
 import { parsePolicy } from '../../shared/auth/policy.js';
 import { FenecError } from '../../shared/errors.js';
-import { isTenantName } from '../../router/tenant-name.js';
+import { isTenantName } from '../../shared/tenant-name.js';
 import type { Quotas } from './quotas.js';
 import type { OpenTenant, Tenant, TenantRegistry } from './tenant-registry.js';
 

@@ -6,7 +6,7 @@ import type { AuditTarget } from '../../shared/audit.js';
 import type { TracingConfig } from '../../shared/tracing.js';
 import type { Policy } from '../../shared/auth/policy.js';
 import type { McpConfig } from '../config.js';
-import type { Caller } from '../http/guard.js';
+import type { Caller } from '../../shared/http/front-door.js';
 import type { ToolOutcomeLabel } from '../http/metrics.js';
 import type { QuotaKind } from '../tenants/quotas.js';
 

@@ -12,7 +12,7 @@ import type { McpEndpoint } from '../../shared/mcp/endpoint.js';
 import { CursorKeeper, cursorSubject } from '../../shared/paging/cursor.js';
 import { Pager, pages } from '../../shared/paging/pager.js';
 import type { ExecuteOptions, FenecDatabase } from '../database.js';
-import type { Caller } from '../http/guard.js';
+import type { Caller } from '../../shared/http/front-door.js';
 import { parseQueryBody, parseRevocationBody } from '../http/query-body.js';
 import { mayChangeSchema, schemaChangeOf } from '../http/schema-change.js';
 import { answerText } from '../query/execute/answer-text.js';

@@ -37,16 +37,17 @@ interface Slot {
 }
 
 /**
- * How the workers of a server open files, from its config: the one file of a one-file server, or
- * the tenants' files under a tenant node's data directory (held to the tenants' quotas, opened writable).
+ * How the workers open files, from the server's config: the one file of a one-file server, or the
+ * tenants' files under a tenant node's data directory (held to the tenants' quotas; serverConfig
+ * refuses --read-only on a tenant node).
  */
-export function workerSetup(config: ServerConfig, where: { file: string } | { dataDir: string }): Omit<WorkerSetup, 'slot'> {
-  const tenants = 'dataDir' in where;
+export function workerSetup(config: ServerConfig): Omit<WorkerSetup, 'slot'> {
+  const where = config.where;
   return {
-    file: tenants ? undefined : where.file,
-    dataDir: tenants ? where.dataDir : undefined,
-    tenantQuotas: tenants,
-    readOnly: tenants ? false : config.readOnly,
+    file: where.kind === 'file' ? where.file : undefined,
+    dataDir: where.kind === 'dataDir' ? where.dataDir : undefined,
+    tenantQuotas: where.kind === 'dataDir',
+    readOnly: config.readOnly,
     httpReadOnly: config.httpReadOnly,
     sweepIntervalMs: config.sweepIntervalMs,
     policy: config.policy,

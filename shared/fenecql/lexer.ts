@@ -4,6 +4,7 @@
  * Tokens are read on demand rather than all up front, so that the error reported is the first one in
  * reading order: a bad character late in a statement does not hide a syntax error before it.
  */
+import { DURATION_UNIT_LIST, unitMs } from '../duration.js';
 import { FenecError } from '../errors.js';
 import type { ErrorCode, Position } from '../errors.js';
 
@@ -31,17 +32,6 @@ export type Token = Span &
     | { readonly kind: 'punct'; readonly value: Punct }
     | { readonly kind: 'eof'; readonly value: null }
   );
-
-/** Duration units and their length in milliseconds, largest first. */
-export const DURATION_UNITS: ReadonlyArray<readonly [unit: string, ms: number]> = [
-  ['w', 604_800_000],
-  ['d', 86_400_000],
-  ['h', 3_600_000],
-  ['m', 60_000],
-  ['s', 1_000],
-  ['ms', 1],
-];
-const UNIT_LIST = 'ms, s, m, h, d, w';
 
 const MAX_NAME_LENGTH = 64;
 
@@ -274,11 +264,11 @@ export class Lexer {
     const end = this.#scanName(unitStart);
     const written = text.slice(pos.offset, end);
     const unit = text.slice(unitStart, end);
-    const ms = DURATION_UNITS.find(([u]) => u === unit)?.[1];
+    const ms = unitMs(unit);
     if (!integer || ms === undefined) {
       throw syntaxError(
         'invalid_duration',
-        `expected a duration (a whole number and one of the units ${UNIT_LIST}, as in 30m), found "${written}"`,
+        `expected a duration (a whole number and one of the units ${DURATION_UNIT_LIST}, as in 30m), found "${written}"`,
         pos,
       );
     }

@@ -5,7 +5,8 @@
  * with it, so what a user reads is always something they can paste back.
  */
 import type { Annotation, Cond, Expr, FieldDef, FieldType, GetStmt, LiteralExpr, Statement } from './ast.js';
-import { DURATION_UNITS, isName } from './lexer.js';
+import { DURATION_UNITS } from '../duration.js';
+import { isName } from './lexer.js';
 
 export function printStatement(stmt: Statement): string {
   switch (stmt.kind) {

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import * as os from 'node:os';
-import { parseByteSize, parsePort, serverConfig } from '../../node/config.js';
+import { serverConfig } from '../../node/config.js';
+import { parseByteSize, parsePort } from '../../shared/cli/options.js';
 import { FenecError } from '../../shared/errors.js';
 
 describe('serverConfig', () => {
@@ -10,7 +11,7 @@ describe('serverConfig', () => {
     expect(cursorSecret).to.have.length(32);
     expect(Buffer.from(cursorSecret).equals(Buffer.from(serverConfig({ file: 'notes.fenec' }).cursorSecret))).to.equal(false);
     expect(config).to.deep.equal({
-      file: 'notes.fenec',
+      where: { kind: 'file', file: 'notes.fenec' },
       host: '127.0.0.1',
       port: 8080,
       httpToken: undefined,

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { otelSampleRatio, otelTracesUrl, tracingConfig } from '../../node/cli/command-line.js';
+import { otelSampleRatio, otelTracesUrl, tracingConfig } from '../../shared/cli/command-line.js';
 import { FenecError } from '../../shared/errors.js';
 import { spanRouteOf } from '../../shared/tracing.js';
 

@@ -5,8 +5,8 @@
  */
 import type { ObjectEntry, Statement } from '../../fenecql/ast.js';
 import { Params } from '../../fenecql/bind.js';
-import { DURATION_UNITS } from '../../fenecql/lexer.js';
 import { printStatement } from '../../fenecql/print.js';
+import { parseDuration } from '../../duration.js';
 import { asFenecError, FenecError } from '../../errors.js';
 import { NO_NARROWING } from '../bounds.js';
 import { addMemoryVector, createMemories, isUnknownField, VECTOR_FIELD } from '../memory.js';
@@ -40,9 +40,8 @@ function define(options: ToolSetOptions): ToolDefinition<'remember'> {
 
 /** Milliseconds of an `expires_in` such as 30m, 12h or 7d (checked against the tool's pattern before). */
 function durationMs(text: string): number {
-  const [, amount, unit] = /^(\d+)([a-z]+)$/.exec(text)!;
-  const ms = Number(amount) * DURATION_UNITS.find(([name]) => name === unit)![1];
-  if (!Number.isSafeInteger(ms)) throw new FenecError('invalid_argument', `remember: expires_in ${text} is too long`);
+  const ms = parseDuration(text);
+  if (ms === undefined) throw new FenecError('invalid_argument', `remember: expires_in ${text} is too long`);
   return ms;
 }
 

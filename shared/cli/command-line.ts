@@ -3,10 +3,10 @@
  * status 2, and the other ways out (a refused start, a signal) as each program needs them.
  */
 import { Command, CommanderError } from 'commander';
-import { Audit, type AuditTarget } from '../../shared/audit.js';
-import type { TracingConfig } from '../../shared/tracing.js';
-import { asFenecError, FenecError } from '../../shared/errors.js';
-import type { Logger } from '../../shared/logger.js';
+import { Audit, type AuditTarget } from '../audit.js';
+import type { TracingConfig } from '../tracing.js';
+import { asFenecError, FenecError } from '../errors.js';
+import type { Logger } from '../logger.js';
 
 /** Exit status of a bad flag, a bad flag value or a missing argument. */
 export const USAGE_EXIT = 2;

@@ -1,29 +1,45 @@
 /**
- * Who may ask: the checks every request but `GET /_health` passes before its body is read, in the
- * order SPEC gives — where it comes from (Origin) before what it carries (the token) — and who the
- * caller is once they pass: the server's token (everything), or a JSON Web Token (its policy).
+ * The front door of fenec-server and fenec-router alike: who may ask, checked before a body is
+ * read, in the order SPEC gives — where it comes from (Origin) before what it carries (the token) —
+ * and who the caller is once they pass: the server's token (everything), or a JSON Web Token (its
+ * policy; on a tenant's route, the tenant its `tenant` claim names).
  *
  * A server with neither a token nor a JWT key answers without credentials, but only a Host naming
- * this machine (DNS rebinding reaches nothing). Once either is configured, every request carries
- * one. Each refused credential is an audit line (`"event":"auth"`), never the token itself.
+ * this machine (DNS rebinding reaches nothing); the router always has one. Each refused credential
+ * is an audit line (`"event":"auth"`), never the token itself. The router and a node refuse the same
+ * request with the same answer: they share this module and shared/http/reply.ts.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import * as os from 'node:os';
-import { Audit } from '../../shared/audit.js';
-import type { JwtClaims, JwtVerifier } from '../../shared/auth/jwt.js';
-import { FenecError } from '../../shared/errors.js';
-import type { ServerConfig } from '../config.js';
+import { Audit } from '../audit.js';
+import type { JwtClaims, JwtVerifier } from '../auth/jwt.js';
+import { FenecError } from '../errors.js';
 
-/** Who a request is from, once it passed the guard. */
+/** Who a request is from, once it passed the front door. */
 export type Caller = { readonly kind: 'server' } | { readonly kind: 'jwt'; readonly claims: JwtClaims };
 
 /** The server's token, or any request to a server that asks for no credentials: everything. */
 export const SERVER_CALLER: Caller = Object.freeze({ kind: 'server' });
 
+/** What the front door is configured with: fenec-server's options, or fenec-router's (no --http-cors). */
+export interface FrontDoorOptions {
+  /** The server's token (`--http-token`): every route, every tenant. */
+  readonly httpToken: string | undefined;
+  /** The verifier of JSON Web Tokens, when they are taken. */
+  readonly jwt: JwtVerifier | undefined;
+  /** The one foreign origin whose pages may call (`--http-cors`). */
+  readonly httpCors?: string | undefined;
+  /** The address listened on: when it is a name, a Host naming it is this machine. */
+  readonly host: string;
+}
+
+/** Which callers a route takes: any (a JWT under its policy), or the server's token only (admin routes). */
+export type Access = 'any' | 'server';
+
 const BEARER_HINT = 'send the header "Authorization: Bearer <token>"';
 
-export class RequestGuard {
+export class FrontDoor {
   readonly #tokenDigest: Buffer | undefined;
   readonly #jwt: JwtVerifier | undefined;
   readonly #cors: string | undefined;
@@ -32,47 +48,61 @@ export class RequestGuard {
   /** The last Host header accepted: clients send the same one on every request. */
   #lastHost = '';
 
-  constructor(config: Pick<ServerConfig, 'httpToken' | 'httpCors' | 'host' | 'jwt'>, audit: Audit = Audit.off) {
-    this.#tokenDigest = config.httpToken === undefined ? undefined : sha256(config.httpToken);
-    this.#jwt = config.jwt;
-    this.#cors = config.httpCors;
-    this.#localNames = localNames(config.host);
+  constructor(options: FrontDoorOptions, audit: Audit = Audit.off) {
+    this.#tokenDigest = options.httpToken === undefined ? undefined : sha256(options.httpToken);
+    this.#jwt = options.jwt;
+    this.#cors = options.httpCors;
+    this.#localNames = localNames(options.host);
     this.#audit = audit;
   }
 
   /**
-   * Who is asking, or why the request is refused. `route` names the request in audit lines;
-   * `jwt: false` takes the server's token only (`/_metrics`).
+   * Who is asking, or why the request is refused. `route` names the request in audit lines and
+   * messages (a pattern, never a tenant); `access: 'server'` takes the server's token only, and does
+   * not verify a JWT there: a route that never takes one tells nothing of whether it is valid.
    */
-  caller(req: IncomingMessage, route: string, jwt = true): Caller | FenecError {
+  caller(req: IncomingMessage, route: string, access: Access = 'any'): Caller | FenecError {
     const refusal = this.#originRefusal(req);
     if (refusal !== undefined) return refusal;
     if (this.#tokenDigest === undefined && this.#jwt === undefined) return this.#hostRefusal(req.headers.host) ?? SERVER_CALLER;
     const authorization = req.headers.authorization;
     if (authorization === undefined || authorization === '') {
-      this.#audit.auth('missing', req.socket.remoteAddress, route);
-      return new FenecError('unauthorized', 'this server takes requests with a token only', { hint: BEARER_HINT });
+      return this.#refuse('missing', req, route, new FenecError('unauthorized', 'this server takes requests with a token only', { hint: BEARER_HINT }));
     }
     const token = /^Bearer +(\S+) *$/i.exec(authorization)?.[1];
     if (token === undefined) {
-      this.#audit.auth('not_bearer', req.socket.remoteAddress, route);
-      return new FenecError('invalid_token', 'the Authorization header is not "Bearer <token>"', { hint: BEARER_HINT });
+      return this.#refuse('not_bearer', req, route, new FenecError('invalid_token', 'the Authorization header is not "Bearer <token>"', { hint: BEARER_HINT }));
     }
     // Both sides hashed: equal lengths for timingSafeEqual, and no timing clue to the token's length.
     if (this.#tokenDigest !== undefined && timingSafeEqual(sha256(token), this.#tokenDigest)) return SERVER_CALLER;
-    if (this.#jwt === undefined || !jwt) {
-      this.#audit.auth('not_server_token', req.socket.remoteAddress, route);
-      const only = this.#jwt === undefined ? 'this server' : `${route} takes the server's token only; it`;
-      return new FenecError('invalid_token', `the token given is not valid for ${only}`, {
-        hint: `${BEARER_HINT} with the server's token`,
-      });
+    if (this.#jwt === undefined || access === 'server') {
+      const message = this.#jwt === undefined ? 'the token given is not valid for this server' : `${route} takes the server's token only; the token given is not it`;
+      return this.#refuse('not_server_token', req, route, new FenecError('invalid_token', message, { hint: `${BEARER_HINT} with the server's token` }));
     }
     const verification = this.#jwt.check(token);
     if (verification.ok) return { kind: 'jwt', claims: verification.claims };
-    this.#audit.auth(verification.why, req.socket.remoteAddress, route);
-    return new FenecError('invalid_token', verification.message, {
+    return this.#refuse(verification.why, req, route, new FenecError('invalid_token', verification.message, {
       hint: 'mint a valid token (fenec token) with this server\'s key, issuer and audience',
-    });
+    }));
+  }
+
+  /**
+   * Who is asking for tenant `tenant`'s route: as caller(), and a JWT must name the tenant in its
+   * `tenant` claim — one without (401, it reaches no tenant) or naming another (403) is refused.
+   */
+  tenantCaller(req: IncomingMessage, tenant: string, route: string, access: Access = 'any'): Caller | FenecError {
+    const caller = this.caller(req, route, access);
+    if (caller instanceof FenecError || caller.kind === 'server') return caller;
+    const claimed = caller.claims.tenant;
+    if (typeof claimed !== 'string' || claimed === '') {
+      return this.#refuse('no_tenant', req, route, new FenecError('invalid_token', 'the token has no tenant claim; a hosted JWT names its tenant', {
+        hint: 'mint it with fenec token --tenant NAME',
+      }));
+    }
+    if (claimed === tenant) return caller;
+    return this.#refuse('wrong_tenant', req, route, new FenecError('wrong_tenant', `the token reaches tenant ${claimed}, not ${tenant}`, {
+      hint: `use a token minted with fenec token --tenant ${tenant}`,
+    }));
   }
 
   /**
@@ -90,14 +120,16 @@ export class RequestGuard {
     return this.#cors !== undefined && req.headers.origin === this.#cors;
   }
 
+  #refuse(why: string, req: IncomingMessage, route: string, error: FenecError): FenecError {
+    this.#audit.auth(why, req.socket.remoteAddress, route);
+    return error;
+  }
+
   #originRefusal(req: IncomingMessage): FenecError | undefined {
     const origin = req.headers.origin;
     if (origin === undefined || origin === this.#cors || isOwnOrigin(origin, req.headers.host)) return undefined;
-    return new FenecError(
-      'forbidden_origin',
-      `Origin ${quote(origin)} is not this server's own; a page may call it only from its own origin ` +
-        'or the one --http-cors names',
-    );
+    const other = this.#cors === undefined ? '' : ` or ${this.#cors}`;
+    return new FenecError('forbidden_origin', `Origin ${quote(origin)} is not this server's own; a page may call it only from its own origin${other}`);
   }
 
   #hostRefusal(host: string | undefined): FenecError | undefined {
