@@ -10,7 +10,7 @@
  * method, the status, the node, the tool. Never a token, a statement, its parameters or a row.
  */
 import type * as http from 'node:http';
-import { context, diag, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, DiagLogLevel, type Span } from '@opentelemetry/api';
+import { context, diag, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, DiagLogLevel, type Context, type Span } from '@opentelemetry/api';
 import type { Logger } from './logger.js';
 
 /** Where spans go and how many: the CLI's `--otel-endpoint` and the standard OTEL_* variables, read once. */
@@ -132,11 +132,23 @@ export function endRequestSpan(span: Span, status: number): void {
   span.end();
 }
 
+/** Each traced request's context, its server span active: for the work its body's callbacks hand on. */
+const REQUEST_CONTEXTS = new WeakMap<http.IncomingMessage, Context>();
+
+/**
+ * The context a request is traced in, for work begun once its body is in (a worker's request, a
+ * refusal's tool span): the socket calls the body's listeners outside the request's own call, where
+ * the active context is not the request's. Binding the request's events instead cost a context switch
+ * per event. A request not traced: the active context.
+ */
+export function requestContext(req: http.IncomingMessage): Context {
+  return REQUEST_CONTEXTS.get(req) ?? context.active();
+}
+
 /**
  * A node's request listener inside a server span: its parent is the `traceparent` the request
- * carries (the router's span), and whatever the listener's callbacks do — the body's events, the
- * MCP tool that runs at its end — runs with the span active. Used only with tracing on: off, the
- * listener is served bare.
+ * carries (the router's span); the listener's own call runs with the span active, and its later
+ * callbacks find it with requestContext. Used only with tracing on: off, the listener is served bare.
  */
 export function tracedListener(listener: http.RequestListener, tracerName: string): http.RequestListener {
   const tracer = trace.getTracer(tracerName);
@@ -146,9 +158,7 @@ export function tracedListener(listener: http.RequestListener, tracerName: strin
     const parent = propagation.extract(ROOT_CONTEXT, req.headers);
     const span = tracer.startSpan(`${req.method} ${at.route}`, { kind: SpanKind.SERVER, attributes: requestAttributes(req.method, at) }, parent);
     const active = trace.setSpan(parent, span);
-    // The body's listeners are called from the socket, outside this call: bound, they see the span.
-    context.bind(active, req);
-    context.bind(active, res);
+    REQUEST_CONTEXTS.set(req, active);
     res.once('close', () => endRequestSpan(span, res.statusCode));
     context.with(active, () => listener(req, res));
   };

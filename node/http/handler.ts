@@ -9,12 +9,13 @@
  */
 import { IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { context, propagation } from '@opentelemetry/api';
+import { propagation } from '@opentelemetry/api';
 import { FenecError } from '../../shared/errors.js';
 import { isConsolePath, serveConsole } from '../../shared/console.js';
 import type { Caller, FrontDoor } from '../../shared/http/front-door.js';
 import { errorBody, jsonHeaders } from '../../shared/http/reply.js';
 import type { Logger } from '../../shared/logger.js';
+import { requestContext } from '../../shared/tracing.js';
 import type { ServerConfig } from '../config.js';
 import type { WorkerReply, WorkRequest, WorkRoute } from '../workers/protocol.js';
 import type { HttpMetrics, RouteLabel } from './metrics.js';
@@ -167,7 +168,7 @@ export class HttpHandler {
   /** Hands the work over and writes back its answer; a notification (MCP) is a bare 202. */
   #work(req: FenecRequest, res: ServerResponse, body: Buffer): void {
     const route: WorkRoute = req.route === '/_revocations' ? `${req.method as 'GET' | 'POST'} /_revocations` : req.route as '/query' | '/_mcp';
-    const request: WorkRequest = { route, body, caller: req.caller!, remote: req.socket.remoteAddress, headers: route === '/_mcp' ? req.headers : undefined, trace: traceOf() };
+    const request: WorkRequest = { route, body, caller: req.caller!, remote: req.socket.remoteAddress, headers: route === '/_mcp' ? req.headers : undefined, trace: traceOf(req) };
     let work: Promise<WorkerReply>;
     try {
       work = this.#dispatch!(req, request);
@@ -246,8 +247,8 @@ export class HttpHandler {
 }
 
 /** The request's span as W3C headers, for the worker's spans to be its children; undefined when not traced. */
-function traceOf(): Record<string, string> | undefined {
+function traceOf(req: IncomingMessage): Record<string, string> | undefined {
   const carrier: Record<string, string> = {};
-  propagation.inject(context.active(), carrier);
+  propagation.inject(requestContext(req), carrier);
   return carrier.traceparent === undefined ? undefined : carrier;
 }

@@ -14,6 +14,7 @@ import * as fs from 'node:fs';
 import type * as http from 'node:http';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { context } from '@opentelemetry/api';
 import { Gauge } from 'prom-client';
 import { Audit } from '../../shared/audit.js';
 import { EMPTY_POLICY, grantedTools, parsePolicy, type Policy } from '../../shared/auth/policy.js';
@@ -22,6 +23,7 @@ import { isConsolePath, serveConsole } from '../../shared/console.js';
 import { FrontDoor, type Caller } from '../../shared/http/front-door.js';
 import { closeServer, listen, type RunningServer } from '../../shared/http/listen.js';
 import type { Logger } from '../../shared/logger.js';
+import { requestContext } from '../../shared/tracing.js';
 import { invalidTenant, isTenantName } from '../../shared/tenant-name.js';
 import type { TenantNodeConfig } from '../config.js';
 import type { McpEndpoint, McpReply } from '../../shared/mcp/endpoint.js';
@@ -231,7 +233,8 @@ export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOption
         try {
           const { endpoint, policy } = refuserOf(tenant);
           const tools = asking.kind === 'server' ? undefined : grantedTools(policy, asking.claims);
-          if (body !== undefined) reply = endpoint.refuse(body, { options: optionsOf(asking), scoped: asking.kind === 'jwt', tools }, { error, details: { retry_after: wait } }, headerReader(req));
+          // The tool's span is the request's child, though the body came in after the request's call.
+          if (body !== undefined) reply = context.with(requestContext(req), () => endpoint.refuse(body, { options: optionsOf(asking), scoped: asking.kind === 'jwt', tools }, { error, details: { retry_after: wait } }, headerReader(req)));
         } catch {
           // A tenant policy that does not parse: its requests fail when they run; this one stays a plain 429.
         }

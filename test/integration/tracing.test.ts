@@ -218,6 +218,30 @@ describe('tracing: a router and a node export one trace per request', function (
     }
   });
 
+  it('traces a tool call refused for the tenant\'s rate (answered by the node, no worker) under the node span', async () => {
+    expect((await viaRouter('pause', 'PUT', `/t/${TENANT}`, TOKEN, { rate: 0 })).status).to.equal(200);
+    const call = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'search', arguments: { collection: 'notes', text: PARAM_MARK } } };
+    const refused = await request(router.url, {
+      method: 'POST',
+      path: `/t/${TENANT}/_mcp`,
+      headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify(call),
+    });
+    // Over MCP a refusal is the tool's isError result, which a model reads as any other.
+    expect(refused.status, refused.text).to.equal(200);
+    expect(refused.json.result.structuredContent.error.code).to.equal('quota_exceeded');
+    expect((await viaRouter('resume', 'PUT', `/t/${TENANT}`, TOKEN, {})).status).to.equal(200);
+    await receiver.until((spans) => spans.some((s) => s.name === 'mcp.tool search'), 'span of the refused tool call');
+    const tool = receiver.spans.find((s) => s.name === 'mcp.tool search')!;
+    expect(tool.attributes).to.deep.equal({ 'mcp.tool': 'search', 'mcp.outcome': 'refused' });
+    await receiver.until((spans) => traceOf(spans, tool.traceId).router.length === 1, 'router span of the refused call');
+    const { router: [routerSpan], node: [nodeSpan] } = traceOf(receiver.spans, tool.traceId);
+    expect(tool.parentSpanId, 'the tool span is the node span\'s child').to.equal(nodeSpan!.spanId);
+    expect(nodeSpan!.parentSpanId).to.equal(routerSpan!.spanId);
+    expect([routerSpan!.attributes['http.response.status_code'], nodeSpan!.attributes['http.response.status_code']]).to.deep.equal([200, 200]);
+    expect(receiver.payloads.join('\n')).to.not.include(PARAM_MARK);
+  });
+
   it('exports the spans still batched when the router and the node are stopped with SIGTERM', async () => {
     const last = await viaRouter('last', 'POST', `/t/${TENANT}/query`, jwt, { statement: 'get notes count' });
     expect(last.status).to.equal(200);
