@@ -4,7 +4,8 @@
  * Off (no endpoint), nothing is loaded and the API stays the no-op it ships as: the spans the code
  * makes cost a function call. On, the process registers a tracer provider that batches spans to an
  * OTLP/HTTP collector (JSON), W3C trace-context propagation (`traceparent`), and an AsyncLocalStorage
- * context manager, so that a span made below a request (an MCP tool call's) is that request's child.
+ * context manager, so that a span made below a request (an MCP tool call's) is that request's child;
+ * work a request's body starts takes the request's context with requestContext.
  *
  * What a span carries is named here and in docs/hosting.md: the tenant, the route as a pattern, the
  * method, the status, the node, the tool. Never a token, a statement, its parameters or a row.
@@ -26,8 +27,6 @@ export interface TracingConfig {
 
 /** A running tracer provider, or none. */
 export interface Tracing {
-  /** Spans are exported (an endpoint was given). */
-  readonly enabled: boolean;
   /** Exports the spans still batched and stops; bounded, so that a collector that is down never holds a stop. */
   shutdown(): Promise<void>;
 }
@@ -38,7 +37,7 @@ const SHUTDOWN_TIMEOUT_MS = 5_000;
 /** At most one log line per this long about spans that could not be exported (a collector down). */
 const EXPORT_ERROR_LOG_MS = 60_000;
 
-const OFF: Tracing = Object.freeze({ enabled: false, shutdown: () => Promise.resolve() });
+const OFF: Tracing = Object.freeze({ shutdown: () => Promise.resolve() });
 
 /** Registers the OpenTelemetry SDK globally as `config` says, as `serviceName`; with no config, leaves the no-op API. */
 export async function startTracing(config: TracingConfig | undefined, serviceName: string, logger: Logger): Promise<Tracing> {
@@ -62,7 +61,6 @@ export async function startTracing(config: TracingConfig | undefined, serviceNam
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
   return {
-    enabled: true,
     shutdown: () => new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, SHUTDOWN_TIMEOUT_MS);
       provider.shutdown().catch(() => undefined).finally(() => {

@@ -295,6 +295,38 @@ describe('tracing: a one-file server', function () {
   });
 });
 
+describe('tracing: a collector that does not answer', function () {
+  this.timeout(90_000);
+  const sandbox = new Sandbox();
+  after(() => sandbox.cleanUp());
+
+  it('holds no request, costs one warning in the log, and does not hold the stop', async () => {
+    // A port nothing listens on: taken, then let go.
+    const probe = http.createServer().listen(0, '127.0.0.1');
+    await once(probe, 'listening');
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const server = await sandbox.startServer(['--file', path.join(sandbox.dir(), 'f.fenec'), '--http-token', TOKEN, '--otel-endpoint', `http://127.0.0.1:${port}`]);
+    const post = (statement: string): Promise<Reply> => request(server.url, { method: 'POST', path: '/query', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ statement }), timeoutMs: 10_000 });
+    expect((await post('create collection notes (n int)')).status).to.equal(200);
+    const deadline = Date.now() + 30_000;
+    const warning = '"msg":"tracing: spans may not reach the collector"';
+    // Requests go on being answered while the batches fail (each batch is sent 5 s after its first span).
+    for (let i = 0; !server.stderr().includes(warning); i++) {
+      expect(Date.now(), `no warning in the log within 30 s:\n${server.stderr()}`).to.be.below(deadline);
+      expect((await post(`insert into notes {n: ${i}}`)).status).to.equal(200);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(server.stderr().split(warning).length - 1, 'one warning a minute at most').to.equal(1);
+    const stopped = Date.now();
+    const exited = once(server.child, 'exit') as Promise<[number | null]>;
+    process.kill(server.pid, 'SIGTERM');
+    const [code] = await exited;
+    expect(code).to.equal(0);
+    expect(Date.now() - stopped, 'the stop waits 5 s at most for the spans').to.be.below(12_000);
+  });
+});
+
 describe('tracing: a collector URL that is not one stops the start', function () {
   this.timeout(60_000);
   const sandbox = new Sandbox();
