@@ -168,11 +168,20 @@ function matchQuery(match: NonNullable<GetStmt['match']>, collection: Collection
     return text === null ? null : String(text);
   };
   const column = match.field === '*' ? -1 : textFields.findIndex((f) => f.name === match.field);
+  // Asked twice an execution (the guard, then the MATCH argument), and often for the words asked
+  // last: reading the words (a Unicode scan, NFC, case folding) once per new text spares both.
+  let lastText: string | undefined;
+  let lastExpression: string | null = null;
   return {
     field: match.field,
     expression: (ctx) => {
       const text = words(ctx);
-      return text === null ? null : matchExpression(text, match.field, textFields);
+      if (text === null) return null;
+      if (text !== lastText) {
+        lastExpression = matchExpression(text, match.field, textFields);
+        lastText = text;
+      }
+      return lastExpression;
     },
     rank: textRank(collection, match.field, column, words, compiler, policy),
   };
