@@ -23,11 +23,17 @@
  *   avglen = tokens / rows) and one n per phrase, counted over the rows a token may read, so that a
  *   score says nothing of rows the reader cannot see. Either all of them or none.
  *
+ * - fenec_fits(fts, column, tokens): an FTS5 auxiliary function, 1 when the row's `column` holds at
+ *   most `tokens` tokens, else 0. What a snippet costs: FTS5's snippet() reads the text twice (once
+ *   to find where sentences start, once to mark the words), but when the whole text fits in the
+ *   snippet it returns what highlight() returns, which reads it once: node/search/text-index.ts picks
+ *   highlight() for those rows with `CASE WHEN fenec_fits(…)`.
+ *
  * - fenec_doclen(sz, column): the length in tokens of one row, from the `sz` blob of an FTS5 table's
  *   `_docsize` shadow table (one varint per column), in `column` or (-1) in all: the summand of
  *   `tokens` above.
  *
- * Both are registered on the connection that loads the extension, and on no other: nothing here is
+ * All three are registered on the connection that loads the extension, and on no other: nothing here is
  * process-global beyond the SQLite API pointer every extension keeps.
  */
 #include <math.h>
@@ -143,6 +149,25 @@ static void bm25Function(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite
   sqlite3_result_double(pCtx, -score);
 }
 
+static void fitsFunction(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_context *pCtx, int nVal, sqlite3_value **apVal) {
+  if (nVal != 2) {
+    sqlite3_result_error(pCtx, "fenec_fits: give the column and the number of tokens", -1);
+    return;
+  }
+  int column = sqlite3_value_int(apVal[0]);
+  if (column < 0 || column >= pApi->xColumnCount(pFts)) {
+    sqlite3_result_error(pCtx, "fenec_fits: no such column", -1);
+    return;
+  }
+  int nTok = 0;
+  int rc = pApi->xColumnSize(pFts, column, &nTok);
+  if (rc != SQLITE_OK) {
+    sqlite3_result_error_code(pCtx, rc);
+    return;
+  }
+  sqlite3_result_int(pCtx, nTok <= sqlite3_value_int(apVal[1]));
+}
+
 /* SQLite's varint: 7 bits a byte, high bit set on all but the last; a ninth byte gives 8 bits. */
 static int getVarint(const unsigned char *p, int n, sqlite3_uint64 *pValue) {
   sqlite3_uint64 v = 0;
@@ -208,6 +233,7 @@ int sqlite3_fenecfts_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routin
     return SQLITE_ERROR;
   }
   int rc = fts5->xCreateFunction(fts5, "fenec_bm25", 0, bm25Function, 0);
+  if (rc == SQLITE_OK) rc = fts5->xCreateFunction(fts5, "fenec_fits", 0, fitsFunction, 0);
   if (rc == SQLITE_OK) {
     rc = sqlite3_create_function(db, "fenec_doclen", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, 0, doclenFunction, 0, 0);
   }

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
-import { matchExpression, rankFunction, textIndexName, textQuery, textSearchSelect, textSearchSql } from '../../../node/search/text-index.js';
+import { matchExpression, rankFunction, SNIPPET_TOKENS, textIndexName, textQuery, textSearchSelect, textSearchSql } from '../../../node/search/text-index.js';
 import { bm25Term } from '../../helpers/bm25.js';
 import { tempDir } from '../../helpers/temp.js';
+import { seededRandom } from '../../helpers/vectors.js';
 import { NOTES, Store, type Where } from '../../helpers/text-store.js';
 
 describe('text search', () => {
@@ -69,6 +70,48 @@ describe('text search', () => {
     const [snippet] = store.search('needle').map((r) => r._snippet);
     expect(snippet).to.match(/^….* \*\*needle\*\* .*…$/);
     expect(snippet!.split(' ')).to.have.length(20);
+  });
+
+  it('makes the snippet FTS5\'s snippet() makes, byte for byte, for texts shorter than, as long as and longer than a snippet', () => {
+    // Short texts take highlight() (text-index.ts, snippetSql): compared here with snippet() itself
+    // over texts of 1 to 3 × SNIPPET_TOKENS words, words repeated and side by side, phrases of two
+    // words, punctuation between, in both @text fields (the [text] one joined by ", ").
+    const random = seededRandom(12);
+    const words = ['fox', 'den', 'runs', 'the', 'café', 'Zürich', 'deploys', 'deploying', 'x1'];
+    const pick = (): string => words[Math.floor(random() * words.length)]!;
+    const separators = [' ', ' ', ' ', ', ', '. ', ' — ', '\n'];
+    const text = (n: number): string => Array.from({ length: n }, pick).reduce((out, word) => `${out}${separators[Math.floor(random() * separators.length)]}${word}`);
+    for (let i = 0; i < 300; i++) {
+      const n = 1 + Math.floor(random() * 3 * SNIPPET_TOKENS);
+      store.insert(text(n), random() < 0.5 ? null : Array.from({ length: 1 + Math.floor(random() * 8) }, () => text(1 + Math.floor(random() * 4))));
+    }
+    const fts = textIndexName(store.name);
+    let compared = 0;
+    let short = 0;
+    for (const query of ['fox', 'den fox', 'runs the', 'cafe zurich deploy', '"the fox"', 'x1', 'zurich']) {
+      for (const field of ['text', 'tags', '*']) {
+        const expression = matchExpression(query, field, store.fields);
+        const search = textSearchSql(store.name, store.fields, field);
+        const fts5 = `snippet(${fts}, ${search.column}, '**', '**', '…', ${SNIPPET_TOKENS})`;
+        const sql = `SELECT ${search.snippet}, ${fts5}, fenec_fits(${fts}, ${Math.max(search.column, 0)}, ${SNIPPET_TOKENS}) FROM ${search.from} WHERE ${search.match} ORDER BY ${fts}.rowid`;
+        for (const [ours, theirs, fits] of store.db.prepare(sql).raw(true).all(expression) as [string, string, number][]) {
+          expect(ours, `${field}: ${query}`).to.equal(theirs);
+          compared++;
+          short += fits;
+        }
+      }
+    }
+    // Every kind of row was compared: texts that fit (highlight()) and texts that do not (snippet()).
+    expect(compared).to.be.greaterThan(1000);
+    expect(short).to.be.within(200, compared - 200);
+  });
+
+  it('refuses fenec_fits on a column the index does not have', () => {
+    store.insert('the fox');
+    const fts = textIndexName(store.name);
+    for (const column of [-1, 2]) {
+      expect(() => store.db.prepare(`SELECT fenec_fits(${fts}, ${column}, 20) FROM ${fts} WHERE ${fts} MATCH 'fox'`).all()).to.throw(/fenec_fits: no such column/);
+    }
   });
 
   it('searches a [text] field by its elements, its snippet free of JSON', () => {
