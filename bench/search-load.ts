@@ -54,6 +54,8 @@ export interface Clustered extends Loaded {
   /** The same for two words drawn uniformly from the vocabulary (mostly rare). */
   readonly rareTexts: readonly string[];
   readonly rareFtsQueries: readonly string[];
+  readonly otherRareTexts: readonly string[];
+  readonly otherRareFtsQueries: readonly string[];
   /** Row i as the object a bulk write's array param holds. */
   readonly object: (i: number) => Record<string, unknown>;
   /** What the vector store reported during the run (snapshots written, failures). */
@@ -197,6 +199,8 @@ export async function loadClustered(dir: string, config: SearchConfig, results: 
   // fenecdb adds (the row read, snippets, the answer) is most of the difference.
   const pick = (): string => work.vocabulary[Math.floor(work.random() * VOCABULARY)]!;
   const rareWords = Array.from({ length: total }, () => [pick(), pick()] as const);
+  // Others of the same kind for a second baseline: the same words again would find their pages warm.
+  const otherRareWords = Array.from({ length: total }, () => [pick(), pick()] as const);
 
   const events: VectorStoreEvent[] = [];
   const db = FenecDatabase.open({ file: path.join(dir, 'search.fenec'), readOnly: false, program: 'search-bench', sweepIntervalMs: 0, onVectorEvent: (event) => events.push(event) });
@@ -236,6 +240,8 @@ export async function loadClustered(dir: string, config: SearchConfig, results: 
     ftsQueries: work.words.map(([a, b]) => `"${a}" OR "${b}"`),
     rareTexts: rareWords.map(([a, b]) => `${a} ${b}`),
     rareFtsQueries: rareWords.map(([a, b]) => `"${a}" OR "${b}"`),
+    otherRareTexts: otherRareWords.map(([a, b]) => `${a} ${b}`),
+    otherRareFtsQueries: otherRareWords.map(([a, b]) => `"${a}" OR "${b}"`),
     object: (i) => ({ body: work.bodies[i], vec: vectorArray(work.vectors, i, DIMS), grp: grp(i) }),
     events,
   };

@@ -5,7 +5,7 @@
  */
 import Database from 'better-sqlite3';
 import { performance } from 'node:perf_hooks';
-import { TEXT_TOKENIZER } from '../node/search/text-index.js';
+import { SNIPPET_TOKENS, TEXT_TOKENIZER } from '../node/search/text-index.js';
 import { faiss } from '../node/vector/faiss.js';
 import { DEFAULT_EF_SEARCH, DEFAULT_M, EF_CONSTRUCTION } from '../node/vector/store.js';
 import type { VectorIndex } from '../shared/vector-index.js';
@@ -23,6 +23,8 @@ export const RAW_TEXT_TABLE = `CREATE VIRTUAL TABLE t USING fts5(body, tokenize 
 
 /** Raw FTS5's top k: the query fenecdb itself sends for `match`, ranked by FTS5's own bm25(). */
 const RAW_MATCH = 'SELECT rowid, bm25(t) FROM t WHERE t MATCH ? ORDER BY rank LIMIT ?';
+/** The same with what fenecdb answers besides the ids: each row's text and its snippet (the database's 20 tokens). */
+const RAW_MATCH_SNIPPET = `SELECT rowid, body, snippet(t, 0, '**', '**', '…', ${SNIPPET_TOKENS}), bm25(t) FROM t WHERE t MATCH ? ORDER BY rank LIMIT ?`;
 
 /** A raw Faiss HNSW index of `vectors` with the database's M, efConstruction and efSearch, and the ms its addAsync took. */
 export async function rawHnsw(dims: number, vectors: Float32Array): Promise<{ index: VectorIndex; ms: number }> {
@@ -43,6 +45,7 @@ export class RawDocs {
   private readonly db: Database.Database;
   private readonly insertRows: (from: number, to: number) => void;
   private readonly matchStatement: Database.Statement;
+  private readonly snippetStatement: Database.Statement;
 
   constructor(file: string, row: (i: number) => RawRow) {
     this.db = openRawSqlite(file);
@@ -57,6 +60,7 @@ export class RawDocs {
       }
     });
     this.matchStatement = this.db.prepare(RAW_MATCH).raw(true);
+    this.snippetStatement = this.db.prepare(RAW_MATCH_SNIPPET).raw(true);
   }
 
   /** Rows from … to-1 (ids from+1 …) in one transaction. */
@@ -67,6 +71,11 @@ export class RawDocs {
   /** The ids of FTS5's top k for an FTS5 query. */
   match(query: string, k: number): number[] {
     return (this.matchStatement.all(query, k) as [number, number][]).map(([id]) => id);
+  }
+
+  /** The same top k, each row also read with its text and snippet, as fenecdb answers a `match`. */
+  matchWithSnippets(query: string, k: number): number[] {
+    return (this.snippetStatement.all(query, k) as [number, string, string, number][]).map(([id]) => id);
   }
 
   close(): void {
