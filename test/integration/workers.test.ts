@@ -102,6 +102,26 @@ describe('statements in worker threads', function () {
       expect(queued[1]!.json.rows).to.deep.equal([{ id: 8, n: 7 }]);
     });
 
+    it('stops a statement while another tenant\'s vector index takes rows in the background on that worker, and the node goes on', async () => {
+      // A Faiss add still running on a worker that is terminated must not take the process down with it.
+      // Its own statements get time enough; the heavy tenant's, on the same (only) worker, are stopped at 300 ms.
+      expect((await put(node, 'vectors', { statementTimeoutMs: 60_000 })).status).to.be.oneOf([200, 201]);
+      expect((await tq(node, 'vectors', 'create collection docs (body text, v vector<384> @hnsw(cosine))')).status).to.equal(200);
+      const rows = Array.from({ length: 1500 }, (_, i) => ({ body: `Row ${i} Of The Vectors`, v: Array.from({ length: 384 }, (_, d) => Math.round(Math.sin((i + 1) * (d + 1) * 0.37 + i * i) * 1e4) / 1e4) }));
+      for (let round = 0; round < 6; round++) {
+        expect((await tq(node, 'vectors', 'insert into docs $1', [rows.slice(round * 250, round * 250 + 250)])).status).to.equal(200);
+        const stopped = await tq(node, 'heavy', SLOW_COUNT);
+        expect(stopped.status, stopped.text).to.equal(504);
+      }
+      expect((await request(node.url, { path: '/_health' })).status).to.equal(200);
+      const count = await tq(node, 'vectors', 'get docs count');
+      expect(count.json).to.deep.equal({ count: 1500 });
+      const near = await tq(node, 'vectors', 'get docs select id near v $1 limit 1', [rows[42]!.v]);
+      expect(near.status, near.text).to.equal(200);
+      expect(near.json.rows[0].id).to.equal(43);
+      expect((await tq(node, 'quiet', 'get notes count')).json).to.deep.equal({ count: 1 });
+    });
+
     it('rolls back a write it stopped: no row is changed', async () => {
       const stopped = await tq(node, 'heavy', `set big {n: -1} where ${SLOW_FILTER} or n >= 0`);
       expect(stopped.status, stopped.text).to.equal(504);

@@ -34,6 +34,22 @@ std::string Capture(Work&& work) {
   }
 }
 
+/**
+ * Settles a finished job's promise. When the environment that awaits it is being torn down (its
+ * worker thread terminated: a statement past its time limit), N-API refuses the calls and the
+ * Napi::Error they throw, escaping to libuv, would abort the whole process — every tenant of the
+ * node — for a job whose thread is already gone. (Node runs pending completions before the
+ * environment's cleanup hooks, so the end cannot be seen coming.) Nothing is left to settle then:
+ * the error is dropped.
+ */
+template <typename Complete>
+void CompleteUnlessEnding(Complete&& complete) {
+  try {
+    complete();
+  } catch (const Napi::Error&) {
+  }
+}
+
 }  // namespace
 
 AddWorker::AddWorker(Napi::Env env, FaissIndex* owner, Napi::Object owner_object, std::shared_ptr<SharedIndex> shared,
@@ -77,6 +93,10 @@ void AddWorker::OnError(const Napi::Error& error) {
   deferred_.Reject(CodedError(Env(), "ERR_FAISS", error.Message()).Value());
 }
 
+void AddWorker::OnWorkComplete(Napi::Env env, napi_status status) {
+  CompleteUnlessEnding([&] { Napi::AsyncWorker::OnWorkComplete(env, status); });
+}
+
 SerializeWorker::SerializeWorker(Napi::Env env, FaissIndex* owner, Napi::Object owner_object, std::shared_ptr<SharedIndex> shared)
     : Napi::AsyncWorker(env, "fenecFaissSerialize"),
       deferred_(Napi::Promise::Deferred::New(env)),
@@ -111,6 +131,10 @@ void SerializeWorker::OnError(const Napi::Error& error) {
   owner_->EndAsync(Env());
   owner_ref_.Reset();
   deferred_.Reject(CodedError(Env(), "ERR_FAISS", error.Message()).Value());
+}
+
+void SerializeWorker::OnWorkComplete(Napi::Env env, napi_status status) {
+  CompleteUnlessEnding([&] { Napi::AsyncWorker::OnWorkComplete(env, status); });
 }
 
 }  // namespace fenec

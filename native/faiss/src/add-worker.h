@@ -26,6 +26,7 @@ class AddWorker : public Napi::AsyncWorker {
   void Execute() override;
   void OnOK() override;
   void OnError(const Napi::Error& error) override;
+  void OnWorkComplete(Napi::Env env, napi_status status) override;
 
  private:
   Napi::Promise::Deferred deferred_;
@@ -47,6 +48,7 @@ class SerializeWorker : public Napi::AsyncWorker {
   void Execute() override;
   void OnOK() override;
   void OnError(const Napi::Error& error) override;
+  void OnWorkComplete(Napi::Env env, napi_status status) override;
 
  private:
   Napi::Promise::Deferred deferred_;
