@@ -5,9 +5,9 @@
 import { randomBytes } from 'node:crypto';
 import * as os from 'node:os';
 import type { AuditTarget } from '../shared/audit.js';
-import { JwtVerifier } from '../shared/auth/jwt.js';
+import type { JwtVerifier } from '../shared/auth/jwt.js';
 import type { Policy } from '../shared/auth/policy.js';
-import { invalidOption } from '../shared/cli/options.js';
+import { invalidOption, jwtVerifier, type JwtInput } from '../shared/cli/options.js';
 import { isName } from '../shared/fenecql/lexer.js';
 import type { TracingConfig } from '../shared/tracing.js';
 
@@ -91,24 +91,6 @@ export interface ServerConfig {
   readonly maxAnswerBytes: number;
 }
 
-/** A public key for JWTs: its PEM text, and the file it came from (for messages). */
-export interface PublicKeyInput {
-  readonly pem: string;
-  readonly source: string;
-}
-
-/** The JWT key material and claims checks a caller gives; serverConfig turns them into `jwt`. */
-export interface JwtInput {
-  /** HS256 secret, at least 32 bytes. */
-  readonly jwtSecret?: string;
-  /** RS256 or ES256 public key (PEM), the algorithm pinned to the key's type. */
-  readonly jwtPublicKey?: PublicKeyInput;
-  /** A token's `iss` must equal it. Default: not checked. */
-  readonly jwtIssuer?: string;
-  /** A token's `aud` must be or contain it. Default: not checked. */
-  readonly jwtAudience?: string;
-}
-
 /** What a caller gives: `file` or `dataDir`, and any option it does not leave to its default. */
 export type ServerConfigInput = ({ readonly file: string } | { readonly dataDir: string }) & Partial<Omit<ServerConfig, 'where' | 'jwt'>> & JwtInput;
 
@@ -190,23 +172,6 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     throw invalidOption('--mcp-memory', `takes a collection name (a letter, then letters, digits or _, at most 64), not "${memory}"`);
   }
   return Object.freeze(config);
-}
-
-/** The JWT verifier of the key given, if any; issuer and audience alone are refused. */
-function jwtVerifier(input: JwtInput): JwtVerifier | undefined {
-  if (input.jwtSecret === undefined && input.jwtPublicKey === undefined) {
-    if (input.jwtIssuer !== undefined) throw invalidOption('--jwt-issuer', 'checks JSON Web Tokens: give --jwt-secret or --jwt-public-key too');
-    if (input.jwtAudience !== undefined) throw invalidOption('--jwt-audience', 'checks JSON Web Tokens: give --jwt-secret or --jwt-public-key too');
-    return undefined;
-  }
-  if (input.jwtSecret === '') throw invalidOption('--jwt-secret', 'must not be empty');
-  return JwtVerifier.create({
-    secret: input.jwtSecret,
-    publicKey: input.jwtPublicKey?.pem,
-    publicKeySource: input.jwtPublicKey === undefined ? undefined : `--jwt-public-key ${input.jwtPublicKey.source}`,
-    issuer: input.jwtIssuer,
-    audience: input.jwtAudience,
-  });
 }
 
 /** An origin is scheme://host[:port] with nothing after it, as browsers send it in `Origin`. */

@@ -2,7 +2,8 @@
  * The router's options, parsed once at the edge (router/cli.ts) and passed down frozen.
  */
 import type { AuditTarget } from '../shared/audit.js';
-import { JwtVerifier } from '../shared/auth/jwt.js';
+import type { JwtVerifier } from '../shared/auth/jwt.js';
+import { jwtVerifier, type JwtInput } from '../shared/cli/options.js';
 import { FenecError } from '../shared/errors.js';
 import type { TracingConfig } from '../shared/tracing.js';
 import type { NodeTarget } from './placement.js';
@@ -34,12 +35,8 @@ export interface RouterOptions {
 
 export const ROUTER_DEFAULTS = Object.freeze({ host: '127.0.0.1', port: 8080, nodeTimeoutMs: 10_000, maxSocketsPerNode: 64 });
 
-export interface RouterOptionsInput extends Partial<Omit<RouterOptions, 'nodes' | 'jwt'>> {
+export interface RouterOptionsInput extends Partial<Omit<RouterOptions, 'nodes' | 'jwt'>>, JwtInput {
   readonly nodes: readonly NodeTarget[];
-  readonly jwtSecret?: string;
-  readonly jwtPublicKey?: { readonly pem: string; readonly source: string };
-  readonly jwtIssuer?: string;
-  readonly jwtAudience?: string;
 }
 
 /**
@@ -51,15 +48,7 @@ export interface RouterOptionsInput extends Partial<Omit<RouterOptions, 'nodes' 
 export function routerOptions(input: RouterOptionsInput): RouterOptions {
   if (input.nodes.length === 0) throw new FenecError('invalid_option', '--nodes names no node');
   if (input.httpToken === '') throw new FenecError('invalid_option', '--http-token must not be empty');
-  const hasKey = input.jwtSecret !== undefined || input.jwtPublicKey !== undefined;
-  const jwt = hasKey
-    ? JwtVerifier.create({
-        ...(input.jwtSecret === undefined ? {} : { secret: input.jwtSecret }),
-        ...(input.jwtPublicKey === undefined ? {} : { publicKey: input.jwtPublicKey.pem, publicKeySource: input.jwtPublicKey.source }),
-        ...(input.jwtIssuer === undefined ? {} : { issuer: input.jwtIssuer }),
-        ...(input.jwtAudience === undefined ? {} : { audience: input.jwtAudience }),
-      })
-    : undefined;
+  const jwt = jwtVerifier(input);
   if (input.httpToken === undefined && jwt === undefined) {
     throw new FenecError('invalid_option', '--http-token (or FENEC_TOKEN) or a JWT key (--jwt-secret, FENEC_JWT_SECRET, --jwt-public-key) is required: the router forwards only requests it can attribute to a tenant');
   }

@@ -13,8 +13,11 @@ export const DURATION_UNITS: ReadonlyArray<readonly [unit: string, ms: number]> 
   ['ms', 1],
 ];
 
-/** The units as a message lists them. */
-export const DURATION_UNIT_LIST = 'ms, s, m, h, d, w';
+/** The units as a message lists them, shortest first. */
+export const DURATION_UNIT_LIST = DURATION_UNITS.map(([unit]) => unit).reverse().join(', ');
+
+/** A duration's text as a regular expression (a JSON Schema `pattern`: the MCP memory's `expires_in`). */
+export const DURATION_PATTERN = `^[0-9]+(${DURATION_UNITS.map(([unit]) => unit).reverse().join('|')})$`;
 
 /** The length of one `unit` in milliseconds, or undefined for a word that is not a unit. */
 export function unitMs(unit: string): number | undefined {

@@ -6,9 +6,9 @@
 import { parsePolicy, type Policy } from '../../shared/auth/policy.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
-import { parseByteSize, parseCount, parseDurationOption, parsePort, readOptionFile } from '../../shared/cli/options.js';
+import { parseByteSize, parseCount, parseDurationOption, parsePort, readOptionFile, type PublicKeyInput } from '../../shared/cli/options.js';
 import { switchedBy, toolNames } from '../../shared/mcp/tools.js';
-import { isTenantNode, serverConfig, SERVER_DEFAULTS, type PublicKeyInput, type ServerConfig, type TenantNodeConfig } from '../config.js';
+import { isTenantNode, serverConfig, SERVER_DEFAULTS, type ServerConfig, type TenantNodeConfig } from '../config.js';
 import { mcpText } from '../mcp/serve-mcp.js';
 import { acquireLock, type FileLock } from '../storage/lock.js';
 import { QUOTA_DEFAULTS } from '../tenants/quotas.js';

@@ -3,8 +3,44 @@
  * returns the value or throws `invalid_option` naming the option and what it takes.
  */
 import * as fs from 'node:fs';
+import { JwtVerifier } from '../auth/jwt.js';
 import { parseDuration } from '../duration.js';
 import { FenecError } from '../errors.js';
+
+/** A public key for JWTs: its PEM text, and the file it came from (for messages). */
+export interface PublicKeyInput {
+  readonly pem: string;
+  readonly source: string;
+}
+
+/** The JWT key material and claims checks a caller gives; serverConfig and routerOptions turn them into a verifier. */
+export interface JwtInput {
+  /** HS256 secret, at least 32 bytes. */
+  readonly jwtSecret?: string;
+  /** RS256 or ES256 public key (PEM), the algorithm pinned to the key's type. */
+  readonly jwtPublicKey?: PublicKeyInput;
+  /** A token's `iss` must equal it. Default: not checked. */
+  readonly jwtIssuer?: string;
+  /** A token's `aud` must be or contain it. Default: not checked. */
+  readonly jwtAudience?: string;
+}
+
+/** The JWT verifier of the key given, if any; issuer and audience alone are refused. */
+export function jwtVerifier(input: JwtInput): JwtVerifier | undefined {
+  if (input.jwtSecret === undefined && input.jwtPublicKey === undefined) {
+    if (input.jwtIssuer !== undefined) throw invalidOption('--jwt-issuer', 'checks JSON Web Tokens: give --jwt-secret or --jwt-public-key too');
+    if (input.jwtAudience !== undefined) throw invalidOption('--jwt-audience', 'checks JSON Web Tokens: give --jwt-secret or --jwt-public-key too');
+    return undefined;
+  }
+  if (input.jwtSecret === '') throw invalidOption('--jwt-secret', 'must not be empty');
+  return JwtVerifier.create({
+    secret: input.jwtSecret,
+    publicKey: input.jwtPublicKey?.pem,
+    publicKeySource: input.jwtPublicKey === undefined ? undefined : `--jwt-public-key ${input.jwtPublicKey.source}`,
+    issuer: input.jwtIssuer,
+    audience: input.jwtAudience,
+  });
+}
 
 /** Reads a port number as typed on a command line. */
 export function parsePort(text: string): number {

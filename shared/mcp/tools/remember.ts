@@ -6,7 +6,7 @@
 import type { ObjectEntry, Statement } from '../../fenecql/ast.js';
 import { Params } from '../../fenecql/bind.js';
 import { printStatement } from '../../fenecql/print.js';
-import { parseDuration } from '../../duration.js';
+import { DURATION_PATTERN, parseDuration } from '../../duration.js';
 import { asFenecError, FenecError } from '../../errors.js';
 import { NO_NARROWING } from '../bounds.js';
 import { addMemoryVector, createMemories, isUnknownField, VECTOR_FIELD } from '../memory.js';
@@ -27,7 +27,7 @@ function define(options: ToolSetOptions): ToolDefinition<'remember'> {
       properties: {
         text: { type: 'string', description: 'The memory, one self-contained sentence.' },
         tags: { type: 'array', items: { type: 'string' }, description: 'Words to group and recall it by.' },
-        expires_in: { type: 'string', pattern: '^[0-9]+(ms|s|m|h|d|w)$', description: 'How long it is kept: 30m, 12h, 7d. Default: for good.' },
+        expires_in: { type: 'string', pattern: DURATION_PATTERN, description: 'How long it is kept: 30m, 12h, 7d. Default: for good.' },
         vector: { ...VECTOR, description: 'Its embedding, from the same model as the other memories.' },
       },
       required: ['text'],
