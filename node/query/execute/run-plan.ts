@@ -4,37 +4,16 @@
  */
 import type { Answer } from '../../../shared/answer.js';
 import { FenecError } from '../../../shared/errors.js';
-import type { Connection, Statement } from '../../storage/sqlite.js';
+import type { Connection } from '../../storage/sqlite.js';
 import type { SqlValue } from '../../storage/codec.js';
 import type { BulkPlan, Plan, PolicyCheck, SqlStep } from '../plan/plan-types.js';
 import type { VectorStore } from '../../vector/store.js';
 import { readSerialized } from './answer-text.js';
 import { runVector } from './run-vector.js';
-import { withScopedRank } from '../plan/text-rank.js';
+import { fromSqliteError } from './sqlite-errors.js';
+import type { StatementCache } from './statement-cache.js';
+import { withScopedRank } from './scoped-rank.js';
 import type { BindContext } from '../compile/expr-types.js';
-
-/** Prepared statements by SQL text, dropped whenever the schema changes. */
-export class StatementCache {
-  readonly #db: Connection;
-  #statements = new Map<string, Statement>();
-
-  constructor(db: Connection) {
-    this.#db = db;
-  }
-
-  get(sql: string): Statement {
-    let statement = this.#statements.get(sql);
-    if (statement === undefined) {
-      statement = this.#db.prepare(sql);
-      this.#statements.set(sql, statement);
-    }
-    return statement;
-  }
-
-  clear(): void {
-    this.#statements = new Map();
-  }
-}
 
 function bind(step: SqlStep, ctx: BindContext): SqlValue[] {
   const values = new Array<SqlValue>(step.args.length);
@@ -45,26 +24,6 @@ function bind(step: SqlStep, ctx: BindContext): SqlValue[] {
 /** A step that answers one number (a count, a sum), run with this execution's arguments. */
 export function measure(step: SqlStep, ctx: BindContext, cache: StatementCache): number {
   return cache.get(step.sql).pluck(true).get(bind(step, ctx)) as number;
-}
-
-/** SQLite's constraint failures, as the refusals they are: `UNIQUE constraint failed: c_notes.title`. */
-export function fromSqliteError(err: unknown): unknown {
-  const code = (err as { code?: unknown }).code;
-  const message = err instanceof Error ? err.message : '';
-  const field = /failed: [^.]+\.(\S+)/.exec(message)?.[1];
-  if (code === 'SQLITE_CONSTRAINT_UNIQUE') {
-    return new FenecError('unique_violation', `another row has this ${field ?? 'value'}; ${field ?? 'the field'} is unique`, { cause: err });
-  }
-  if (code === 'SQLITE_FULL') {
-    return new FenecError('storage_full', 'the tenant\'s file is at its byte quota; the write changed nothing', {
-      cause: err,
-      hint: 'delete rows, compact, or raise the tenant\'s maxBytes quota (PUT /t/<tenant>)',
-    });
-  }
-  if (code === 'SQLITE_CONSTRAINT_NOTNULL') {
-    return new FenecError('missing_required', `field ${field ?? '?'} is required; the value computed for it is null`, { cause: err });
-  }
-  return err;
 }
 
 /** Refuses (and so rolls back) a write whose rows the token's policy condition does not hold for. */

@@ -5,8 +5,8 @@
 import { FenecError } from '../../../shared/errors.js';
 import type { SqlValue } from '../../storage/codec.js';
 import { exactSearch, queryVector, type ScoredRow, type VectorStore } from '../../vector/store.js';
-import type { StatementCache } from './run-plan.js';
-import { withScopedRank } from '../plan/text-rank.js';
+import type { StatementCache } from './statement-cache.js';
+import { withScopedRank } from './scoped-rank.js';
 import type { OutputColumn, VectorPlan } from '../plan/plan-types.js';
 import type { BindContext } from '../compile/expr-types.js';
 

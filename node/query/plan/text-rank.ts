@@ -10,12 +10,10 @@
  * and one per word over the rows holding the word, each joined to the policy's condition.
  */
 import type { Cond } from '../../../shared/fenecql/ast.js';
-import { rankFunction, textStatsSql, wordExpressions, type TextStats } from '../../search/text-index.js';
+import { rankFunction, textStatsSql, wordExpressions } from '../../search/text-index.js';
 import type { Collection } from '../../storage/catalog.js';
 import type { Compiler } from '../compile/compiler.js';
-import type { StatementCache } from '../execute/run-plan.js';
 import type { ArgSource, BindContext } from '../compile/expr-types.js';
-import type { SqlValue } from '../../storage/codec.js';
 
 /** Statistics to count at run time: the rows a policy condition lets a token read. */
 export interface ScopedRank {
@@ -72,14 +70,4 @@ export function textRank(collection: Collection, field: string, column: number, 
       column,
     },
   };
-}
-
-/** The context a scoped match runs with: its rank function over the statistics of the token's rows. */
-export function withScopedRank(scoped: ScopedRank | undefined, ctx: BindContext, statements: StatementCache): BindContext {
-  if (scoped === undefined) return ctx;
-  const args: SqlValue[] = scoped.args.map((arg) => arg(ctx));
-  const [rows, tokens] = statements.get(scoped.size).raw(true).get(args) as [number, number];
-  const count = statements.get(scoped.hits).pluck(true);
-  const stats: TextStats = { rows, tokens, hits: scoped.words(ctx).map((word) => count.get([...args, word]) as number) };
-  return { ...ctx, rank: rankFunction(scoped.column, stats) };
 }

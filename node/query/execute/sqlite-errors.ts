@@ -1,0 +1,24 @@
+/**
+ * SQLite's errors as FenecQL's refusals: what a constraint or a full file means to the statement.
+ */
+import { FenecError } from '../../../shared/errors.js';
+
+/** SQLite's constraint failures, as the refusals they are: `UNIQUE constraint failed: c_notes.title`. */
+export function fromSqliteError(err: unknown): unknown {
+  const code = (err as { code?: unknown }).code;
+  const message = err instanceof Error ? err.message : '';
+  const field = /failed: [^.]+\.(\S+)/.exec(message)?.[1];
+  if (code === 'SQLITE_CONSTRAINT_UNIQUE') {
+    return new FenecError('unique_violation', `another row has this ${field ?? 'value'}; ${field ?? 'the field'} is unique`, { cause: err });
+  }
+  if (code === 'SQLITE_FULL') {
+    return new FenecError('storage_full', 'the tenant\'s file is at its byte quota; the write changed nothing', {
+      cause: err,
+      hint: 'delete rows, compact, or raise the tenant\'s maxBytes quota (PUT /t/<tenant>)',
+    });
+  }
+  if (code === 'SQLITE_CONSTRAINT_NOTNULL') {
+    return new FenecError('missing_required', `field ${field ?? '?'} is required; the value computed for it is null`, { cause: err });
+  }
+  return err;
+}
