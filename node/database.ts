@@ -3,7 +3,7 @@
  * (/query, MCP, `fenec query --file`, `fenec mcp --file`). One path from statement to rows.
  */
 import type { Statement } from '../shared/fenecql/ast.js';
-import { WRITE_KINDS } from '../shared/fenecql/ast.js';
+import { isRowStatement, kindOf, STATEMENT_KINDS, unreachable, type RowStatement, type SchemaStatement, type Size } from '../shared/fenecql/kinds.js';
 import { checkJsonValue } from '../shared/fenecql/limits.js';
 import { parseStatement } from '../shared/fenecql/parser.js';
 import { printStatement } from '../shared/fenecql/print.js';
@@ -20,8 +20,8 @@ import { StatementCache } from './query/execute/statement-cache.js';
 import { deleteExpired } from './query/execute/expiry.js';
 import { VectorStore, type VectorStoreEvent } from './vector/store.js';
 import type { Plan } from './query/plan/plan-types.js';
-import { plan, type RowStatement } from './query/plan/row-statement.js';
-import { runSchemaStatement, type IndexState, type SchemaStatement } from './query/execute/schema-statements.js';
+import { plan } from './query/plan/row-statement.js';
+import { runSchemaStatement, type IndexState } from './query/execute/schema-statements.js';
 import type { BindContext } from './query/compile/expr-types.js';
 
 export type { Answer };
@@ -90,32 +90,8 @@ const PREPARED_LIMIT = 2000;
  */
 const PREPARED_MAX_TEXT = 8 * 1024;
 
-/** The room a schema statement has at a byte quota: those that remove take the headroom, compact room for its copy. */
-function roomOf(statement: SchemaStatement): Room {
-  switch (statement.kind) {
-    case 'DropCollection':
-    case 'AlterDrop':
-      return 'freeing';
-    case 'Compact':
-      return 'compact';
-    default:
-      return 'quota';
-  }
-}
-
-function isSchemaStatement(statement: Statement): statement is SchemaStatement {
-  switch (statement.kind) {
-    case 'CreateCollection':
-    case 'DropCollection':
-    case 'AlterAdd':
-    case 'AlterDrop':
-    case 'Schema':
-    case 'Compact':
-      return true;
-    default:
-      return false;
-  }
-}
+/** The room a statement has at a byte quota, by how it may change the file's size (storage/byte-quota.ts). */
+const ROOM: Readonly<Record<Size, Room>> = { none: 'quota', grows: 'quota', frees: 'freeing', copies: 'compact' };
 
 export class FenecDatabase {
   readonly file: string;
@@ -125,6 +101,11 @@ export class FenecDatabase {
   readonly #lock: FileLock | undefined;
   readonly #statements: StatementCache;
   readonly #prepared = new Map<string, Prepared>();
+  /**
+   * The last statement parsed that was too long to keep, until it runs: statementOf then execute of
+   * the same text (the request runner's paging and audit, a tenant's quotas) parse it once.
+   */
+  #handedOver: { readonly text: string; readonly prepared: Prepared } | undefined;
   #cacheVersion: number;
   readonly #sweeper: NodeJS.Timeout | undefined;
   /** The Faiss indexes of the `@hnsw` fields, repaired from the rows' change log at open and after each write. */
@@ -185,10 +166,15 @@ export class FenecDatabase {
 
   /** Parses (or finds parsed) and runs one statement. Throws FenecError; a refused statement changes nothing. */
   execute(text: string, params: readonly unknown[] = [], options: ExecuteOptions = {}): Answer {
-    return this.#execute(this.#prepare(text), params, options);
+    const prepared = this.#prepare(text);
+    if (this.#handedOver?.prepared === prepared) this.#handedOver = undefined;
+    return this.#execute(prepared, params, options);
   }
 
-  /** The tree of a statement's text, parsed once and kept as `execute` keeps it. Throws its parse error. */
+  /**
+   * The tree of a statement's text, parsed once and kept as `execute` keeps it (a long one until it
+   * runs): what a caller reads to page, count or audit the statement it then executes. Throws its parse error.
+   */
   statementOf(text: string): Statement {
     return this.#prepare(text).statement;
   }
@@ -209,7 +195,8 @@ export class FenecDatabase {
 
   #execute(prepared: Prepared, params: readonly unknown[], options: ExecuteOptions): Answer {
     const { statement } = prepared;
-    if (WRITE_KINDS.has(statement.kind) && (options.readOnly === true || this.readOnly)) {
+    const kind = kindOf(statement);
+    if (kind.writes && (options.readOnly === true || this.readOnly)) {
       throw new FenecError('read_only', this.readOnly ? `${this.file} is open read-only; the statement writes` : 'this server is read-only; the statement writes', {
         hint: this.readOnly ? 'open the file without --read-only to write' : 'send writes to a server without --http-read-only',
       });
@@ -217,11 +204,11 @@ export class FenecDatabase {
     params.forEach((value, i) => checkJsonValue(value, `$${i + 1}`));
     const ctx: BindContext = { params, now: Date.now(), jwt: options.jwt };
     try {
-      if (isSchemaStatement(statement)) return this.#room(roomOf(statement), () => this.#runSchemaStatement(statement, ctx, options.policy));
-      const rowPlan = this.#planFor(prepared, statement as RowStatement, options.policy);
-      const answer = this.#runRows(rowPlan, statement.kind, ctx, options.maxAnswerBytes);
+      if (!isRowStatement(statement)) return this.#room(ROOM[kind.size], () => this.#runSchemaStatement(statement, ctx, options.policy));
+      const rowPlan = this.#planFor(prepared, statement, options.policy);
+      const answer = this.#runRows(rowPlan, kind.size, ctx, options.maxAnswerBytes);
       // The write has committed: the vector indexes apply what its triggers logged.
-      if (rowPlan.kind !== 'read' && rowPlan.kind !== 'count' && rowPlan.kind !== 'vector') this.#vectors.catchUp();
+      if (kind.writes) this.#vectors.catchUp();
       return answer;
     } catch (err) {
       throw fromSqliteError(err);
@@ -238,10 +225,10 @@ export class FenecDatabase {
    * want of a page runs again with it when its rows do not grow (its new values take no more bytes
    * than the old), so that only a write that grows the data is refused.
    */
-  #runRows(rowPlan: Plan, kind: Statement['kind'], ctx: BindContext, maxAnswerBytes: number | undefined): Answer {
+  #runRows(rowPlan: Plan, size: Size, ctx: BindContext, maxAnswerBytes: number | undefined): Answer {
     const go = (): Answer => run(rowPlan, ctx, this.#statements, this.#db, this.#vectors, maxAnswerBytes);
     if (this.#quota === undefined || rowPlan.kind !== 'change') return go();
-    if (kind === 'Del') return this.#quota.within('freeing', go);
+    if (ROOM[size] !== 'quota') return this.#quota.within(ROOM[size], go);
     try {
       return go();
     } catch (err) {
@@ -279,7 +266,7 @@ export class FenecDatabase {
     if (rule === undefined || this.#catalog.get(statement.collection) === undefined) {
       throw this.#catalog.unknown(statement.collection, (name) => policy.rules.has(name));
     }
-    const writes = statement.kind !== 'Get';
+    const { writes } = STATEMENT_KINDS[statement.kind];
     if (writes ? !rule.write : !rule.read) {
       throw new FenecError('forbidden', `this token may not ${writes ? 'write' : 'read'} ${statement.collection}: its policy grants ${[rule.read && 'read', rule.write && 'write'].filter(Boolean).join(' and ')} only`, {
         hint: `the grant comes from ${rule.source}`,
@@ -289,7 +276,7 @@ export class FenecDatabase {
   }
 
   #runSchemaStatement(statement: SchemaStatement, ctx: BindContext, policy: Policy | undefined): Answer {
-    if (policy !== undefined && statement.kind !== 'Schema') {
+    if (policy !== undefined && STATEMENT_KINDS[statement.kind].serverOnly) {
       throw new FenecError('forbidden', 'schema changes and compact are for the server token; a JSON Web Token runs reads and writes of rows', {
         hint: 'run it with the server token (--http-token)',
       });
@@ -298,18 +285,30 @@ export class FenecDatabase {
     // The index state counts rows, the policy's or not: for the server token only.
     const indexes = policy === undefined ? (collection: string, field: string) => this.#indexState(collection, field) : undefined;
     const answer = runSchemaStatement(statement, this.#catalog, this.#db, ctx, visible, indexes);
-    if (statement.kind === 'Compact') {
-      const compacted = statement.collection === undefined ? undefined : statement.collection;
-      for (const spec of this.#catalog.vectorFields()) {
-        // The rebuild goes on in the background; searches stay right meanwhile, and failures reach onVectorEvent.
-        if (compacted === undefined || spec.collection === compacted) {
-          const rebuild = this.#vectors.rebuild(spec.collection, spec.field).catch(() => undefined);
-          this.#rebuilds.add(rebuild);
-          void rebuild.then(() => this.#rebuilds.delete(rebuild));
+    switch (statement.kind) {
+      case 'Compact': {
+        const compacted = statement.collection;
+        for (const spec of this.#catalog.vectorFields()) {
+          // The rebuild goes on in the background; searches stay right meanwhile, and failures reach onVectorEvent.
+          if (compacted === undefined || spec.collection === compacted) {
+            const rebuild = this.#vectors.rebuild(spec.collection, spec.field).catch(() => undefined);
+            this.#rebuilds.add(rebuild);
+            void rebuild.then(() => this.#rebuilds.delete(rebuild));
+          }
         }
+        break;
       }
-    } else if (statement.kind !== 'Schema') {
-      this.#vectors.sync(this.#catalog.vectorFields());
+      case 'CreateCollection':
+      case 'DropCollection':
+      case 'AlterAdd':
+      case 'AlterDrop':
+        // The vector indexes follow the fields there are now.
+        this.#vectors.sync(this.#catalog.vectorFields());
+        break;
+      case 'Schema':
+        break;
+      default:
+        unreachable(statement);
     }
     return answer;
   }
@@ -325,7 +324,9 @@ export class FenecDatabase {
   #prepare(text: string): Prepared {
     let prepared = this.#prepared.get(text);
     if (prepared === undefined) {
+      if (this.#handedOver?.text === text) return this.#handedOver.prepared;
       prepared = { statement: parseStatement(text), plan: undefined, version: -1, scoped: new WeakMap() };
+      if (text.length > PREPARED_MAX_TEXT) this.#handedOver = { text, prepared };
       this.#remember(text, prepared);
     }
     return prepared;

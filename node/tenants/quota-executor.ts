@@ -1,7 +1,7 @@
 /**
- * A tenant's database held to its collection and row quotas. Only statements that can add a
- * collection (`create collection`) or rows (`insert`, `put`) are looked at; the text of any other
- * statement is not even parsed here. Every quota refusal of a statement — these, and the database's
+ * A tenant's database held to its collection and row quotas. Only statements that add a collection
+ * or rows (the statement kinds' table says which: `create collection`, `insert`, `put`) are counted,
+ * from the tree the database parsed and keeps for the execute that follows. Every quota refusal of a statement — these, and the database's
  * own `storage_full` at the byte quota — is told to `onRefusal` with its quota, whichever door
  * (/query, an MCP tool) the statement came through.
  *
@@ -10,23 +10,28 @@
  * than the truth), and counted exactly again before a refusal, so that a refusal is always true.
  */
 import { FenecError } from '../../shared/errors.js';
-import type { Expr, ParamExpr, Statement } from '../../shared/fenecql/ast.js';
+import type { Statement } from '../../shared/fenecql/ast.js';
+import { kindOf } from '../../shared/fenecql/kinds.js';
 import type { Answer, ExecuteOptions, FenecDatabase } from '../database.js';
 import type { Executor } from '../workers/request-runner.js';
 import type { QuotaKind, Quotas } from './quotas.js';
 
-/** Statements that may add a collection or rows start with one of these words. */
-const MAY_GROW = /^\s*(create|insert|put)\b/i;
-
-/** How many rows an insert or put writes at most: those written out, or those its parameter holds. */
+/** How many rows a statement writes at most: those written out, or those its parameter holds; 0 for a kind that adds none. */
 function rowsWritten(statement: Statement, params: readonly unknown[] | undefined): number {
-  const rows = statement.kind === 'Insert' ? statement.rows : statement.kind === 'Put' ? statement.row : undefined;
-  if (rows === undefined) return 0;
-  if (Array.isArray(rows)) return rows.length;
-  if ((rows as Expr).kind !== 'Param') return 1;
+  const { adds } = kindOf(statement);
+  if (adds === null || !('rows' in adds)) return 0;
+  const rows = adds.rows(statement);
+  if (!('kind' in rows)) return rows.length;
+  if (rows.kind !== 'Param') return 1;
   // A bulk write: its parameter's array (a value that is not one is refused by the database, writing nothing).
-  const value = params?.[(rows as ParamExpr).index - 1];
+  const value = params?.[rows.index - 1];
   return Array.isArray(value) ? value.length : 1;
+}
+
+/** The collection a statement creates, or undefined for a kind that creates none. */
+function collectionCreated(statement: Statement): string | undefined {
+  const { adds } = kindOf(statement);
+  return adds !== null && 'collection' in adds ? adds.collection(statement) : undefined;
 }
 
 export class QuotaExecutor implements Executor {
@@ -42,16 +47,9 @@ export class QuotaExecutor implements Executor {
   }
 
   execute(text: string, params?: readonly unknown[], options?: ExecuteOptions): Answer {
-    if (!MAY_GROW.test(text) || (this.#quotas.maxRows === 0 && this.#quotas.maxCollections === 0)) return this.#counted(() => this.#db.execute(text, params, options));
-    let statement: Statement | undefined;
-    try {
-      // The database's own parse, kept for the execute that follows: the text is parsed once.
-      statement = this.#db.statementOf(text);
-    } catch {
-      // The database refuses it with its position; nothing is checked here.
-      return this.#db.execute(text, params, options);
-    }
-    return this.#run(statement, params, () => this.#db.execute(text, params, options));
+    if (this.#quotas.maxRows === 0 && this.#quotas.maxCollections === 0) return this.#counted(() => this.#db.execute(text, params, options));
+    // The database's own parse, kept for the execute that follows: the text is parsed once (a parse error is thrown here, as execute would).
+    return this.#run(this.#db.statementOf(text), params, () => this.#db.execute(text, params, options));
   }
 
   statementOf(text: string): Statement {
@@ -78,9 +76,10 @@ export class QuotaExecutor implements Executor {
   }
 
   #run(statement: Statement, params: readonly unknown[] | undefined, run: () => Answer): Answer {
-    if (statement.kind === 'CreateCollection' && this.#quotas.maxCollections > 0) {
+    const created = collectionCreated(statement);
+    if (created !== undefined && this.#quotas.maxCollections > 0) {
       const collections = this.#collections().length;
-      if (collections >= this.#quotas.maxCollections && !this.#collections().includes(statement.name)) {
+      if (collections >= this.#quotas.maxCollections && !this.#collections().includes(created)) {
         this.#refuse('collections', `the tenant has ${collections} collections, its quota`, 'drop a collection, or raise the tenant\'s maxCollections (PUT /t/<tenant>)');
       }
     }

@@ -6,6 +6,8 @@
  */
 import { Audit, subjectOf } from '../../shared/audit.js';
 import { EMPTY_POLICY, grantedTools, type Policy } from '../../shared/auth/policy.js';
+import type { Statement } from '../../shared/fenecql/ast.js';
+import { auditedChange } from '../../shared/fenecql/kinds.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { McpEndpoint } from '../../shared/mcp/endpoint.js';
@@ -14,7 +16,6 @@ import { Pager, pages } from '../../shared/paging/pager.js';
 import type { ExecuteOptions, FenecDatabase } from '../database.js';
 import type { Caller } from '../../shared/http/front-door.js';
 import { parseQueryBody, parseRevocationBody } from '../http/query-body.js';
-import { mayChangeSchema, schemaChangeOf } from '../http/schema-change.js';
 import { answerText } from '../query/execute/answer-text.js';
 import type { Answer } from '../../shared/answer.js';
 import type { Revocation, Revocations } from '../storage/revocations.js';
@@ -39,9 +40,6 @@ export interface RunnerConfig {
   /** The tenant served (null: a one-file server), as the audit names it. */
   readonly tenant: string | null;
 }
-
-/** A statement that may be a `get` with a limit: only these are parsed before they run, to page them. */
-const MAY_PAGE = /^\s*(?:--[^\n]*\n\s*)*get\b[\s\S]*\blimit\b/i;
 
 export class RequestRunner {
   readonly #db: Executor;
@@ -102,9 +100,11 @@ export class RequestRunner {
     const options: ExecuteOptions = caller.kind === 'server'
       ? { ...this.#serverOptions, maxAnswerBytes }
       : { readOnly: this.#readOnly, jwt: caller.claims, policy: this.#policy, maxAnswerBytes };
-    const text = answerText(this.#read(statement, params, cursor, options, caller), maxAnswerBytes);
+    // The database's own parse, kept for the execute that follows: the text is parsed once.
+    const tree = this.#db.statementOf(statement);
+    const text = answerText(this.#read(statement, tree, params, cursor, options, caller), maxAnswerBytes);
     // Written (and flushed) before the answer leaves: an answered change is an audited one.
-    if (this.#audit.enabled && mayChangeSchema(statement)) this.#auditSchema(statement, caller);
+    if (this.#audit.enabled) this.#auditSchema(tree, caller);
     return text;
   }
 
@@ -112,9 +112,8 @@ export class RequestRunner {
    * A statement's answer: a `get` with a limit (or a cursor) a page of its rows, with next_cursor
    * when more follow; any other statement as the database answers it.
    */
-  #read(statement: string, params: readonly unknown[], cursor: string | undefined, options: ExecuteOptions, caller: Caller): Answer {
-    const tree = cursor === undefined && !MAY_PAGE.test(statement) ? undefined : this.#db.statementOf(statement);
-    if (tree?.kind !== 'Get' || (cursor === undefined && (tree.limit === undefined || !pages(tree)))) {
+  #read(statement: string, tree: Statement, params: readonly unknown[], cursor: string | undefined, options: ExecuteOptions, caller: Caller): Answer {
+    if (tree.kind !== 'Get' || (cursor === undefined && (tree.limit === undefined || !pages(tree)))) {
       if (cursor !== undefined) {
         throw new FenecError('bad_request', '"cursor" continues a get whose answer carried next_cursor; this statement is not one', { hint: 'leave "cursor" out' });
       }
@@ -157,8 +156,8 @@ export class RequestRunner {
     return { status: answer.created ? 201 : 200, json: JSON.stringify({ revoked: revocationJson(answer.revocation), created: answer.created }) };
   }
 
-  #auditSchema(statement: string, caller: Caller): void {
-    const change = schemaChangeOf(statement);
+  #auditSchema(statement: Statement, caller: Caller): void {
+    const change = auditedChange(statement);
     if (change === undefined) return;
     const who = caller.kind === 'server' ? caller : { kind: 'jwt' as const, sub: subjectOf(caller.claims) };
     this.#audit.schema(change.statement, change.collection, who);

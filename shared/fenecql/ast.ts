@@ -290,25 +290,3 @@ export type Statement =
   | CompactStmt;
 
 export type StatementKind = Statement['kind'];
-
-/** Statements that change rows or the schema: what a read-only server refuses. */
-export const WRITE_KINDS: ReadonlySet<StatementKind> = new Set([
-  'CreateCollection',
-  'DropCollection',
-  'AlterAdd',
-  'AlterDrop',
-  'Insert',
-  'Put',
-  'Set',
-  'Del',
-  'Compact',
-]);
-
-/** Statements only the server token may run (never a scoped token, never over MCP). */
-export const SCHEMA_KINDS: ReadonlySet<StatementKind> = new Set([
-  'CreateCollection',
-  'DropCollection',
-  'AlterAdd',
-  'AlterDrop',
-  'Compact',
-]);

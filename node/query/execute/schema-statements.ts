@@ -1,7 +1,8 @@
 /**
  * Statements about collections rather than rows: create, drop, alter, schema, compact.
  */
-import type { FieldDef, Statement } from '../../../shared/fenecql/ast.js';
+import type { FieldDef } from '../../../shared/fenecql/ast.js';
+import { unreachable, type SchemaStatement } from '../../../shared/fenecql/kinds.js';
 import { FenecError } from '../../../shared/errors.js';
 import { printAnnotation, printExpr, printFieldType } from '../../../shared/fenecql/print.js';
 import type { Catalog, Collection } from '../../storage/catalog.js';
@@ -11,8 +12,6 @@ import { Compiler } from '../compile/compiler.js';
 import { deleteExpired } from './expiry.js';
 import type { Answer } from '../../../shared/answer.js';
 import { isValue, type BindContext } from '../compile/expr-types.js';
-
-export type SchemaStatement = Extract<Statement, { kind: 'CreateCollection' | 'DropCollection' | 'AlterAdd' | 'AlterDrop' | 'Schema' | 'Compact' }>;
 
 /** The stored value a field's default has now (for alter … add, which fills the rows there are). */
 function defaultNow(def: FieldDef, db: Connection, ctx: BindContext): unknown {
@@ -119,6 +118,8 @@ export function runSchemaStatement(stmt: SchemaStatement, catalog: Catalog, db: 
       db.pragma('wal_checkpoint(TRUNCATE)');
       return { count: expired, bytes_before: before, bytes_after: fileBytes(db) };
     }
+    default:
+      return unreachable(stmt);
   }
 }
 

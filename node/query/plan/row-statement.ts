@@ -3,7 +3,8 @@
  * arguments, checked against the collection's fields. A plan is made once per statement text and
  * schema version, and run many times with different params.
  */
-import type { Cond, DelStmt, Expr, GetStmt, InsertStmt, ObjectExpr, ParamExpr, PutStmt, SetStmt } from '../../../shared/fenecql/ast.js';
+import type { Cond, DelStmt, Expr, ObjectExpr, ParamExpr, SetStmt } from '../../../shared/fenecql/ast.js';
+import { unreachable, type RowStatement } from '../../../shared/fenecql/kinds.js';
 import { FenecError } from '../../../shared/errors.js';
 import { printCondition, printExpr, printFieldType } from '../../../shared/fenecql/print.js';
 import { ID_TYPE, type Catalog, type Collection, type Field } from '../../storage/catalog.js';
@@ -13,8 +14,6 @@ import type { Plan, PolicyCheck, SqlStep } from './plan-types.js';
 import { isScalar, isValue, typeName, type ArgSource } from '../compile/expr-types.js';
 import { insertSql, pinnedFields, upsertSql } from './write-sql.js';
 import { planBulk } from './bulk.js';
-
-export type RowStatement = GetStmt | InsertStmt | PutStmt | SetStmt | DelStmt;
 
 /**
  * A row statement's plan. `policy` is the condition of the token's policy rule for the collection: it
@@ -37,6 +36,8 @@ export function plan(stmt: RowStatement, catalog: Catalog, policy?: Cond): Plan 
       return planSet(stmt, collection, policy, check);
     case 'Del':
       return planDel(stmt, collection, policy);
+    default:
+      return unreachable(stmt);
   }
 }
 

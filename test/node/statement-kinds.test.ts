@@ -1,0 +1,132 @@
+import { expect } from 'chai';
+import Sqlite from 'better-sqlite3';
+import type { Policy } from '../../shared/auth/policy.js';
+import type { StatementKind } from '../../shared/fenecql/ast.js';
+import { auditedChange, STATEMENT_KINDS } from '../../shared/fenecql/kinds.js';
+import { parseCondition, parseStatement } from '../../shared/fenecql/parser.js';
+import { queryStatement, writeStatement } from '../../shared/mcp/statements.js';
+import { FenecDatabase } from '../../node/database.js';
+import { QuotaExecutor } from '../../node/tenants/quota-executor.js';
+import { refusal } from '../helpers/assertions.js';
+import { tempDir } from '../helpers/temp.js';
+
+/** One statement of each kind: a Record, so that a new kind does not compile here until it has one. */
+const SAMPLES: Readonly<Record<StatementKind, string>> = {
+  Get: 'get notes where id = 1',
+  Insert: 'insert into notes {title: "c", year: 3}',
+  Put: 'put notes {id: 9, title: "p"}',
+  Set: 'set notes {year: 5} where id = 1',
+  Del: 'del notes where id = 2',
+  Schema: 'schema notes',
+  CreateCollection: 'create collection others (name text)',
+  DropCollection: 'drop collection spare',
+  AlterAdd: 'alter collection notes add tag text',
+  AlterDrop: 'alter collection notes drop year',
+  Compact: 'compact notes',
+};
+
+const KINDS = Object.keys(SAMPLES) as StatementKind[];
+
+/** A token that reads and writes every collection there is. */
+const EVERYTHING: Policy = {
+  rules: new Map(['notes', 'spare', 'others'].map((collection) => [collection, { collection, read: true, write: true, where: parseCondition('true'), source: `test:${collection}` }])),
+};
+
+describe('the statement kinds table', function () {
+  this.timeout(60_000);
+  let temp: ReturnType<typeof tempDir>;
+  let db: FenecDatabase;
+
+  beforeEach(() => {
+    temp = tempDir();
+    db = FenecDatabase.open({ file: temp.file('k.fenec'), readOnly: false, program: 'test', sweepIntervalMs: 0 });
+    db.execute('create collection notes (title text, year int, gone timestamp @ttl(1ms))');
+    db.execute('create collection spare (x int)');
+    db.execute('insert into notes [{title: "a", year: 1}, {title: "b", year: 2}, {title: "old", gone: "2020-01-01"}]');
+  });
+
+  afterEach(() => {
+    db.close();
+    temp.remove();
+  });
+
+  /** Everything a statement may change: the schema, and every row of every collection, expired ones too (read by SQLite itself). */
+  function state(): string {
+    const schema = db.execute('schema');
+    const file = new Sqlite(temp.file('k.fenec'), { readonly: true });
+    try {
+      const tables = file.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'c\\_%' ESCAPE '\\' ORDER BY name").pluck().all() as string[];
+      const rows = tables.map((table) => file.prepare(`SELECT * FROM "${table}" ORDER BY rowid`).all());
+      return JSON.stringify({ schema, tables, rows });
+    } finally {
+      file.close();
+    }
+  }
+
+  it('has one row for each kind of the statement union, and each sample is of its kind', () => {
+    expect(Object.keys(STATEMENT_KINDS).sort()).to.deep.equal([...KINDS].sort());
+    for (const kind of KINDS) expect(parseStatement(SAMPLES[kind]).kind, SAMPLES[kind]).to.equal(kind);
+  });
+
+  for (const kind of KINDS) {
+    const info = STATEMENT_KINDS[kind];
+    const text = SAMPLES[kind];
+
+    it(`${kind}: writes ${info.writes}, as running it shows`, () => {
+      if (info.writes) expect(refusal(() => db.execute(text, [], { readOnly: true })).code).to.equal('read_only');
+      const before = state();
+      db.execute(text);
+      const after = state();
+      if (info.writes) expect(after, text).to.not.equal(before);
+      else expect(after, text).to.equal(before);
+      const schemaBefore = JSON.parse(before).schema;
+      const schemaAfter = JSON.parse(after).schema;
+      // Only the schema family changes the schema; the audit records exactly the kinds that change it or rewrite the file.
+      expect(JSON.stringify(schemaAfter) !== JSON.stringify(schemaBefore), `${text} changes the schema`).to.equal(info.family === 'schema');
+      expect(auditedChange(parseStatement(text)) !== undefined, `${text} is audited`).to.equal(info.family === 'schema' || info.family === 'maintenance');
+    });
+
+    it(`${kind}: ${info.serverOnly ? 'the server token only' : 'a token may run it'}`, () => {
+      const jwt = { jwt: { sub: 'u' }, policy: EVERYTHING };
+      if (info.serverOnly) expect(refusal(() => db.execute(text, [], jwt)).code).to.equal('forbidden');
+      else expect(() => db.execute(text, [], jwt)).to.not.throw();
+    });
+
+    it(`${kind}: adds ${info.adds === null ? 'nothing' : Object.keys(info.adds)[0]} to a tenant's quotas`, () => {
+      // The tenant holds 2 collections and 2 live rows (the third is expired): at both quotas.
+      const full = new QuotaExecutor(db, { maxCollections: 2, maxRows: 2 });
+      const adds = info.adds === null ? null : Object.keys(info.adds)[0];
+      if (adds === 'rows' || adds === 'collection') expect(refusal(() => full.execute(text)).code).to.equal('quota_exceeded');
+      else expect(() => full.execute(text)).to.not.throw();
+    });
+
+    it(`${kind}: over MCP ${info.mcp ?? 'never'}`, () => {
+      const query = () => queryStatement({ statement: text });
+      if (info.mcp === 'query') expect(query().statement.kind).to.equal(kind);
+      else expect(refusal(query).code).to.equal('forbidden');
+    });
+  }
+
+  it('the MCP write tool builds exactly the kinds the table runs through it', () => {
+    const built = [
+      writeStatement({ collection: 'notes', insert: { title: 'w' } }),
+      writeStatement({ collection: 'notes', put: { id: 4, title: 'w' } }),
+      writeStatement({ collection: 'notes', set: { year: 1 }, filter: 'id = 1' }),
+      writeStatement({ collection: 'notes', del: true, filter: 'id = 1' }),
+    ].map((bound) => bound.statement.kind);
+    expect(built.sort()).to.deep.equal(KINDS.filter((kind) => STATEMENT_KINDS[kind].mcp === 'write').sort());
+  });
+
+  it('audits a schema change as its kind and collection, in any case and after comments', () => {
+    const audited = (text: string) => auditedChange(parseStatement(text));
+    expect(audited('CREATE COLLECTION IF NOT EXISTS notes (title text)')).to.deep.equal({ statement: 'create', collection: 'notes' });
+    expect(audited('  -- why\n\tdrop collection if exists notes')).to.deep.equal({ statement: 'drop', collection: 'notes' });
+    expect(audited('alter collection notes add year int')).to.deep.equal({ statement: 'alter add', collection: 'notes' });
+    expect(audited('alter collection notes drop year')).to.deep.equal({ statement: 'alter drop', collection: 'notes' });
+    expect(audited('compact notes')).to.deep.equal({ statement: 'compact', collection: 'notes' });
+    expect(audited('compact')).to.deep.equal({ statement: 'compact', collection: null });
+    for (const text of ['get notes', 'insert into notes {title: "create"}', 'schema', 'get creates', '-- create\nget notes', 'set notes {x: 1} where id = 1']) {
+      expect(audited(text), text).to.equal(undefined);
+    }
+  });
+});
