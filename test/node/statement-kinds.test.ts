@@ -4,8 +4,9 @@ import type { Policy } from '../../shared/auth/policy.js';
 import type { StatementKind } from '../../shared/fenecql/ast.js';
 import { auditedChange, STATEMENT_KINDS } from '../../shared/fenecql/kinds.js';
 import { parseCondition, parseStatement } from '../../shared/fenecql/parser.js';
-import { queryStatement, writeStatement } from '../../shared/mcp/statements.js';
-import { FenecDatabase } from '../../node/database.js';
+import type { Statement } from '../../shared/fenecql/ast.js';
+import { ToolRunner } from '../../shared/mcp/tool-runner.js';
+import { FenecDatabase, type ExecuteOptions } from '../../node/database.js';
 import { QuotaExecutor } from '../../node/tenants/quota-executor.js';
 import { refusal } from '../helpers/assertions.js';
 import { tempDir } from '../helpers/temp.js';
@@ -49,6 +50,16 @@ describe('the statement kinds table', function () {
     db.close();
     temp.remove();
   });
+
+  /** The MCP tools over the database (write offered), and the kinds of the statements they ran. */
+  function tools(): { call: (tool: string, args: Record<string, unknown>) => ReturnType<ToolRunner<ExecuteOptions>['call']>; ran: StatementKind[] } {
+    const ran: StatementKind[] = [];
+    const runner = new ToolRunner<ExecuteOptions>(
+      { executeStatement: (statement: Statement, params, options) => (ran.push(statement.kind), db.executeStatement(statement, params, options)) },
+      { write: true, memory: undefined, readOnly: false },
+    );
+    return { call: (tool, args) => runner.call(runner.tool(tool)!, args, { options: {}, scoped: false }), ran };
+  }
 
   /** Everything a statement may change: the schema, and every row of every collection, expired ones too (read by SQLite itself). */
   function state(): string {
@@ -101,20 +112,24 @@ describe('the statement kinds table', function () {
     });
 
     it(`${kind}: over MCP ${info.mcp ?? 'never'}`, () => {
-      const query = () => queryStatement({ statement: text });
-      if (info.mcp === 'query') expect(query().statement.kind).to.equal(kind);
-      else expect(refusal(query).code).to.equal('forbidden');
+      const { call, ran } = tools();
+      const outcome = call('query', { statement: text });
+      if (info.mcp === 'query') {
+        expect(outcome.ok, text).to.equal(true);
+        expect(ran).to.deep.equal([kind]);
+      } else {
+        expect(outcome.ok || outcome.error.code, text).to.equal('forbidden');
+        expect(ran).to.deep.equal([]);
+      }
     });
   }
 
   it('the MCP write tool builds exactly the kinds the table runs through it', () => {
-    const built = [
-      writeStatement({ collection: 'notes', insert: { title: 'w' } }),
-      writeStatement({ collection: 'notes', put: { id: 4, title: 'w' } }),
-      writeStatement({ collection: 'notes', set: { year: 1 }, filter: 'id = 1' }),
-      writeStatement({ collection: 'notes', del: true, filter: 'id = 1' }),
-    ].map((bound) => bound.statement.kind);
-    expect(built.sort()).to.deep.equal(KINDS.filter((kind) => STATEMENT_KINDS[kind].mcp === 'write').sort());
+    const { call, ran } = tools();
+    for (const args of [{ insert: { title: 'w' } }, { put: { id: 4, title: 'w' } }, { set: { year: 1 }, filter: 'id = 1' }, { del: true, filter: 'id = 1' }]) {
+      expect(call('write', { collection: 'notes', ...args }).ok, JSON.stringify(args)).to.equal(true);
+    }
+    expect([...ran].sort()).to.deep.equal(KINDS.filter((kind) => STATEMENT_KINDS[kind].mcp === 'write').sort());
   });
 
   it('audits a schema change as its kind and collection, in any case and after comments', () => {
