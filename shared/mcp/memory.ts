@@ -47,3 +47,12 @@ export function isUnknownField(err: unknown, field: string): boolean {
   const error = asFenecError(err);
   return error.code === 'unknown_field' && new RegExp(`\\b${field}\\b`).test(error.message);
 }
+
+/**
+ * The memory collection is not made yet, and the caller is the server's token: it holds nothing
+ * (recall answers no memory, forget none forgotten). A scoped token is told the collection is unknown,
+ * as for any collection its policy does not name.
+ */
+export function notMadeYet(err: unknown, scoped: boolean): boolean {
+  return !scoped && asFenecError(err).code === 'unknown_collection';
+}

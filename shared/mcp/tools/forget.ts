@@ -1,8 +1,8 @@
 /** `forget`: a memory of the --mcp-memory collection deleted by its id. */
 import type { Statement } from '../../fenecql/ast.js';
 import { param } from '../../fenecql/bind.js';
-import { asFenecError } from '../../errors.js';
 import { NO_NARROWING } from '../bounds.js';
+import { notMadeYet } from '../memory.js';
 import { field } from '../statements.js';
 import type { Answer, Arguments, Tool, ToolContext, ToolDefinition, ToolSetOptions } from '../tool.js';
 
@@ -22,13 +22,13 @@ function define(options: ToolSetOptions): ToolDefinition<'forget'> {
   };
 }
 
-/** `del C where id = $1`; for the server's token, a memory collection not made yet holds nothing to forget. */
+/** `del C where id = $1`. */
 function forgetById(args: Arguments, context: ToolContext): Answer {
   const statement: Statement = { kind: 'Del', collection: context.setup.memory!, where: { kind: 'Compare', op: '=', left: field('id'), right: param(1) } };
   try {
     return context.execute(statement, [args.id]);
   } catch (err) {
-    if (!context.scoped && asFenecError(err).code === 'unknown_collection') return { count: 0 };
+    if (notMadeYet(err, context.scoped)) return { count: 0 };
     throw err;
   }
 }

@@ -4,8 +4,7 @@
  */
 import type { Cond, GetStmt } from '../../fenecql/ast.js';
 import { Params } from '../../fenecql/bind.js';
-import { asFenecError } from '../../errors.js';
-import { isUnknownField, VECTOR_FIELD } from '../memory.js';
+import { isUnknownField, notMadeYet, VECTOR_FIELD } from '../memory.js';
 import { and, detailSelect, field, int, readOfShape, type Bound } from '../statements.js';
 import type { Arguments, Narrowing, Tool, ToolContext, ToolDefinition, ToolOutcome, ToolSetOptions } from '../tool.js';
 import { CURSOR, DETAIL, PAGES_NOTE, READ, ROWS_OUTPUT, VECTOR } from '../tool-schemas.js';
@@ -90,8 +89,7 @@ function run(args: Arguments, context: ToolContext): ToolOutcome {
       const { vector: _vector, ...words } = args;
       return recall(words);
     }
-    // For the server's token, a memory collection not made yet holds nothing.
-    if (!context.scoped && asFenecError(err).code === 'unknown_collection') return context.bounded({ rows: [], count: 0 }, narrowing);
+    if (notMadeYet(err, context.scoped)) return context.bounded({ rows: [], count: 0 }, narrowing);
     throw err;
   }
 }

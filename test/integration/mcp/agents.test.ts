@@ -12,7 +12,7 @@ import { unmarked } from '../../../shared/mcp/untrusted.js';
 import { measureDetail } from '../../../bench/mcp-detail.js';
 import { policyBlocks } from '../../docs/policy-blocks.test.js';
 import { query, Sandbox, type ServerProcess } from '../processes.js';
-import { connect, type ClientKind, type Endpoint, type McpTestClient, type ToolResult } from './clients.js';
+import { connect, type ClientKind, type Endpoint, type ToolResult } from './clients.js';
 
 const TOKEN = 'agents-test-server-token';
 const SECRET = 'agents-test-secret-of-at-least-32-bytes!';
