@@ -17,7 +17,7 @@ import type { ServerConfig } from '../config.js';
 import { ONE_FILE, RunningSlot, type TenantLimits, type ToWorker, type WorkerReply, type WorkerSetup, type WorkRequest } from './protocol.js';
 
 export interface PoolOptions {
-  /** Worker threads at most (`--workers`); each is started at its first tenant. */
+  /** Worker threads (`--workers`), all started with the pool. */
   readonly workers: number;
   readonly setup: Omit<WorkerSetup, 'slot'>;
   readonly logger: Logger;
@@ -71,7 +71,7 @@ const WATCHDOG_MS = 25;
 
 export class WorkerPool {
   readonly #options: PoolOptions;
-  readonly #slots: (Slot | undefined)[];
+  readonly #slots: Slot[];
   readonly #owner = new Map<string, number>();
   readonly #watchdog: NodeJS.Timeout;
   #nextId = 1;
@@ -83,7 +83,9 @@ export class WorkerPool {
   constructor(options: PoolOptions) {
     if (!Number.isSafeInteger(options.workers) || options.workers < 1) throw new FenecError('invalid_option', `--workers takes a whole number ≥ 1, not ${options.workers}`);
     this.#options = options;
-    this.#slots = new Array<Slot | undefined>(options.workers).fill(undefined);
+    // Every worker starts now, beside the serving thread's own start: a tenant's first request would
+    // otherwise wait for a thread to start and load the storage modules (seconds on a busy machine).
+    this.#slots = Array.from({ length: options.workers }, (_, index) => this.#start(index));
     // unref: a watchdog never keeps the process alive on its own.
     this.#watchdog = setInterval(this.#check, WATCHDOG_MS).unref();
   }
@@ -91,7 +93,7 @@ export class WorkerPool {
   /** Requests handed over and not answered yet. */
   get pending(): number {
     let n = 0;
-    for (const slot of this.#slots) n += slot?.pending.size ?? 0;
+    for (const slot of this.#slots) n += slot.pending.size;
     return n;
   }
 
@@ -109,7 +111,7 @@ export class WorkerPool {
   /** Closes the tenant's file once the requests queued for it are answered. */
   async close(tenant: string): Promise<void> {
     const index = this.#owner.get(tenant);
-    if (index === undefined || this.#slots[index] === undefined) return;
+    if (index === undefined) return;
     await this.#send({ kind: 'close', id: this.#nextId++, tenant });
   }
 
@@ -117,17 +119,16 @@ export class WorkerPool {
   async stop(): Promise<void> {
     this.#stopped = true;
     const closing = [...this.#owner.keys()].map((tenant) => {
-      const slot = this.#slots[this.#owner.get(tenant)!];
-      return slot === undefined ? undefined : this.#post(slot, { kind: 'close', id: this.#nextId++, tenant });
+      return this.#post(this.#slots[this.#owner.get(tenant)!]!, { kind: 'close', id: this.#nextId++, tenant });
     });
     await Promise.all(closing);
     // The spans a worker batched would go with it.
     if (this.#options.setup.otel !== undefined) {
-      await Promise.all(this.#slots.map((slot) => slot === undefined ? undefined : this.#post(slot, { kind: 'flush', id: this.#nextId++, tenant: ONE_FILE })));
+      await Promise.all(this.#slots.map((slot) => this.#post(slot, { kind: 'flush', id: this.#nextId++, tenant: ONE_FILE })));
     }
     clearInterval(this.#watchdog);
     this.#ended = true;
-    await Promise.all(this.#slots.map((slot) => slot?.worker.terminate()));
+    await Promise.all(this.#slots.map((slot) => slot.worker.terminate()));
   }
 
   #send(message: ToWorker): Promise<WorkerReply> {
@@ -142,33 +143,32 @@ export class WorkerPool {
     });
   }
 
-  /** The tenant's worker: the one it was given, or the one with the fewest tenants (started when new). */
+  /** The tenant's worker: the one it was given, or the one with the fewest tenants. */
   #slotOf(tenant: string): Slot {
     let index = this.#owner.get(tenant);
     if (index === undefined) {
       index = 0;
       for (let i = 1; i < this.#slots.length; i++) {
-        if ((this.#slots[i]?.tenants ?? 0) < (this.#slots[index]?.tenants ?? 0)) index = i;
+        if (this.#slots[i]!.tenants < this.#slots[index]!.tenants) index = i;
       }
       this.#owner.set(tenant, index);
-      const slot = this.#slots[index] ??= this.#start(index);
+      const slot = this.#slots[index]!;
       slot.tenants += 1;
       return slot;
     }
-    return this.#slots[index] ??= this.#start(index);
+    return this.#slots[index]!;
   }
 
   #start(index: number): Slot {
     const running = new RunningSlot();
-    const slot: Slot = { worker: this.#spawn(index, running), running, pending: new Map(), tenants: 0 };
-    return slot;
+    return { worker: this.#spawn(index, running), running, pending: new Map(), tenants: 0 };
   }
 
   #spawn(index: number, running: RunningSlot): Worker {
     const worker = new Worker(WORKER_SCRIPT, { workerData: { ...this.#options.setup, slot: running.buffer } satisfies WorkerSetup });
     worker.on('message', (reply: WorkerReply) => {
-      const slot = this.#slots[index];
-      if (slot === undefined || slot.worker !== worker) return;
+      const slot = this.#slots[index]!;
+      if (slot.worker !== worker) return;
       const pending = slot.pending.get(reply.id);
       if (pending === undefined) return;
       slot.pending.delete(reply.id);
@@ -176,8 +176,8 @@ export class WorkerPool {
     });
     worker.on('error', (err) => this.#options.logger.error({ err, worker: index }, 'a worker thread failed'));
     worker.on('exit', (code) => {
-      const slot = this.#slots[index];
-      if (slot === undefined || slot.worker !== worker || this.#ended) return;
+      const slot = this.#slots[index]!;
+      if (slot.worker !== worker || this.#ended) return;
       // Not replaced by the watchdog, not stopped: it died (an uncaught fault). Its running request is
       // answered as failed, the others go to a new worker.
       this.#options.logger.error({ worker: index, code }, 'a worker thread exited; starting another');
@@ -189,8 +189,7 @@ export class WorkerPool {
   readonly #check = (): void => {
     const now = Date.now();
     for (let i = 0; i < this.#slots.length; i++) {
-      const slot = this.#slots[i];
-      if (slot === undefined) continue;
+      const slot = this.#slots[i]!;
       const overdue = slot.running.overdue(now);
       if (overdue !== 0) this.#replace(i, slot, overdue, timedOut);
     }
