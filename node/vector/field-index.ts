@@ -33,6 +33,17 @@ import type { VectorLog } from './vector-log.js';
 import { DEFAULT_EF_SEARCH, DEFAULT_M, EF_CONSTRUCTION, fieldKey, shapeOf, TOMBSTONE_SHARE, type FieldInfo, type FieldState, type VectorFieldSpec } from './vector-field.js';
 import { VectorBatch, VectorRows } from './vector-rows.js';
 
+/** When a field's index is stored (store.ts, "Snapshot rule"). */
+export interface SnapshotRule {
+  /** No snapshot for fewer changed rows than this. */
+  readonly minBacklog: number;
+  /** Once writes have stopped for quietMs: a snapshot when changed ≥ share × live. */
+  readonly share: number;
+  readonly quietMs: number;
+  /** While writes arrive: a snapshot when changed ≥ loadShare × live. */
+  readonly loadShare: number;
+}
+
 /** What a field needs from its store. */
 export interface FieldContext {
   readonly db: Connection;
@@ -107,6 +118,8 @@ export class FieldIndex {
   #changed = 0;
   /** Built from the rows since the snapshot: worth storing now. */
   #rebuilt = false;
+  /** When (performance.now()) entries last brought rows. */
+  #lastWrite = -Infinity;
   /** Rows whose entries are taken but that no add holds yet; their old labels are dead already. */
   #queued = new Set<number>();
   #job: AddJob | SerializeJob | null = null;
@@ -224,6 +237,7 @@ export class FieldIndex {
   take(rowIds: ReadonlySet<number>, upTo: number): void {
     if (this.#served === null) return;
     const { labels } = this.#served;
+    if (rowIds.size > 0) this.#lastWrite = performance.now();
     for (const rowId of rowIds) {
       labels.tombstone(rowId);
       this.#queued.add(rowId);
@@ -312,10 +326,17 @@ export class FieldIndex {
     return { found: out, pending };
   }
 
-  /** True when a snapshot is due: built from the rows since the last, or `changed` ≥ max(minBacklog, share × live). */
-  snapshotDue(minBacklog: number, share: number): boolean {
-    if (!this.#idle()) return false;
-    return this.#rebuilt || this.#changed >= Math.max(minBacklog, share * this.#served!.labels.liveCount);
+  /**
+   * When a snapshot is due by the store's rule (store.ts): 0 for now; a time (performance.now()) at
+   * which it will be if no write comes before; undefined when it is not (or the index is not idle).
+   */
+  snapshotDueAt(rule: SnapshotRule, now: number): number | undefined {
+    if (!this.#idle()) return undefined;
+    const live = this.#served!.labels.liveCount;
+    if (this.#rebuilt || this.#changed >= Math.max(rule.minBacklog, rule.loadShare * live)) return 0;
+    if (this.#changed < Math.max(rule.minBacklog, rule.share * live)) return undefined;
+    const quietAt = this.#lastWrite + rule.quietMs;
+    return quietAt <= now ? 0 : quietAt;
   }
 
   /** True when the served index holds anything the stored snapshot does not. */
@@ -326,7 +347,7 @@ export class FieldIndex {
   /**
    * Stores the served index as of seq: a small one on the spot, a large one serialized on the
    * worker thread and written part by part. The caller holds no transaction and has checked unsaved
-   * or snapshotDue. `now`: on the spot whatever the size (at close). Answers the bytes stored on the
+   * or snapshotDueAt. `now`: on the spot whatever the size (at close). Answers the bytes stored on the
    * spot, or undefined when it goes on in the background.
    */
   snapshot(now = false): number | undefined {

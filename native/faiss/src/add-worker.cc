@@ -69,12 +69,12 @@ void AddWorker::Execute() {
     ApplyThreads();
     faiss::Index& index = *shared_->index;
     const size_t d = static_cast<size_t>(index.d);
-    const size_t part = std::max<size_t>(1, kAddPartFloats / d);
-    for (size_t done = 0; done < n_; done += part) {
-      const size_t count = std::min(part, n_ - done);
+    for (size_t done = 0; done < n_;) {
+      const size_t count = std::min(shared_->PartVectors(d), n_ - done);
       std::unique_lock<std::shared_mutex> lock(shared_->mutex);
       index.add(static_cast<faiss::Index::idx_t>(count), vectors_.data() + done * d);
       shared_->ntotal.store(index.ntotal);
+      done += count;
     }
   });
   if (!error.empty()) SetError(error);

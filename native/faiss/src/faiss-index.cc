@@ -218,6 +218,7 @@ Napi::Value FaissIndex::Search(const Napi::CallbackInfo& info) {
   Napi::Float32Array distances = Napi::Float32Array::New(env, nq * k);
   Napi::Int32Array labels = Napi::Int32Array::New(env, nq * k);
   ServeSingleThreaded();
+  shared_->last_search_ms.store(SharedIndex::NowMs(), std::memory_order_relaxed);
   Guard(env, [&] {
     // Beside a background add, waits for the part it is adding (milliseconds), never reads a graph that changes.
     std::shared_lock<std::shared_mutex> lock(shared_->mutex);

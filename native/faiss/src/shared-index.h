@@ -3,7 +3,9 @@
 
 #include <faiss/Index.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <shared_mutex>
@@ -12,14 +14,25 @@ namespace fenec {
 
 /**
  * Shared by the JS object and a running background job (which keeps it alive if the object is
- * collected). A background add takes `mutex` exclusively for each part it adds (see kAddPartFloats)
- * and a search takes it shared, so a search waits at most for one part and never reads the graph
- * while it changes; `ntotal` is how many vectors the parts added so far hold.
+ * collected). A background add takes `mutex` exclusively for each part it adds (see kAddPartFloats
+ * and kBulkPartVectors) and a search takes it shared, so a search waits at most for one part and never
+ * reads the graph while it changes; `ntotal` is how many vectors the parts added so far hold.
  */
 struct SharedIndex {
   std::unique_ptr<faiss::Index> index;
   std::shared_mutex mutex;
   std::atomic<int64_t> ntotal{0};
+  /** When a search last came (steady clock, ms): a background add keeps to small parts for a while after. */
+  std::atomic<int64_t> last_search_ms{kNeverSearched};
+
+  static constexpr int64_t kNeverSearched = INT64_MIN / 2;
+
+  static int64_t NowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+
+  /** Vectors of `dims` the next part of a background add takes: kAddPartFloats' worth while searches come, else kBulkPartVectors. */
+  size_t PartVectors(size_t dims) const;
 };
 
 /**
@@ -30,5 +43,23 @@ struct SharedIndex {
  * search for up to 570 ms).
  */
 constexpr size_t kAddPartFloats = 1536;
+
+/**
+ * Vectors a part takes when no search of the index came for kSearchQuietMs. Faiss's HNSW add runs
+ * a level's inserts on an OpenMP team only when it adds more than 100 of them at once (IndexHNSW.cpp:
+ * `omp parallel if (i1 > i0 + 100)`), so parts of 4 vectors use one core whatever the thread count;
+ * and each add call costs O(ntotal) besides (a lock and a visited mark per vector of the index),
+ * which parts of 4 pay 64 times as often. A search that comes during such a part waits for it (tens
+ * of milliseconds at 384 dims on a quiet machine); the parts after it are small again.
+ */
+constexpr size_t kBulkPartVectors = 256;
+
+/** A search within this long makes the add go in small parts. */
+constexpr int64_t kSearchQuietMs = 1000;
+
+inline size_t SharedIndex::PartVectors(size_t dims) const {
+  if (NowMs() - last_search_ms.load(std::memory_order_relaxed) >= kSearchQuietMs) return kBulkPartVectors;
+  return std::max<size_t>(1, kAddPartFloats / dims);
+}
 
 }  // namespace fenec

@@ -110,7 +110,7 @@ describe('VectorStore persistence (node/vector/store)', () => {
 
     it('writes a snapshot once the backlog reaches max(minimum, share × live), trimming the log', async () => {
       f.insert(2000, 0);
-      await f.open({ snapshotMinBacklog: 100, snapshotShare: 0.1 }).idle();
+      await f.open({ snapshotMinBacklog: 100, snapshotShare: 0.1, snapshotQuietMs: 0 }).idle();
       const live = f.store!.info('docs', 'vec')!.live; // due at 10 % of it: 200
       const first = f.snapshotRow()!.seq; // the build from the rows is stored at once
       const update = f.db.prepare('UPDATE c_docs SET vec = ? WHERE id = ?');
@@ -126,6 +126,38 @@ describe('VectorStore persistence (node/vector/store)', () => {
       expect(f.snapshotRow()!.seq, `due at ${id - 1} rows changed`).to.be.greaterThan(first);
       expect(f.logCount()).to.equal(0);
       f.check(10, 'after the snapshot');
+    });
+
+    it('while writes come, stores a growing index each time it doubles; a pause of snapshotQuietMs applies the share rule', async () => {
+      f.insert(2000, 0);
+      const quietMs = 1000;
+      await f.open({ snapshotMinBacklog: 100, snapshotShare: 0.1, snapshotQuietMs: quietMs }).idle();
+      const first = f.snapshotRow()!.seq; // the build from the rows is stored at once
+      const live = (): number => f.store!.info('docs', 'vec')!.live;
+      // Past 10 % of the index, within the quiet time of each other: no snapshot yet, the log keeps the rows.
+      const started = performance.now();
+      while (f.logCount() < 0.2 * live()) {
+        f.insert(50, 0);
+        await f.store!.idle();
+      }
+      const elapsed = performance.now() - started;
+      if (elapsed < quietMs) expect(f.snapshotRow()!.seq, `${f.logCount()} rows added in ${elapsed.toFixed(0)} ms`).to.equal(first);
+      // The writes pause: the timer stores the index without another call.
+      await new Promise((resolve) => setTimeout(resolve, 3 * quietMs));
+      const paused = f.snapshotRow()!.seq;
+      expect(paused, 'stored once writes paused').to.be.greaterThan(first);
+      expect(f.logCount()).to.equal(0);
+      // A load: the index doubles (changed ≥ half of live) and is stored while the writes still come.
+      const before = live();
+      let gap = 0; // a pause as long as quietMs (a loaded machine) would let the share rule store it first
+      for (let last = performance.now(); f.snapshotRow()!.seq === paused && live() < 3 * before; last = performance.now()) {
+        f.insert(100, 0);
+        await f.store!.idle();
+        gap = Math.max(gap, performance.now() - last);
+      }
+      expect(f.snapshotRow()!.seq, `stored at ${live()} live of ${before} while writes came`).to.be.greaterThan(paused);
+      if (gap < quietMs) expect(live(), 'stored once the index doubled, not before').to.be.at.least(2 * before - 100);
+      f.check(10, 'after the snapshots');
     });
 
     /** Rewrites a BLOB column of the snapshot tables through `change`. */
