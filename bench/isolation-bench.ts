@@ -64,7 +64,7 @@ async function main(): Promise<void> {
     await admin(node, 'heavy', {});
     phases.c_load = await quietBeside(node, '(c) a load with its HNSW build and snapshot', () => loadHeavy(node, 'more', texts, vectors));
     await admin(node, 'heavy', { statementTimeoutMs: 1000 });
-    const slow = `get docs where ${Array.from({ length: 10 }, (_, i) => `${'lower('.repeat(10)}body${')'.repeat(10)} like "%never-${i}%"`).join(' or ')} count`;
+    const slow = `get docs where ${Array.from({ length: 30 }, (_, i) => `${'lower('.repeat(10)}body${')'.repeat(10)} like "%never-${i}%"`).join(' or ')} count`;
     phases.d_time_limit = await quietBeside(node, '(d) statements hitting the time limit', () => loop(node, SECONDS + 1, JSON.stringify({ statement: slow }), 504));
     await admin(node, 'heavy', {});
 
