@@ -22,7 +22,7 @@ import { VectorStore, type VectorStoreEvent } from './vector/store.js';
 import type { Plan } from './query/plan/plan-types.js';
 import { plan } from './query/plan/row-statement.js';
 import { runSchemaStatement, type IndexState } from './query/execute/schema-statements.js';
-import type { BindContext } from './query/compile/expr-types.js';
+import type { BindContext } from './query/compile/evaluate.js';
 
 export type { Answer };
 
@@ -184,6 +184,11 @@ export class FenecDatabase {
    * parsed to, never as text). Its plan is kept under the tree's canonical text.
    */
   executeStatement(statement: Statement, params: readonly unknown[] = [], options: ExecuteOptions = {}): Answer {
+    // The key is the tree's canonical text, and it is only ever a key: the tree runs as given, never
+    // parsed again. It must say what the tree is, not which object it is (a tool builds a new tree for
+    // each write, page and listing); print.ts is one text per tree (it parses back to the same tree,
+    // print.test.ts), so two trees share a plan only when they are the same statement; and it is the
+    // key /query's text of the same statement has, so a tool's read and /query's share one plan.
     const key = printStatement(statement);
     let prepared = this.#prepared.get(key);
     if (prepared === undefined) {

@@ -5,6 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import { Audit, subjectOf } from '../../shared/audit.js';
+import { auditedChange } from '../../shared/fenecql/kinds.js';
 import { McpEndpoint, type ToolCallEvent } from '../../shared/mcp/endpoint.js';
 import { offers, type Tool } from '../../shared/mcp/tool.js';
 import { ToolRunner, type StatementRunner, type ToolCaller } from '../../shared/mcp/tool-runner.js';
@@ -46,10 +47,10 @@ export function mcpEndpoint(db: StatementRunner<ExecuteOptions>, options: McpSer
   // Only the server's token (or the file's own process) makes the memory collection: "who" is the server.
   const runner = new ToolRunner<ExecuteOptions>(db, { write: options.write, memory: options.memory, readOnly: options.readOnly }, {
     tools: options.tools,
-    // The audit reads the tree the tool ran.
+    // The audit reads the tree the tool ran, as the kinds table says to record it.
     onSchemaChange: (change) => {
-      if (change.kind === 'CreateCollection') audit.schema('create', change.name, { kind: 'server' });
-      else audit.schema('alter add', change.collection, { kind: 'server' });
+      const audited = auditedChange(change);
+      if (audited !== undefined) audit.schema(audited.statement, audited.collection, { kind: 'server' });
     },
     cursors: options.cursorSecret === undefined ? undefined : new CursorKeeper(options.cursorSecret),
   });

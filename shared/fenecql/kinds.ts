@@ -72,6 +72,21 @@ export type RowStatement = Extract<Statement, { kind: KindsOf<'read' | 'write'> 
 /** create, drop, alter, schema, compact: run against the catalogue and the file. */
 export type SchemaStatement = Extract<Statement, { kind: KindsOf<'schema' | 'describe' | 'maintenance'> }>;
 
+type KindsOver<T extends McpTool> = { [K in StatementKind]: (typeof STATEMENT_KINDS)[K]['mcp'] extends T ? K : never }[StatementKind];
+
+/** The statements an MCP tool runs for a caller (`query`: get and schema). */
+export type McpStatement<T extends McpTool> = Extract<Statement, { kind: KindsOver<T> }>;
+
+/** The kinds an MCP tool runs for a caller, in the table's order. */
+export function kindsOver(tool: McpTool): StatementKind[] {
+  return (Object.keys(STATEMENT_KINDS) as StatementKind[]).filter((kind) => STATEMENT_KINDS[kind].mcp === tool);
+}
+
+/** The table lets the MCP tool run this statement for a caller. */
+export function runsOver<T extends McpTool>(tool: T, statement: Statement): statement is McpStatement<T> {
+  return STATEMENT_KINDS[statement.kind].mcp === tool;
+}
+
 export function isRowStatement(statement: Statement): statement is RowStatement {
   const { family } = STATEMENT_KINDS[statement.kind];
   return family === 'read' || family === 'write';

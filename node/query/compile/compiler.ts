@@ -11,20 +11,8 @@ import { MAX_TERMS } from '../../../shared/fenecql/limits.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
 import { toSql, type NumberKind, type SqlValue } from '../../storage/codec.js';
 import { ID_TYPE, type Collection } from '../../storage/catalog.js';
-import {
-  evaluate,
-  isNumeric,
-  isScalar,
-  isValue,
-  literalType,
-  NULL_TYPE,
-  scalar,
-  typeName,
-  UNKNOWN,
-  type ArgSource,
-  type BindContext,
-  type ExprType,
-} from './expr-types.js';
+import { evaluate, isValue, type ArgSource, type BindContext } from './evaluate.js';
+import { isNumeric, isScalar, literalType, NULL_TYPE, scalar, typeName, UNKNOWN, type ExprType } from './expr-types.js';
 
 export interface Fragment {
   readonly sql: string;

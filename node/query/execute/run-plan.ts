@@ -13,7 +13,7 @@ import { runVector } from './run-vector.js';
 import { fromSqliteError } from './sqlite-errors.js';
 import type { StatementCache } from './statement-cache.js';
 import { withScopedRank } from './scoped-rank.js';
-import type { BindContext } from '../compile/expr-types.js';
+import type { BindContext } from '../compile/evaluate.js';
 
 function bind(step: SqlStep, ctx: BindContext): SqlValue[] {
   const values = new Array<SqlValue>(step.args.length);

@@ -8,7 +8,7 @@ import { exactSearch, queryVector, type ScoredRow, type VectorStore } from '../.
 import type { StatementCache } from './statement-cache.js';
 import { withScopedRank } from './scoped-rank.js';
 import type { OutputColumn, VectorPlan } from '../plan/plan-types.js';
-import type { BindContext } from '../compile/expr-types.js';
+import type { BindContext } from '../compile/evaluate.js';
 
 /** Rows a `near` answers when the statement gives no limit. */
 export const DEFAULT_NEAR_LIMIT = 10;

@@ -11,7 +11,7 @@ import { textIndexSql } from '../../search/text-index.js';
 import { Compiler } from '../compile/compiler.js';
 import { deleteExpired } from './expiry.js';
 import type { Answer } from '../../../shared/answer.js';
-import { isValue, type BindContext } from '../compile/expr-types.js';
+import { isValue, type BindContext } from '../compile/evaluate.js';
 
 /** The stored value a field's default has now (for alter … add, which fills the rows there are). */
 function defaultNow(def: FieldDef, db: Connection, ctx: BindContext): unknown {

@@ -4,7 +4,7 @@
  */
 import { rankFunction, type TextStats } from '../../search/text-index.js';
 import type { SqlValue } from '../../storage/codec.js';
-import type { BindContext } from '../compile/expr-types.js';
+import type { BindContext } from '../compile/evaluate.js';
 import type { ScopedRank } from '../plan/text-rank.js';
 import type { StatementCache } from './statement-cache.js';
 

@@ -16,7 +16,7 @@ import { toSql, type SqlValue } from '../../storage/codec.js';
 import { bindValue, Compiler } from '../compile/compiler.js';
 import type { BulkPlan, PolicyCheck } from './plan-types.js';
 import { insertSql, pinnedFields, upsertSql } from './write-sql.js';
-import type { ArgSource, BindContext } from '../compile/expr-types.js';
+import type { ArgSource } from '../compile/evaluate.js';
 
 /** How one field's SQL arguments come from a row: `given` its value, or undefined when the row leaves it out. */
 interface FieldBinding {
@@ -50,7 +50,7 @@ export function planBulk(verb: 'insert' | 'put', param: ParamExpr, collection: C
   const known = new Set(collection.fields.map((f) => f.name));
   const name = `$${param.index}`;
 
-  function rowArgs(row: unknown, ctx: BindContext, constants: readonly (readonly SqlValue[] | undefined)[], pinnedValues: readonly SqlValue[]): SqlValue[] {
+  function rowArgs(row: unknown, constants: readonly (readonly SqlValue[] | undefined)[], pinnedValues: readonly SqlValue[]): SqlValue[] {
     if (typeof row !== 'object' || row === null || Array.isArray(row)) {
       throw new FenecError('type_mismatch', `a row is an object {field: value}; this one is ${row === null ? 'null' : Array.isArray(row) ? 'an array' : `a ${typeof row}`}`);
     }
@@ -122,7 +122,7 @@ export function planBulk(verb: 'insert' | 'put', param: ParamExpr, collection: C
       // What does not change from row to row is bound once per execution: defaults (one clock reading) and pinned claims.
       const constants = bindings.map((b) => b.defaultArgs?.map((arg) => arg(ctx)));
       const pinnedValues = bindings.map((b) => (b.pinned === undefined ? null : b.pinned(ctx)));
-      return { rows, bind: (row) => rowArgs(row, ctx, constants, pinnedValues) };
+      return { rows, bind: (row) => rowArgs(row, constants, pinnedValues) };
     },
   };
 }

@@ -5,7 +5,7 @@
 import type { Metric } from '../../../shared/fenecql/ast.js';
 import type { SqlValue } from '../../storage/codec.js';
 import type { ScopedRank } from './text-rank.js';
-import type { ArgSource, BindContext } from '../compile/expr-types.js';
+import type { ArgSource, BindContext } from '../compile/evaluate.js';
 
 /** One column of a read's answer: its key and, where the stored form differs from JSON, how to turn it. */
 export interface OutputColumn {

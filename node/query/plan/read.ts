@@ -12,7 +12,8 @@ import { bindValue, Compiler, type Fragment } from '../compile/compiler.js';
 import type { OutputColumn, Plan } from './plan-types.js';
 import { planVector, type ReadShape } from './vector.js';
 import { textRank, type MatchQuery } from './text-rank.js';
-import { isValue, scalar, typeName, type ArgSource, type BindContext, type ExprType } from '../compile/expr-types.js';
+import { isValue, type ArgSource, type BindContext } from '../compile/evaluate.js';
+import { scalar, typeName, type ExprType } from '../compile/expr-types.js';
 
 export function fieldOf(collection: Collection, name: string, pos?: Position): Field {
   const field = collection.byName.get(name);

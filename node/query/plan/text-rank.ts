@@ -13,7 +13,7 @@ import type { Cond } from '../../../shared/fenecql/ast.js';
 import { rankFunction, textStatsSql, wordExpressions } from '../../search/text-index.js';
 import type { Collection } from '../../storage/catalog.js';
 import type { Compiler } from '../compile/compiler.js';
-import type { ArgSource, BindContext } from '../compile/expr-types.js';
+import type { ArgSource, BindContext } from '../compile/evaluate.js';
 
 /** Statistics to count at run time: the rows a policy condition lets a token read. */
 export interface ScopedRank {

@@ -12,7 +12,7 @@ import type { Collection, Field } from '../../storage/catalog.js';
 import type { Fragment } from '../compile/compiler.js';
 import type { OutputColumn, VectorPlan } from './plan-types.js';
 import type { MatchQuery } from './text-rank.js';
-import { evaluate, isValue, type ArgSource } from '../compile/expr-types.js';
+import { evaluate, isValue, type ArgSource } from '../compile/evaluate.js';
 
 /** How a plain read would answer: the fields, their output columns, its order and its page. */
 export interface ReadShape {

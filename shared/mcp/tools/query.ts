@@ -2,7 +2,8 @@
  * `query`: one FenecQL read (get … or schema), its text parsed once for calls of the same
  * statement, and run as the tree it parsed to. Vector fields are left out unless asked for.
  */
-import type { GetStmt, SchemaStmt } from '../../fenecql/ast.js';
+import type { GetStmt } from '../../fenecql/ast.js';
+import { kindsOver, runsOver, type McpStatement } from '../../fenecql/kinds.js';
 import { parseStatement } from '../../fenecql/parser.js';
 import { printStatement } from '../../fenecql/print.js';
 import { FenecError } from '../../errors.js';
@@ -32,16 +33,19 @@ const DEFINITION: ToolDefinition<'query'> = {
   annotations: { title: 'Run a FenecQL read', ...READ },
 };
 
+/** The statements the kinds table lets `query` run, as the refusal of any other names them. */
+const READS = kindsOver('query').map((kind) => kind.toLowerCase()).join(', ');
+
 /**
- * The statement as a read. A write is refused: writes go through `write`, which never changes a
- * schema.
+ * The statement as a read the kinds table lets `query` run. Any other is refused: writes go
+ * through `write`, which never changes a schema.
  *
- * @throws FenecError the parse error, or `forbidden` for a statement that is not a read.
+ * @throws FenecError the parse error, or `forbidden` for a statement that is not one.
  */
-function readOf(text: string): GetStmt | SchemaStmt {
+function readOf(text: string): McpStatement<'query'> {
   const statement = parseStatement(text);
-  if (statement.kind !== 'Get' && statement.kind !== 'Schema') {
-    throw new FenecError('forbidden', `query runs reads (get, schema); this statement is a${statement.kind === 'Insert' ? 'n' : ''} ${statement.kind.toLowerCase()}`, {
+  if (!runsOver('query', statement)) {
+    throw new FenecError('forbidden', `query runs reads (${READS}); this statement is a${statement.kind === 'Insert' ? 'n' : ''} ${statement.kind.toLowerCase()}`, {
       hint: 'rows are written with the write tool, where the server offers it (--mcp-write); schemas and compact are never changed over MCP',
     });
   }

@@ -5,7 +5,7 @@ import { Catalog } from '../../../node/storage/catalog.js';
 import { openWritable, type Connection } from '../../../node/storage/sqlite.js';
 import { VectorStore, vectorFieldSql, type VectorFieldSpec, type VectorStoreOptions } from '../../../node/vector/store.js';
 import { tempDir } from '../../helpers/temp.js';
-import { clusteredVectors, mixtureCentres, seededRandom } from '../../helpers/vectors.js';
+import { seededRandom } from '../../helpers/vectors.js';
 import { blob, bruteForce, createCollection, expectSameAnswer, randomVector } from '../../helpers/vector-table.js';
 
 /** A fresh file with one collection, and a store over its @hnsw fields. */
