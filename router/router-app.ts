@@ -18,6 +18,7 @@ import { Audit } from '../shared/audit.js';
 import { endRequestSpan, requestAttributes } from '../shared/tracing.js';
 import { FenecError } from '../shared/errors.js';
 import { FrontDoor, type Caller } from '../shared/http/front-door.js';
+import { readJson } from '../shared/http/body.js';
 import { writeError, writeJson } from '../shared/http/reply.js';
 import type { Logger } from '../shared/logger.js';
 import { Placement, type NodeTarget } from './placement.js';
@@ -262,26 +263,4 @@ const HOT_ROUTE = /^\/t\/([a-z0-9][a-z0-9-]{0,62})\/(query|_mcp)(?:\?|$)/;
 
 function seconds(start: bigint): number {
   return Number(process.hrtime.bigint() - start) / 1e9;
-}
-
-/** A small JSON body (undefined when empty); `bad_json` or `payload_too_large` otherwise. */
-function readJson(req: http.IncomingMessage, maxBytes: number): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= maxBytes) chunks.push(chunk);
-    });
-    req.on('error', reject);
-    req.on('end', () => {
-      if (size > maxBytes) return reject(new FenecError('payload_too_large', `the body is larger than ${maxBytes} bytes`));
-      const text = Buffer.concat(chunks).toString('utf8').trim();
-      try {
-        resolve(text === '' ? undefined : JSON.parse(text));
-      } catch {
-        reject(new FenecError('bad_json', 'the body is not JSON'));
-      }
-    });
-  });
 }

@@ -20,6 +20,7 @@ import { Audit } from '../../shared/audit.js';
 import { EMPTY_POLICY, grantedTools, parsePolicy, type Policy } from '../../shared/auth/policy.js';
 import { FenecError } from '../../shared/errors.js';
 import { isConsolePath, serveConsole } from '../../shared/console.js';
+import { readBody, readJson } from '../../shared/http/body.js';
 import { FrontDoor, type Caller } from '../../shared/http/front-door.js';
 import { closeServer, listen, type RunningServer } from '../../shared/http/listen.js';
 import type { Logger } from '../../shared/logger.js';
@@ -55,17 +56,6 @@ const MAX_ADMIN_BODY = 64 * 1024;
 const PAUSE_TIMEOUT_MS = 10_000;
 /** The tenant's routes that move its file (the server's token only). */
 const TRANSFER_ROUTES: ReadonlySet<string> = new Set(['_backup', '_policy', '_pause', '_resume', '_moved']);
-
-/** Reads a request's body as text, or undefined past `limit` bytes (the rest is read and dropped). */
-function readBody(req: http.IncomingMessage, limit: number, done: (body: string | undefined) => void): void {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  req.on('data', (chunk: Buffer) => {
-    size += chunk.length;
-    if (size <= limit) chunks.push(chunk);
-  });
-  req.on('end', () => done(size > limit ? undefined : Buffer.concat(chunks).toString('utf8')));
-}
 
 /** The options a caller's statements run under, as the handler gives them (no policy: a refused call runs nothing). */
 function optionsOf(caller: Caller): ExecuteOptions {
@@ -228,7 +218,8 @@ export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOption
       if (route !== '_mcp' || req.method !== 'POST' || config.mcp === undefined) return fail(error, headers);
       const asking = caller as Caller;
       req.route = '/_mcp';
-      return readBody(req, config.maxBodyBytes, (body) => {
+      // A body past the limit, or a request that failed before its end, is answered the plain refusal.
+      void readBody(req, config.maxBodyBytes).catch(() => undefined).then((body) => {
         let reply: McpReply | undefined;
         try {
           const { endpoint, policy } = refuserOf(tenant);
@@ -277,22 +268,13 @@ export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOption
       registry.delete(name).then(() => send(200, { deleted: name }), fail);
       return;
     }
-    readBody(req, MAX_ADMIN_BODY, (read) => {
-      if (read === undefined) return fail(new FenecError('payload_too_large', `a tenant's quotas fit in ${MAX_ADMIN_BODY} bytes`));
-      const text = read.trim();
-      let body: unknown;
-      try {
-        body = text === '' ? undefined : JSON.parse(text);
-      } catch {
-        return fail(new FenecError('bad_json', 'the body of PUT /t/<tenant> is not JSON; send its quotas, e.g. {"rate": 50}'));
-      }
-      try {
-        const { tenant, created } = registry.put(name, body);
-        send(created ? 201 : 200, { name: tenant.name, quotas: tenant.quotas, created });
-      } catch (err) {
-        fail(err);
-      }
-    });
+    readJson(req, MAX_ADMIN_BODY, {
+      tooLarge: `a tenant's quotas fit in ${MAX_ADMIN_BODY} bytes`,
+      notJson: 'the body of PUT /t/<tenant> is not JSON; send its quotas, e.g. {"rate": 50}',
+    }).then((body) => {
+      const { tenant, created } = registry.put(name, body);
+      send(created ? 201 : 200, { name: tenant.name, quotas: tenant.quotas, created });
+    }).catch(fail);
     void res;
   }
 
@@ -331,17 +313,14 @@ export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOption
           }
           return send(200, { policy: text ?? null });
         }
-        return readBody(req, MAX_ADMIN_BODY, (body) => {
-          if (body === undefined) return fail(new FenecError('payload_too_large', `a tenant's policy fits in ${MAX_ADMIN_BODY} bytes`));
-          let policy: unknown;
-          try {
-            policy = (JSON.parse(body) as { policy?: unknown } | null)?.policy;
-          } catch {
-            return fail(new FenecError('bad_json', `the body of PUT /t/${name}/_policy is not JSON`));
-          }
-          if (typeof policy !== 'string') return fail(new FenecError('bad_request', `PUT /t/${name}/_policy takes {"policy": TEXT}`));
-          done(transfers.setPolicy(name, policy).then(() => ({ policy: name })));
-        });
+        return done(readJson(req, MAX_ADMIN_BODY, {
+          tooLarge: `a tenant's policy fits in ${MAX_ADMIN_BODY} bytes`,
+          notJson: `the body of PUT /t/${name}/_policy is not JSON`,
+        }).then((body) => {
+          const policy = (body as { policy?: unknown } | null | undefined)?.policy;
+          if (typeof policy !== 'string') throw new FenecError('bad_request', `PUT /t/${name}/_policy takes {"policy": TEXT}`);
+          return transfers.setPolicy(name, policy).then(() => ({ policy: name }));
+        }));
       case '_pause':
         return done(transfers.pause(name, PAUSE_TIMEOUT_MS).then(() => ({ paused: name })));
       case '_resume':

@@ -45,6 +45,27 @@ describe('fenec-server --data-dir (a tenant node)', () => {
     expect(bad.json.error.message).to.include('ratee');
   });
 
+  it('refuses a quotas or policy body that is not JSON, or past 64 KiB, with what to send, changing nothing', async () => {
+    const put = (route: string, body: string) => request(node.url, { method: 'PUT', path: `/t/acme${route}`, headers: { authorization: `Bearer ${TOKEN}` }, body });
+    const quotas = async () => (await request(node.url, { path: '/_tenants', headers: { authorization: `Bearer ${TOKEN}` } })).json.tenants;
+    const before = await quotas();
+    const policyBefore = (await request(node.url, { path: '/t/acme/_policy', headers: { authorization: `Bearer ${TOKEN}` } })).json;
+    const refusals: [string, string, number, string, string][] = [
+      ['', '{"rate": ', 400, 'bad_json', 'send its quotas'],
+      ['', JSON.stringify({ rate: 1, pad: 'x'.repeat(70_000) }), 413, 'payload_too_large', "a tenant's quotas fit in 65536 bytes"],
+      ['/_policy', 'policy: x', 400, 'bad_json', '/_policy is not JSON'],
+      ['/_policy', JSON.stringify({ policy: 'x'.repeat(70_000) }), 413, 'payload_too_large', "a tenant's policy fits in 65536 bytes"],
+      ['/_policy', '{"policy": 1}', 400, 'bad_request', 'takes {"policy": TEXT}'],
+    ];
+    for (const [route, body, status, code, says] of refusals) {
+      const reply = await put(route, body);
+      expect([reply.status, reply.json.error.code], `${route} ${body.slice(0, 20)}`).to.deep.equal([status, code]);
+      expect(reply.json.error.message).to.include(says);
+    }
+    expect(await quotas()).to.deep.equal(before);
+    expect((await request(node.url, { path: '/t/acme/_policy', headers: { authorization: `Bearer ${TOKEN}` } })).json).to.deep.equal(policyBefore);
+  });
+
   it('answers 404 for an unknown tenant and 400 for a name that is not one', async () => {
     expect((await tq(node, 'nobody', 'get notes count')).json.error.code).to.equal('unknown_tenant');
     for (const name of ['Acme', '-x', 'a.b', 'a%2Fb', '_x', 'a'.repeat(64)]) {

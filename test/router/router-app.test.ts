@@ -146,6 +146,23 @@ describe('the router application', () => {
     expect(a.seen.at(-1)).to.include({ method: 'PUT', url: `/t/${onA}`, body: '{"rate":5}' });
   });
 
+  it('refuses a move whose body is not JSON, past 4 KiB, or names no node, moving nothing', async () => {
+    const before = a.seen.length + b.seen.length;
+    const move = (body: string) => post(router.url, `/t/${onA}/_move`, TOKEN, body);
+    const refusals: [string, number, string, string][] = [
+      ['{"to": ', 400, 'bad_json', 'the body is not JSON'],
+      [JSON.stringify({ to: 'b', pad: 'x'.repeat(5000) }), 413, 'payload_too_large', 'the body is larger than 4096 bytes'],
+      ['', 400, 'bad_request', 'takes {"to": NODE}, NODE one of a, b, hung, dead'],
+      ['{"to": "nowhere"}', 400, 'bad_request', 'takes {"to": NODE}'],
+    ];
+    for (const [body, status, code, says] of refusals) {
+      const reply = await move(body);
+      expect([reply.status, reply.json.error.code], body.slice(0, 20)).to.deep.equal([status, code]);
+      expect(reply.json.error.message).to.include(says);
+    }
+    expect(a.seen.length + b.seen.length).to.equal(before);
+  });
+
   it('lists the tenants of every node, each named with its node', async () => {
     const router2 = await listen(createRouterApp(routerOptions({ nodes: parseNodes(`a=${a.url},b=${b.url}`), httpToken: TOKEN })));
     const reply = await request(router2.url, { path: '/_tenants', headers: { authorization: `Bearer ${TOKEN}` } });
