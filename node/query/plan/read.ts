@@ -81,12 +81,26 @@ function orderSql(stmt: GetStmt, collection: Collection, prefix: string): string
   return order.join(', ');
 }
 
-/** `LIMIT ? OFFSET ?` and their arguments, or nothing when the statement has neither. */
+/**
+ * A limit or offset as SQL: a literal is written in (`10`), a parameter binds as `+?`. Never a bare
+ * `?`: SQLite reads the value bound to a bare `?` LIMIT while planning, so that binding it again (every
+ * execution binds every argument) expires the prepared statement, which is then parsed and planned
+ * again at its next run (sqlite3ExprIsInteger marks the parameter; sqlite3_bind then expires the
+ * statement). `+?` is an expression the planner leaves alone: the statement is prepared once. That
+ * re-preparing cost a `match … limit 10` about a tenth of its time (docs/performance.md).
+ */
+function countSql(expr: Expr, what: 'limit' | 'offset'): { sql: string; args: ArgSource[] } {
+  const bound = bindCount(expr, what); // refuses anything but a whole number ≥ 0 or a parameter
+  return expr.kind === 'Literal' ? { sql: String(expr.value), args: [] } : { sql: '+?', args: [bound] };
+}
+
+/** `LIMIT … OFFSET …` and their arguments, or nothing when the statement has neither. */
 function pageSql(stmt: GetStmt): { sql: string; args: ArgSource[] } {
   if (stmt.limit === undefined && stmt.offset === undefined) return { sql: '', args: [] };
-  const args = [stmt.limit === undefined ? () => -1 : bindCount(stmt.limit, 'limit')];
-  if (stmt.offset === undefined) return { sql: ' LIMIT ?', args };
-  return { sql: ' LIMIT ? OFFSET ?', args: [...args, bindCount(stmt.offset, 'offset')] };
+  const limit = stmt.limit === undefined ? { sql: '-1', args: [] as ArgSource[] } : countSql(stmt.limit, 'limit');
+  if (stmt.offset === undefined) return { sql: ` LIMIT ${limit.sql}`, args: limit.args };
+  const offset = countSql(stmt.offset, 'offset');
+  return { sql: ` LIMIT ${limit.sql} OFFSET ${offset.sql}`, args: [...limit.args, ...offset.args] };
 }
 
 /**

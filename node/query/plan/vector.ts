@@ -65,7 +65,8 @@ export function planVector(
   if (stmt.match !== undefined && textQuery !== undefined) {
     const search = textSearchSql(collection.name, collection.textFields, stmt.match.field, filter?.sql);
     text = {
-      sql: `SELECT c."id", ${search.snippet} AS "_snippet" FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${search.order} LIMIT ?`,
+      // `+?`, not `?`: a bare `?` LIMIT is read while planning, and binding it expires the statement (read.ts, countSql).
+      sql: `SELECT c."id", ${search.snippet} AS "_snippet" FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${search.order} LIMIT +?`,
       filterArgs: filter?.args ?? [],
       query: textQuery.expression,
       rank: textQuery.rank.arg,
