@@ -165,7 +165,7 @@ export interface TextSearchSql {
  * The fragments of a ranked read, `match FIELD …` (field named) or `match * …`:
  *
  *     SELECT c."id", c."body", <score> AS "_score", <snippet> AS "_snippet"
- *     FROM <from> WHERE <match> ORDER BY <order> LIMIT ? OFFSET ?
+ *     FROM <from> WHERE <match> ORDER BY <order> LIMIT +? OFFSET +?
  *
  * Arguments bind in text order: the where's (inside `from`), the MATCH expression, limit, offset.
  * Qualify the selected columns (`c."body"`); alias score and snippet with `_` names, so that an `order`
@@ -201,10 +201,10 @@ function snippetSql(fts: string, column: number): string {
   return `CASE WHEN fenec_fits(${fts}, ${column}, ${SNIPPET_TOKENS}) THEN highlight(${fts}, ${column}, '**', '**') ELSE ${snippet} END`;
 }
 
-/** The whole ranked read over `columns` (SQL expressions, `c."body"`), with `LIMIT ? OFFSET ?`. */
+/** The whole ranked read over `columns` (SQL expressions, `c."body"`), with `LIMIT +? OFFSET +?` (never a bare `?`: node/query/plan/read.ts, countSql). */
 export function textSearchSelect(search: TextSearchSql, columns: readonly string[]): string {
   const list = [...columns, `${search.score} AS "_score"`, `${search.snippet} AS "_snippet"`].join(', ');
-  return `SELECT ${list} FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${search.order} LIMIT ? OFFSET ?`;
+  return `SELECT ${list} FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${search.order} LIMIT +? OFFSET +?`;
 }
 
 /**
