@@ -64,25 +64,44 @@ export function quotasOf(body: unknown, defaults: Quotas): Quotas {
   return Object.freeze(quotas) as unknown as Quotas;
 }
 
-export class TokenBucket {
-  #tokens: number;
+/**
+ * What flows in at `rate` units per second, up to `capacity`, starting full: a tenant's request
+ * tokens, its milliseconds of worker time. Spending may take it below zero, a debt paid back as it flows.
+ */
+class Bucket {
+  #level: number;
   #last: number;
 
-  constructor(readonly rate: number, readonly burst: number, now = performance.now()) {
-    this.#tokens = burst;
+  constructor(readonly rate: number, readonly capacity: number, now = performance.now()) {
+    this.#level = capacity;
     this.#last = now;
   }
 
+  /** The level at `now`: what flowed in since the last reading is added. */
+  protected refill(now: number): number {
+    this.#level = Math.min(this.capacity, this.#level + ((now - this.#last) / 1000) * this.rate);
+    this.#last = now;
+    return this.#level;
+  }
+
+  protected spend(amount: number): void {
+    this.#level -= amount;
+  }
+
+  /** The seconds until the level is 1 again, at least 1: Retry-After counts whole seconds. */
+  protected wait(): number {
+    return Math.max(1, Math.ceil((1 - this.#level) / this.rate));
+  }
+}
+
+/** A tenant's requests: `rate` tokens per second, up to `capacity` (its burst) banked; each request takes one. */
+export class TokenBucket extends Bucket {
   /** Takes one request's token: 0 when taken, else the seconds until one is there (Retry-After). */
   take(now = performance.now()): number {
     if (this.rate === 0) return 1;
-    this.#tokens = Math.min(this.burst, this.#tokens + ((now - this.#last) / 1000) * this.rate);
-    this.#last = now;
-    if (this.#tokens >= 1) {
-      this.#tokens -= 1;
-      return 0;
-    }
-    return Math.max(1, Math.ceil((1 - this.#tokens) / this.rate));
+    if (this.refill(now) < 1) return this.wait();
+    this.spend(1);
+    return 0;
   }
 }
 
@@ -91,31 +110,17 @@ export class TokenBucket {
  * charged after it ran (its cost is known only then), so one costly statement leaves a debt, and the
  * tenant is refused until the debt is paid back — held by its own spending, not its neighbours'.
  */
-export class CostBucket {
-  #ms: number;
-  #last: number;
-
-  constructor(readonly rate: number, readonly capacity: number, now = performance.now()) {
-    this.#ms = capacity;
-    this.#last = now;
-  }
-
+export class CostBucket extends Bucket {
   /** 0 when the tenant may run a request now, else the seconds until it may (Retry-After). */
   check(now = performance.now()): number {
     if (this.rate === 0) return 0;
-    this.#refill(now);
-    return this.#ms > 0 ? 0 : Math.max(1, Math.ceil((1 - this.#ms) / this.rate));
+    return this.refill(now) > 0 ? 0 : this.wait();
   }
 
   /** Charges a request's worker time. */
   charge(ms: number, now = performance.now()): void {
     if (this.rate === 0) return;
-    this.#refill(now);
-    this.#ms -= ms;
-  }
-
-  #refill(now: number): void {
-    this.#ms = Math.min(this.capacity, this.#ms + ((now - this.#last) / 1000) * this.rate);
-    this.#last = now;
+    this.refill(now);
+    this.spend(ms);
   }
 }

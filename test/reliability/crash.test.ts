@@ -130,21 +130,18 @@ describe('reliability: kill -9 under mixed writes', function () {
         }
       };
 
-      const applyAcknowledged = (op: InFlight, answer: { ids?: number[]; count?: number }): void => {
+      /** Takes a write that happened into the model; `inserted` are the rows an insert made, with their ids. */
+      const apply = (op: InFlight, inserted: readonly Row[]): void => {
         if (op.kind === 'insert') {
-          expect(answer.ids).to.have.length(op.rows.length);
-          op.rows.forEach((fields, i) => {
-            const id = answer.ids![i]!;
-            model.set(id, { id, ...fields });
-            touched.add(id);
-          });
+          for (const row of inserted) {
+            model.set(row.id, row);
+            touched.add(row.id);
+          }
         } else if (op.kind === 'put') {
-          const before = model.get(op.row.id)!;
-          gone.push(before);
+          gone.push(model.get(op.row.id)!);
           model.set(op.row.id, op.row);
           touched.add(op.row.id);
         } else if (op.kind === 'set') {
-          expect(answer.count).to.equal(op.ids.length);
           for (const id of op.ids) {
             const before = model.get(id)!;
             if (op.change.title !== undefined) gone.push({ title: before.title });
@@ -152,10 +149,16 @@ describe('reliability: kill -9 under mixed writes', function () {
             touched.add(id);
           }
         } else {
-          expect(answer.count).to.equal(1);
           gone.push(model.get(op.id)!);
           model.delete(op.id);
         }
+      };
+
+      const applyAcknowledged = (op: InFlight, answer: { ids?: number[]; count?: number }): void => {
+        if (op.kind === 'insert') expect(answer.ids).to.have.length(op.rows.length);
+        else if (op.kind === 'set') expect(answer.count).to.equal(op.ids.length);
+        else if (op.kind === 'del') expect(answer.count).to.equal(1);
+        apply(op, op.kind === 'insert' ? op.rows.map((fields, i) => ({ id: answer.ids![i]!, ...fields })) : []);
       };
 
       const killAfterMs = 150 + Math.floor(random() * scaled(750, 1850));
@@ -177,27 +180,7 @@ describe('reliability: kill -9 under mixed writes', function () {
         const applied = resolveInFlight(op, model, actual);
         if (!applied) continue;
         totals.inFlightApplied += 1;
-        if (op.kind === 'insert') {
-          for (const row of actual.values()) {
-            if (!op.rows.some((r) => r.k === row.k)) continue;
-            model.set(row.id, row);
-            touched.add(row.id);
-          }
-        } else if (op.kind === 'put') {
-          gone.push(model.get(op.row.id)!);
-          model.set(op.row.id, op.row);
-          touched.add(op.row.id);
-        } else if (op.kind === 'set') {
-          for (const id of op.ids) {
-            const before = model.get(id)!;
-            if (op.change.title !== undefined) gone.push({ title: before.title });
-            model.set(id, applySet(before, op));
-            touched.add(id);
-          }
-        } else {
-          gone.push(model.get(op.id)!);
-          model.delete(op.id);
-        }
+        apply(op, op.kind === 'insert' ? [...actual.values()].filter((row) => op.rows.some((r) => r.k === row.k)) : []);
       }
 
       // Every acknowledged write, and nothing else.

@@ -52,13 +52,35 @@ void CompleteUnlessEnding(Complete&& complete) {
 
 }  // namespace
 
-AddWorker::AddWorker(Napi::Env env, FaissIndex* owner, Napi::Object owner_object, std::shared_ptr<SharedIndex> shared,
-                     std::vector<float> vectors, size_t n)
-    : Napi::AsyncWorker(env, "fenecFaissAdd"),
+IndexJob::IndexJob(Napi::Env env, const char* name, FaissIndex* owner, Napi::Object owner_object, std::shared_ptr<SharedIndex> shared)
+    : Napi::AsyncWorker(env, name),
+      shared_(std::move(shared)),
       deferred_(Napi::Promise::Deferred::New(env)),
       owner_ref_(Napi::Persistent(owner_object)),
-      owner_(owner),
-      shared_(std::move(shared)),
+      owner_(owner) {}
+
+void IndexJob::EndJob() {
+  owner_->EndAsync(Env());
+  owner_ref_.Reset();
+}
+
+void IndexJob::OnOK() {
+  EndJob();
+  deferred_.Resolve(Result());
+}
+
+void IndexJob::OnError(const Napi::Error& error) {
+  EndJob();
+  deferred_.Reject(CodedError(Env(), "ERR_FAISS", error.Message()).Value());
+}
+
+void IndexJob::OnWorkComplete(Napi::Env env, napi_status status) {
+  CompleteUnlessEnding([&] { Napi::AsyncWorker::OnWorkComplete(env, status); });
+}
+
+AddWorker::AddWorker(Napi::Env env, FaissIndex* owner, Napi::Object owner_object, std::shared_ptr<SharedIndex> shared,
+                     std::vector<float> vectors, size_t n)
+    : IndexJob(env, "fenecFaissAdd", owner, owner_object, std::move(shared)),
       vectors_(std::move(vectors)),
       n_(n),
       first_label_(shared_->index->ntotal) {}
@@ -81,28 +103,10 @@ void AddWorker::Execute() {
   std::vector<float>().swap(vectors_);
 }
 
-void AddWorker::OnOK() {
-  owner_->EndAsync(Env());
-  owner_ref_.Reset();
-  deferred_.Resolve(Napi::Number::New(Env(), static_cast<double>(first_label_)));
-}
-
-void AddWorker::OnError(const Napi::Error& error) {
-  owner_->EndAsync(Env());
-  owner_ref_.Reset();
-  deferred_.Reject(CodedError(Env(), "ERR_FAISS", error.Message()).Value());
-}
-
-void AddWorker::OnWorkComplete(Napi::Env env, napi_status status) {
-  CompleteUnlessEnding([&] { Napi::AsyncWorker::OnWorkComplete(env, status); });
-}
+Napi::Value AddWorker::Result() { return Napi::Number::New(Env(), static_cast<double>(first_label_)); }
 
 SerializeWorker::SerializeWorker(Napi::Env env, FaissIndex* owner, Napi::Object owner_object, std::shared_ptr<SharedIndex> shared)
-    : Napi::AsyncWorker(env, "fenecFaissSerialize"),
-      deferred_(Napi::Promise::Deferred::New(env)),
-      owner_ref_(Napi::Persistent(owner_object)),
-      owner_(owner),
-      shared_(std::move(shared)) {}
+    : IndexJob(env, "fenecFaissSerialize", owner, owner_object, std::move(shared)) {}
 
 void SerializeWorker::Execute() {
   std::string error = Capture([&] {
@@ -117,24 +121,11 @@ void SerializeWorker::Execute() {
   if (!error.empty()) SetError(error);
 }
 
-void SerializeWorker::OnOK() {
-  owner_->EndAsync(Env());
-  owner_ref_.Reset();
+Napi::Value SerializeWorker::Result() {
   // The bytes move into the Buffer (freed by its finalizer): no second copy of a large index.
   auto* held = new std::vector<uint8_t>(std::move(bytes_));
-  Napi::Buffer<uint8_t> buffer = Napi::Buffer<uint8_t>::New(
+  return Napi::Buffer<uint8_t>::New(
       Env(), held->data(), held->size(), [](Napi::Env, uint8_t*, std::vector<uint8_t>* bytes) { delete bytes; }, held);
-  deferred_.Resolve(buffer);
-}
-
-void SerializeWorker::OnError(const Napi::Error& error) {
-  owner_->EndAsync(Env());
-  owner_ref_.Reset();
-  deferred_.Reject(CodedError(Env(), "ERR_FAISS", error.Message()).Value());
-}
-
-void SerializeWorker::OnWorkComplete(Napi::Env env, napi_status status) {
-  CompleteUnlessEnding([&] { Napi::AsyncWorker::OnWorkComplete(env, status); });
 }
 
 }  // namespace fenec
