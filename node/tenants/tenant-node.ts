@@ -197,7 +197,7 @@ export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOption
     }
     const [, , name = '', route, ...more] = pathname.split('/');
     if (!isTenantName(name)) return fail(invalidTenant(name));
-    if (route === undefined) return admin(req, res, name, send, fail);
+    if (route === undefined) return admin(req, name, send, fail);
     if (more.length === 0 && TRANSFER_ROUTES.has(route)) return transfer(req, res, name, route, url.slice(q === -1 ? url.length : q), send, fail);
     if (more.length > 0 || (route !== 'query' && route !== '_mcp' && route !== '_revocations')) {
       return fail(new FenecError('not_found', `a tenant's routes are /t/${name}/query, /t/${name}/_mcp and /t/${name}/_revocations`));
@@ -260,7 +260,7 @@ export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOption
   };
 
   /** PUT (create, or set quotas) and DELETE /t/<tenant>: the server's token only. */
-  function admin(req: FenecRequest, res: http.ServerResponse, name: string, send: (status: number, body: unknown) => void, fail: (err: unknown) => void): void {
+  function admin(req: FenecRequest, name: string, send: (status: number, body: unknown) => void, fail: (err: unknown) => void): void {
     if (req.method !== 'PUT' && req.method !== 'DELETE') return fail(new FenecError('method_not_allowed', `/t/${name} takes PUT (create, with quotas) and DELETE`));
     const caller = door.caller(req, `${req.method} /t/<tenant>`, 'server');
     if (caller instanceof FenecError) return fail(caller);
@@ -275,7 +275,6 @@ export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOption
       const { tenant, created } = registry.put(name, body);
       send(created ? 201 : 200, { name: tenant.name, quotas: tenant.quotas, created });
     }).catch(fail);
-    void res;
   }
 
   /**

@@ -121,7 +121,7 @@ export class RequestRunner {
     }
     const subject = cursorSubject(caller.kind === 'server' ? undefined : caller.claims);
     // A page's rows are read as rows (its keys make the cursor), bounded by its limit; the cap is held by answerText.
-    const { maxAnswerBytes: _cap, ...rowOptions } = options;
+    const { maxAnswerBytes, ...rowOptions } = options;
     return this.#pager.read({ statement: tree, params, options: rowOptions, cursor, scope: '/query', subject }).answer as Answer;
   }
 

@@ -17,7 +17,7 @@ const DEFINITION = parseStatement(
 export const VECTOR_FIELD = 'vector';
 
 function withoutPositions(field: FieldDef): FieldDef {
-  const { pos: _pos, ...rest } = field;
+  const { pos, ...rest } = field;
   return rest;
 }
 

@@ -165,7 +165,7 @@ export class ToolRunner<O> {
 
   /** How many rows a read would answer under its own limit and offset, for a refusal's figures. */
   #count(statement: GetStmt, params: readonly unknown[], caller: ToolCaller<O>): number | undefined {
-    const { limit, offset, order: _order, select: _select, ...rest } = statement;
+    const { limit, offset, order, select, ...rest } = statement;
     try {
       const all = this.#db.executeStatement({ ...rest, select: null, order: [], count: true }, params, caller.options).count as number;
       const skipped = offset?.kind === 'Literal' ? (offset.value as number) : 0;

@@ -148,7 +148,7 @@ export class Pager<O> {
       });
     }
     stripKeys(statement, answered);
-    const { limit: _limit, ...counted } = run.statement;
+    const { limit, ...counted } = run.statement;
     return { answer, counted: counted as GetStmt, params: run.params };
   }
 
@@ -225,7 +225,7 @@ function continuation(statement: GetStmt, params: readonly unknown[], position: 
     }
     parts.push(afterKeys(keys, position.keys, bound));
   }
-  const { offset: _offset, ...rest } = walk;
+  const { offset, ...rest } = walk;
   return { statement: { ...rest, where: and(parts) }, params: bound.values };
 }
 

@@ -29,7 +29,7 @@ describe('the MCP endpoint audit (node/mcp/serve-mcp)', () => {
     expect(remember({ text: 'tea at four', vector: [1, 0, 0] }).isError).to.equal(false);
     expect(remember({ text: 'coffee at nine', vector: [0, 1, 0] }).isError).to.equal(false);
     const entries = lines.map((line) => {
-      const { time: _time, ...entry } = JSON.parse(line) as Record<string, unknown>;
+      const { time, ...entry } = JSON.parse(line) as Record<string, unknown>;
       return entry;
     });
     const call = { event: 'mcp', tool: 'remember', tenant: null, sub: null, ok: true, error: null };

@@ -23,7 +23,7 @@ describe('Audit', () => {
     const entries = lines.slice(0, -1).map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(entries[0]).to.deep.equal({ kept: true });
     for (const entry of entries.slice(1)) expect(entry.time).to.match(ISO_TIME);
-    const withoutTime = entries.slice(1).map(({ time: _time, ...rest }) => rest);
+    const withoutTime = entries.slice(1).map(({ time, ...rest }) => rest);
     expect(withoutTime).to.deep.equal([
       { event: 'auth', why: 'expired', ip: '127.0.0.1', route: '/query' },
       { event: 'schema', statement: 'create', collection: 'memories', who: 'server', sub: null },

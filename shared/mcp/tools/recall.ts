@@ -86,7 +86,7 @@ function run(args: Arguments, context: ToolContext): ToolOutcome {
   } catch (err) {
     // No memory has come with a vector yet: words alone still recall.
     if (args.vector != null && args.text != null && isUnknownField(err, VECTOR_FIELD)) {
-      const { vector: _vector, ...words } = args;
+      const { vector, ...words } = args;
       return recall(words);
     }
     if (notMadeYet(err, context.scoped)) return context.bounded({ rows: [], count: 0 }, narrowing);

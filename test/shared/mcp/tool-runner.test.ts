@@ -197,7 +197,7 @@ describe('ToolRunner', () => {
       const other = FenecDatabase.open({ file: temp2.file('o.fenec'), readOnly: false, program: 'test' });
       other.execute(SEED_MEMORIES);
       // As the seed writes it; the index state (schema's `index`) differs by the memory held.
-      const withoutIndex = (answer: any): unknown => ({ collections: answer.collections.map((c: any) => ({ ...c, fields: c.fields.map(({ index: _index, ...f }: any) => f) })) });
+      const withoutIndex = (answer: any): unknown => ({ collections: answer.collections.map((c: any) => ({ ...c, fields: c.fields.map(({ index, ...f }: any) => f) })) });
       expect(withoutIndex(seed)).to.deep.equal(withoutIndex(other.execute('schema memories')));
       expect((seed as any).collections[0].fields.at(-1).index).to.deep.equal({ rows: 1, pending: 0, building: false });
       other.close();
