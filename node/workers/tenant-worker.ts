@@ -37,6 +37,9 @@ interface OpenTenant {
 /** What is queued for a tenant: everything but a flush, which is the thread's. */
 export type TenantMessage = Exclude<ToWorker, { kind: 'flush' }>;
 
+/** How long a turn of the queue lasts at most before messages that came meanwhile join it. */
+const TURN_MS = 1;
+
 /** Answers past this size cross to the serving thread as bytes moved, not copied. */
 const TRANSFER_BYTES = 64 * 1024;
 
@@ -44,7 +47,7 @@ export class TenantWorker {
   readonly #setup: WorkerSetup;
   readonly #logger: Logger;
   readonly #audit: Audit;
-  readonly #post: (reply: WorkerReply, transfer: ArrayBuffer[]) => void;
+  readonly #post: (replies: WorkerReply[], transfer: ArrayBuffer[]) => void;
   /** The MCP endpoint's maker, loaded only by a server with --mcp. */
   readonly #mcpEndpoint: typeof mcpEndpoint | undefined;
   readonly #slot: RunningSlot;
@@ -52,7 +55,7 @@ export class TenantWorker {
   readonly #queue = new FairQueue<TenantMessage>();
   #scheduled = false;
 
-  constructor(setup: WorkerSetup, logger: Logger, audit: Audit, post: (reply: WorkerReply, transfer: ArrayBuffer[]) => void, endpoint?: typeof mcpEndpoint) {
+  constructor(setup: WorkerSetup, logger: Logger, audit: Audit, post: (replies: WorkerReply[], transfer: ArrayBuffer[]) => void, endpoint?: typeof mcpEndpoint) {
     this.#setup = setup;
     this.#mcpEndpoint = endpoint;
     this.#logger = logger;
@@ -61,7 +64,11 @@ export class TenantWorker {
     this.#slot = new RunningSlot(setup.slot);
   }
 
-  /** Queues a message; the queue is served one message per turn of the event loop, so that new messages join it between two. */
+  /**
+   * Queues a message. The queue is served in turns of the event loop, each as long as TURN_MS at most
+   * (past it, the message under way is the last): messages that come meanwhile join the queue between
+   * two turns, in their tenant's place.
+   */
   take(message: TenantMessage): void {
     this.#queue.push(message.tenant, message);
     this.#schedule();
@@ -74,13 +81,17 @@ export class TenantWorker {
   #schedule(): void {
     if (this.#scheduled || this.#queue.size === 0) return;
     this.#scheduled = true;
-    setImmediate(this.#serveOne);
+    setImmediate(this.#serveTurn);
   }
 
-  readonly #serveOne = (): void => {
+  readonly #serveTurn = (): void => {
     this.#scheduled = false;
-    const message = this.#queue.shift();
-    if (message !== undefined) this.#serve(message);
+    const started = performance.now();
+    let message: TenantMessage | undefined;
+    while ((message = this.#queue.shift()) !== undefined) {
+      this.#serve(message);
+      if (performance.now() - started >= TURN_MS) break;
+    }
     this.#schedule();
   };
 
@@ -107,9 +118,9 @@ export class TenantWorker {
     const ms = performance.now() - started;
     if (json !== undefined && json.length > TRANSFER_BYTES) {
       const bytes = new TextEncoder().encode(json);
-      this.#post({ id: message.id, status: answered.status, body: bytes, ms, tools, quotas }, [bytes.buffer as ArrayBuffer]);
+      this.#post([{ id: message.id, status: answered.status, body: bytes, ms, tools, quotas }], [bytes.buffer as ArrayBuffer]);
     } else {
-      this.#post({ id: message.id, status: answered.status, body: json, ms, tools, quotas }, []);
+      this.#post([{ id: message.id, status: answered.status, body: json, ms, tools, quotas }], []);
     }
   }
 

@@ -32,6 +32,8 @@ interface Slot {
   worker: Worker;
   running: RunningSlot;
   readonly pending: Map<number, Pending>;
+  /** Messages of this turn of the event loop, posted together once it ends (see #post). */
+  outbox: ToWorker[];
   /** Tenants assigned to it, to place the next one on the least loaded. */
   tenants: number;
 }
@@ -99,8 +101,7 @@ export class WorkerPool {
 
   /** Runs a request's work in the worker that owns the tenant's file. */
   run(tenant: string, limits: TenantLimits, work: WorkRequest): Promise<WorkerReply> {
-    // An exact copy: a request's body is often a view of a larger socket buffer, all of which a clone would copy.
-    return this.#send({ kind: 'run', id: this.#nextId++, tenant, limits, ...work, body: new Uint8Array(work.body) });
+    return this.#send({ kind: 'run', id: this.#nextId++, tenant, limits, ...work, body: exact(work.body) });
   }
 
   /** Opens the tenant's file now: a reply with status 200, or the refusal (a damaged file, a lock). */
@@ -136,12 +137,25 @@ export class WorkerPool {
     return this.#post(this.#slotOf(message.tenant), message);
   }
 
+  /**
+   * Queues a message for the slot's worker. The messages of one turn of the event loop — the requests
+   * of every socket that was readable — cross in one postMessage after it: a message costs the worker a
+   * wake-up and the serving thread a write to wake it, and those are most of a cheap request's cost.
+   */
   #post(slot: Slot, message: ToWorker): Promise<WorkerReply> {
     return new Promise<WorkerReply>((resolve) => {
       slot.pending.set(message.id, { message, resolve });
-      slot.worker.postMessage(message);
+      if (slot.outbox.push(message) === 1) setImmediate(this.#flush, slot);
     });
   }
+
+  readonly #flush = (slot: Slot): void => {
+    const messages = slot.outbox;
+    // Emptied by #replace since: its messages went to the new worker.
+    if (messages.length === 0) return;
+    slot.outbox = [];
+    slot.worker.postMessage(messages);
+  };
 
   /** The tenant's worker: the one it was given, or the one with the fewest tenants. */
   #slotOf(tenant: string): Slot {
@@ -161,18 +175,20 @@ export class WorkerPool {
 
   #start(index: number): Slot {
     const running = new RunningSlot();
-    return { worker: this.#spawn(index, running), running, pending: new Map(), tenants: 0 };
+    return { worker: this.#spawn(index, running), running, pending: new Map(), outbox: [], tenants: 0 };
   }
 
   #spawn(index: number, running: RunningSlot): Worker {
     const worker = new Worker(WORKER_SCRIPT, { workerData: { ...this.#options.setup, slot: running.buffer } satisfies WorkerSetup });
-    worker.on('message', (reply: WorkerReply) => {
+    worker.on('message', (replies: WorkerReply[]) => {
       const slot = this.#slots[index]!;
       if (slot.worker !== worker) return;
-      const pending = slot.pending.get(reply.id);
-      if (pending === undefined) return;
-      slot.pending.delete(reply.id);
-      pending.resolve(reply);
+      for (const reply of replies) {
+        const pending = slot.pending.get(reply.id);
+        if (pending === undefined) continue;
+        slot.pending.delete(reply.id);
+        pending.resolve(reply);
+      }
     });
     worker.on('error', (err) => this.#options.logger.error({ err, worker: index }, 'a worker thread failed'));
     worker.on('exit', (code) => {
@@ -206,8 +222,18 @@ export class WorkerPool {
       slot.pending.delete(culprit);
       stopped.resolve(answer(stopped.message));
     }
-    for (const pending of slot.pending.values()) slot.worker.postMessage(pending.message);
+    // Every message not answered, those of the outbox among them: the outbox is the old worker's.
+    slot.outbox = [];
+    slot.worker.postMessage([...slot.pending.values()].map((pending) => pending.message));
   }
+}
+
+/**
+ * The body as the message should hold it. Shared memory crosses as it is; a view of a larger buffer
+ * (Buffer.concat's pool) is copied to its own, which a clone would copy whole.
+ */
+function exact(body: Uint8Array): Uint8Array {
+  return body.buffer instanceof SharedArrayBuffer || body.byteLength === body.buffer.byteLength ? body : new Uint8Array(body);
 }
 
 function timedOut(message: ToWorker): WorkerReply {

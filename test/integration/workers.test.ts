@@ -36,6 +36,12 @@ function bigFile(file: string, rows: number): void {
   }
 }
 
+/** A thread's nice value (field 19 of /proc/PID/task/TID/stat, after the parenthesised name). */
+function threadNice(pid: number, tid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+}
+
 const tq = (node: ServerProcess, tenant: string, statement: string, params: readonly unknown[] = []): Promise<Reply> =>
   request(node.url, { method: 'POST', path: `/t/${tenant}/query`, headers: AUTH, body: JSON.stringify({ statement, params }) });
 const put = (node: ServerProcess, tenant: string, quotas: unknown): Promise<Reply> =>
@@ -76,6 +82,21 @@ describe('statements in worker threads', function () {
       // Seconds of the heavy statement; a read by id answers in milliseconds even on a busy machine.
       expect(statuses.length).to.be.greaterThan(20);
       expect(statuses.every((status) => status === 200)).to.equal(true);
+    });
+
+    it('runs statements below the serving thread\'s priority, and index builds below them (Linux)', async function () {
+      if (process.platform !== 'linux') this.skip();
+      expect((await tq(node, 'quiet', 'create collection docs (v vector<32> @hnsw(cosine))')).status).to.equal(200);
+      const rows = Array.from({ length: 2000 }, (_, i) => ({ v: Array.from({ length: 32 }, (_, d) => Math.round(Math.sin((i + 1) * (d + 1)) * 1e4) / 1e4) }));
+      expect((await tq(node, 'quiet', 'insert into docs $1', [rows])).status).to.equal(200);
+      // The index takes them in the background, on libuv's threads: wait until it holds them.
+      for (let i = 0; i < 100 && !(await tq(node, 'quiet', 'schema docs')).text.includes('"pending":0,"building":false'); i++) await new Promise((r) => setTimeout(r, 100));
+      const serving = threadNice(node.pid, node.pid);
+      const nices = fs.readdirSync(`/proc/${node.pid}/task`).map((tid) => threadNice(node.pid, Number(tid)));
+      // Threads a worker starts (libuv's, for its index) are made at its priority, until they build.
+      expect(nices.filter((nice) => nice === serving + 5).length, 'the two workers').to.be.at.least(2);
+      expect(nices.filter((nice) => nice === serving + 10).length, 'a thread that built the index').to.be.at.least(1);
+      expect(Math.min(...nices), 'no thread above the serving thread').to.equal(serving);
     });
   });
 

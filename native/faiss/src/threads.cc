@@ -1,8 +1,13 @@
 #include "threads.h"
 
 #include <omp.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <mutex>
 
 extern "C" void openblas_set_num_threads(int n);  // libopenblas; Faiss's batched exact search calls sgemm
@@ -11,6 +16,8 @@ namespace fenec {
 
 namespace {
 std::atomic<int> configured{0};
+/** Background index work's nice value over the serving thread's: below the worker threads that run statements (worker-main.ts). */
+constexpr int kBackgroundNice = 10;
 }  // namespace
 
 void SetThreads(int n) {
@@ -29,6 +36,17 @@ int BackgroundThreads() {
 void ApplyThreads() {
   int n = configured.load();
   if (n > 0) omp_set_num_threads(n);
+  // Linux keeps a nice value per thread: this libuv worker yields to the threads that serve requests.
+  // Lowering a priority needs no privilege, and the thread never needs it back: libuv's workers do
+  // only background work here.
+  static thread_local bool lowered = false;
+  if (!lowered) {
+    // Over the serving thread's (the one whose id is the process's), whoever made this thread.
+    errno = 0;
+    const int serving = getpriority(PRIO_PROCESS, static_cast<id_t>(getpid()));
+    if (errno == 0) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), std::min(19, serving + kBackgroundNice));
+    lowered = true;
+  }
 }
 
 void ServeSingleThreaded() {
