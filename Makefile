@@ -37,8 +37,10 @@ install: build
 
 build: dist/.build-stamp
 
+# tsc never removes what it wrote for a source since deleted: a test whose source is gone would still run.
 dist/.build-stamp: .install-stamp $(SOURCES)
 	npx tsc -p tsconfig.json
+	@find dist -name '*.js' | while read -r out; do src=$${out#dist/}; [ -f "$${src%.js}.ts" ] || rm -f "$$out" "$$out.map" "$${out%.js}.d.ts"; done
 	@touch $@
 
 # make test runs every test under dist/test (.mocharc.cjs), the MCP ones among them.
