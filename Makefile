@@ -6,7 +6,7 @@ FILE ?= notes.fenec
 PORT ?= 8080
 SOURCES := $(shell find shared node router deploy test bench -name '*.ts' 2>/dev/null) tsconfig.json
 
-.PHONY: help install build test timing-test mcp-test reliability mcp-conformance chromium console-screenshots run serve requests-bench search-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench bench clean
+.PHONY: help install build test timing-test mcp-test reliability mcp-conformance chromium console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench bench clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
@@ -19,6 +19,7 @@ help:
 	@echo "make console-screenshots  refresh docs/console/*.png from the console's browser tests"
 	@echo "make requests-bench  /query against bare node:http; the router hop (--workers 1 and 2) against the node direct"
 	@echo "make search-bench    match, near, fuse against raw FTS5 and raw Faiss (BENCH_ROWS=20000 BENCH_UNIFORM_ROWS=5000: 90 s)"
+	@echo "make match-bench     match against raw FTS5 at 50 000 rows, right after the load and warm (MATCH_ROWS=5000 for a short run)"
 	@echo "make tenants-bench   10 000 tenants on one node: a cold open's and a warm request's latency, open files, RSS"
 	@echo "make mcp-bench       MCP tool calls against the same statements through /query"
 	@echo "make isolation-bench a quiet tenant's reads beside a heavy tenant's fuse, oversized reads, load, timed-out statements; --workers 1/2/4 (BENCH_ROWS=100000)"
@@ -90,6 +91,10 @@ requests-bench: build
 search-bench: build
 	$(NODE) dist/bench/search-bench.js
 
+# Issue 12's match target alone: fenecdb's match against raw FTS5, cold and warm (MATCH_ROWS, MATCH_QUERIES).
+match-bench: build
+	$(NODE) dist/bench/match-bench.js
+
 # 10 000 tenants on one node behind a router (BENCH_TENANTS, BENCH_MAX_OPEN): cold and warm latency, files, memory.
 tenants-bench: build
 	$(NODE) dist/bench/tenants-bench.js
@@ -110,6 +115,7 @@ ingest-bench: build
 bench: build
 	$(MAKE) requests-bench
 	$(MAKE) search-bench
+	$(MAKE) match-bench
 	$(MAKE) mcp-bench
 	$(MAKE) ingest-bench
 	$(MAKE) isolation-bench

@@ -1,0 +1,140 @@
+/**
+ * `make match-bench`: issue 12's `match` target alone — `get docs match body $1 limit 10` (ten rows with
+ * their fields, snippet and _score) against raw FTS5's `SELECT rowid, bm25(t) … ORDER BY rank LIMIT 10`
+ * (ids and scores only), and against the raw query that answers what fenecdb answers (each row's text
+ * and FTS5's snippet()), at MATCH_ROWS rows (default 50 000), in one process. Target: p50 ≤ 1.3× the
+ * ids-and-bm25 query.
+ *
+ * Data: make search-bench's (bench/search-data.ts, seeded): 8–20 Zipf-drawn words a row from a 5 000-word
+ * vocabulary, a 384-dim clustered vector and grp = i % 100, in a `.fenec` file as `docs (body text
+ * @text, vec vector<384>, grp int @hash)`, and beside it the same texts in a collection without the
+ * vector, `notes (body text @text, grp int @hash)`: what the rows' vectors cost. The vector has no
+ * `@hnsw` here: the index changes nothing of a `match` (rows are stored alike) and its build would be
+ * most of the bench's time. Raw: bench/search-raw.ts's file (FTS5 over the texts, the vectors in a
+ * table of their own).
+ *
+ * Queries: two words drawn uniformly from the vocabulary (mostly rare: FTS5 ranks a few dozen rows,
+ * so that what fenecdb adds to the search shows). Each variant gets words of its own (the same words
+ * again would find their pages warm), each query is sent to every variant in turn, the order rotated
+ * every query, after MATCH_WARM_UP unmeasured ones (default 20).
+ *
+ * Two passes, MATCH_QUERIES each (default 400):
+ * - cold: right after the load, as make search-bench measures. fenecdb reads its file through a
+ *   memory map (node/storage/sqlite.ts), and a page read through a connection's map for the first time
+ *   is a page fault; most of the rows' pages are read for the first time here.
+ * - warm: after one pass over every page of each file on each connection (a scan of the rows, of the
+ *   raw file's texts): a server that has been answering for a while. The faults are gone.
+ *
+ * Writes bench/results/match.json.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { FenecDatabase } from '../node/database.js';
+import { intEnv, progress, runInfo, table, verdict, writeResults } from './harness.js';
+import { DIMS, grp, VOCABULARY, ZIPF_EXPONENT, seededRandom, vectorArray, vectorBlob, zipfWorkload } from './search-data.js';
+import { RawDocs } from './search-raw.js';
+import { percentile } from './stats.js';
+
+const ROWS = intEnv('MATCH_ROWS', 50_000, 100);
+const QUERIES = intEnv('MATCH_QUERIES', 400, 10);
+const WARM_UP = intEnv('MATCH_WARM_UP', 20, 0);
+const SEED = intEnv('MATCH_SEED', 42, 0);
+const K = 10;
+const BATCH = 1_000;
+/** Issue 12, item 6: p50 within 1.3× raw FTS5's top-10 bm25 query. */
+const TARGET = 1.3;
+
+interface Variant {
+  readonly name: string;
+  readonly run: (words: readonly [string, string]) => unknown;
+}
+
+interface Pass {
+  readonly pass: 'cold' | 'warm';
+  readonly loadAverage: number;
+  readonly variants: { readonly name: string; readonly p50Ms: number; readonly p99Ms: number; readonly overRawIds: number; readonly overRawSnippet: number }[];
+}
+
+/** Each query to every variant in turn, the order rotated every query; per variant, ms of each measured query. */
+function measure(variants: readonly Variant[], words: readonly (readonly [string, string])[][]): number[][] {
+  const ms = variants.map(() => [] as number[]);
+  for (let q = 0; q < WARM_UP + QUERIES; q++) {
+    for (let j = 0; j < variants.length; j++) {
+      const v = (q + j) % variants.length;
+      const t0 = performance.now();
+      variants[v]!.run(words[v]![q]!);
+      const elapsed = performance.now() - t0;
+      if (q >= WARM_UP) ms[v]!.push(elapsed);
+    }
+  }
+  return ms;
+}
+
+async function main(): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-match-bench-'));
+  try {
+    progress(`generating ${ROWS} rows`);
+    const work = zipfWorkload({ seed: SEED, rows: ROWS, queries: 1, vocabulary: VOCABULARY, zipfExponent: ZIPF_EXPONENT, minWords: 8, maxWords: 20, dims: DIMS, clusters: 1_000, spread: 0.5 });
+    const db = FenecDatabase.open({ file: path.join(dir, 'match.fenec'), readOnly: false, program: 'match-bench', sweepIntervalMs: 0 });
+    db.execute(`create collection docs (body text @text, vec vector<${DIMS}>, grp int @hash)`);
+    db.execute('create collection notes (body text @text, grp int @hash)');
+    progress('loading fenecdb (insert into … $1, 1 000 rows a statement) and raw SQLite + FTS5');
+    const raw = new RawDocs(path.join(dir, 'raw.sqlite'), (i) => ({ body: work.bodies[i]!, vector: vectorBlob(work.vectors, i, DIMS), grp: grp(i) }));
+    for (let from = 0; from < ROWS; from += BATCH) {
+      const to = Math.min(ROWS, from + BATCH);
+      const rows = Array.from({ length: to - from }, (_, j) => from + j);
+      db.execute('insert into docs $1', [rows.map((i) => ({ body: work.bodies[i], vec: vectorArray(work.vectors, i, DIMS), grp: grp(i) }))]);
+      db.execute('insert into notes $1', [rows.map((i) => ({ body: work.bodies[i], grp: grp(i) }))]);
+      raw.insert(from, to);
+    }
+
+    const variants: Variant[] = [
+      { name: 'raw FTS5: ids, bm25', run: ([a, b]) => raw.match(`"${a}" OR "${b}"`, K) },
+      { name: 'raw FTS5: ids, bm25, text, snippet()', run: ([a, b]) => raw.matchWithSnippets(`"${a}" OR "${b}"`, K) },
+      { name: 'fenecdb: match, rows with a vector', run: ([a, b]) => db.execute(`get docs match body $1 limit ${K}`, [`${a} ${b}`]) },
+      { name: 'fenecdb: match, rows of text', run: ([a, b]) => db.execute(`get notes match body $1 limit ${K}`, [`${a} ${b}`]) },
+    ];
+    const random = seededRandom(SEED + 1);
+    const pick = (): string => work.vocabulary[Math.floor(random() * VOCABULARY)]!;
+    const draw = (): (readonly [string, string])[][] => variants.map(() => Array.from({ length: WARM_UP + QUERIES }, () => [pick(), pick()] as const));
+
+    const passes: Pass[] = [];
+    for (const pass of ['cold', 'warm'] as const) {
+      if (pass === 'warm') {
+        progress('warming: one scan of each collection and of the raw texts, on the connections that measure');
+        for (const collection of ['docs', 'notes']) db.execute(`get ${collection} where body = "" count`);
+        raw.scanTexts();
+      }
+      const loadAverage = os.loadavg()[0]!;
+      progress(`${pass}: ${QUERIES} queries to each of ${variants.length} variants (load average ${loadAverage.toFixed(2)})`);
+      const ms = measure(variants, draw());
+      const p50 = ms.map((m) => percentile(m, 0.5));
+      passes.push({
+        pass,
+        loadAverage,
+        variants: variants.map((v, i) => ({ name: v.name, p50Ms: p50[i]!, p99Ms: percentile(ms[i]!, 0.99), overRawIds: p50[i]! / p50[0]!, overRawSnippet: p50[i]! / p50[1]! })),
+      });
+    }
+    db.close();
+    raw.close();
+
+    for (const pass of passes) {
+      process.stdout.write(`\n${pass.pass} (load average ${pass.loadAverage.toFixed(2)}), ${ROWS} rows, ${QUERIES} queries\n`);
+      process.stdout.write(
+        table(
+          ['variant', 'p50 ms', 'p99 ms', '× raw ids', '× raw snippet'],
+          pass.variants.map((v) => [v.name, v.p50Ms.toFixed(3), v.p99Ms.toFixed(3), v.overRawIds.toFixed(2), v.overRawSnippet.toFixed(2)]),
+        ) + '\n',
+      );
+      const ours = pass.variants[2]!.overRawIds;
+      process.stdout.write(`target (issue 12): match ≤ ${TARGET}× raw FTS5 ids and bm25: ${ours.toFixed(2)}× — ${verdict(ours <= TARGET)}\n`);
+    }
+    writeResults('match', { ...runInfo('match-bench'), rows: ROWS, queries: QUERIES, warmUp: WARM_UP, seed: SEED, target: TARGET, passes });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
