@@ -6,11 +6,11 @@ import type { Answer } from '../../../shared/answer.js';
 import { FenecError } from '../../../shared/errors.js';
 import type { Connection } from '../../storage/sqlite.js';
 import type { SqlValue } from '../../storage/codec.js';
-import type { BulkPlan, Plan, PolicyCheck, SqlStep } from '../plan/plan-types.js';
+import type { BulkPlan, Plan, PolicyCheck, SqlStep, StagedSql } from '../plan/plan-types.js';
 import type { VectorStore } from '../../vector/store.js';
 import { readSerialized } from './answer-text.js';
 import { runVector } from './run-vector.js';
-import { fromSqliteError } from './sqlite-errors.js';
+import { fromSqliteError, isConstraintError } from './sqlite-errors.js';
 import type { StatementCache } from './statement-cache.js';
 import { withScopedRank } from './scoped-rank.js';
 import type { BindContext } from '../compile/evaluate.js';
@@ -43,27 +43,70 @@ function verify(check: PolicyCheck, ids: readonly number[], ctx: BindContext, ca
  */
 function runBulk(plan: BulkPlan, ctx: BindContext, cache: StatementCache, db: Connection): Answer {
   const { rows, bind } = plan.rows(ctx);
-  const statement = cache.get(plan.sql);
   return db.transaction(() => {
-    const ids = new Array<number>(rows.length);
     if (plan.check !== undefined && plan.verb === 'put') {
       // The rows the ids name, where they exist, must be the token's to replace.
       verify(plan.check, rows.map((row, i) => idOf(bind, row, i, plan)), ctx, cache);
     }
-    for (let i = 0; i < rows.length; i++) {
-      let args: SqlValue[];
-      try {
-        args = bind(rows[i]);
-        const result = statement.run(args);
-        ids[i] = plan.verb === 'put' ? (args[0] as number) : Number(result.lastInsertRowid);
-      } catch (err) {
-        throw atRow(fromSqliteError(err), plan, i);
-      }
-    }
+    const ids = plan.staged !== undefined && rows.length > 1 ? writeStaged(plan, plan.staged, rows, bind, cache) : writeEach(plan, rows, bind, cache);
     if (plan.check !== undefined) verify(plan.check, ids, ctx, cache);
     return { count: ids.length, ids };
   })();
 }
+
+type BindRow = (row: unknown) => SqlValue[];
+
+/** Each row by its own statement; a refusal names its row. The ids in the rows' order. */
+function writeEach(plan: BulkPlan, rows: readonly unknown[], bind: BindRow, cache: StatementCache): number[] {
+  const statement = cache.get(plan.sql);
+  const ids = new Array<number>(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    try {
+      const args = bind(rows[i]);
+      const result = statement.run(args);
+      ids[i] = plan.verb === 'put' ? (args[0] as number) : Number(result.lastInsertRowid);
+    } catch (err) {
+      throw atRow(fromSqliteError(err), plan, i);
+    }
+  }
+  return ids;
+}
+
+/**
+ * The rows into the temporary table, then into the collection by one statement (plan/bulk.ts, why).
+ * A row the collection refuses (a unique value taken) fails that statement, which SQLite undoes alone:
+ * the rows are then written one by one, so that the refusal names the row as it always has.
+ */
+function writeStaged(plan: BulkPlan, staged: StagedSql, rows: readonly unknown[], bind: BindRow, cache: StatementCache): number[] {
+  cache.get(staged.create).run();
+  const stage = cache.get(staged.stage);
+  try {
+    const ids = new Array<number>(rows.length);
+    for (let i = 0; i < rows.length; i++) {
+      try {
+        const args = bind(rows[i]);
+        stage.run(args);
+        ids[i] = args[0] as number; // a put's id; an insert's are known once written
+      } catch (err) {
+        throw atRow(fromSqliteError(err), plan, i);
+      }
+    }
+    try {
+      if (plan.verb === 'put') {
+        cache.get(staged.write).run();
+        return ids;
+      }
+      return (cache.get(staged.write).pluck(true).all() as number[]).sort((a, b) => a - b);
+    } catch (err) {
+      if (!isConstraintError(err)) throw fromSqliteError(err);
+    }
+    cache.get(staged.clear).run();
+    return writeEach(plan, rows, bind, cache);
+  } finally {
+    cache.get(staged.clear).run();
+  }
+}
+
 
 function idOf(bind: (row: unknown) => SqlValue[], row: unknown, i: number, plan: BulkPlan): number {
   try {

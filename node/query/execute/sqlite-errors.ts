@@ -3,6 +3,15 @@
  */
 import { FenecError } from '../../../shared/errors.js';
 
+/**
+ * A refusal by one of a table's constraints (unique, not null, …): SQLite has undone the failing
+ * statement alone, and the transaction around it goes on.
+ */
+export function isConstraintError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_CONSTRAINT');
+}
+
 /** SQLite's constraint failures, as the refusals they are: `UNIQUE constraint failed: c_notes.title`. */
 export function fromSqliteError(err: unknown): unknown {
   const code = (err as { code?: unknown }).code;

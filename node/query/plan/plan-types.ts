@@ -63,13 +63,28 @@ export interface BulkPlan {
   readonly verb: 'insert' | 'put';
   /** The parameter, as messages name it: `$1`. */
   readonly param: string;
+  /** One row's statement. */
   readonly sql: string;
+  /** All rows in one statement (node/query/plan/bulk.ts); undefined for a collection without fields. */
+  readonly staged: StagedSql | undefined;
   readonly check?: PolicyCheck;
   /**
    * The rows the parameter holds, and how one of them binds for this execution (for put, the id
    * first). @throws FenecError when the parameter is not rows; `bind` throws a row's refusal.
    */
   rows(ctx: BindContext): { readonly rows: readonly unknown[]; readonly bind: (row: unknown) => SqlValue[] };
+}
+
+/** A bulk write's rows through a temporary table, then into the collection by one statement. */
+export interface StagedSql {
+  /** The temporary table, if this connection has not made it yet. */
+  readonly create: string;
+  /** One row into it: the row statement's values and arguments. */
+  readonly stage: string;
+  /** Every staged row into the collection, in their order; an insert answers the ids (`RETURNING`). */
+  readonly write: string;
+  /** Empties the temporary table. */
+  readonly clear: string;
 }
 
 /** `near`, alone or fused with `match`: a ranking from the vector index (or a scan), then a read of its rows. */

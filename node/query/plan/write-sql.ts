@@ -32,7 +32,11 @@ export function insertSql(collection: Collection, columns: readonly string[], va
  * fields takes the new row's value when `columns` holds it, else null.
  */
 export function upsertSql(collection: Collection, columns: readonly string[], values: readonly { readonly sql: string }[]): string {
+  return insertSql(collection, ['"id"', ...columns], [{ sql: '?' }, ...values]) + upsertConflict(collection, columns);
+}
+
+/** A put's ` ON CONFLICT ("id") …`: what an existing row becomes (upsertSql). */
+export function upsertConflict(collection: Collection, columns: readonly string[]): string {
   const assignments = collection.fields.map((f) => (columns.includes(f.column) ? `${f.column} = excluded.${f.column}` : `${f.column} = NULL`));
-  const conflict = assignments.length === 0 ? ' ON CONFLICT ("id") DO NOTHING' : ` ON CONFLICT ("id") DO UPDATE SET ${assignments.join(', ')}`;
-  return insertSql(collection, ['"id"', ...columns], [{ sql: '?' }, ...values]) + conflict;
+  return assignments.length === 0 ? ' ON CONFLICT ("id") DO NOTHING' : ` ON CONFLICT ("id") DO UPDATE SET ${assignments.join(', ')}`;
 }
