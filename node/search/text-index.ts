@@ -171,7 +171,7 @@ export interface TextSearchSql {
  * Qualify the selected columns (`c."body"`); alias score and snippet with `_` names, so that an `order`
  * naming a field called `snippet` cannot bind to the alias.
  */
-export function textSearchSql(collection: string, fields: readonly { readonly name: string }[], field: string, where?: string): TextSearchSql {
+export function textSearchSql(collection: string, fields: readonly TextField[], field: string, where?: string): TextSearchSql {
   const fts = textIndexName(collection);
   const column = field === '*' ? -1 : fields.findIndex((f) => f.name === field);
   assert(column !== -1 || field === '*', `${field} is not an @text field of ${collection}`);
@@ -182,7 +182,7 @@ export function textSearchSql(collection: string, fields: readonly { readonly na
     rank: `${fts}.rank MATCH ?`,
     column,
     score: `(- ${fts}.rank)`,
-    snippet: snippetSql(fts, column),
+    snippet: snippetSql(fts, column, column < 0 ? undefined : fields[column]),
     order: `${fts}.rank`,
   };
 }
@@ -191,14 +191,21 @@ export function textSearchSql(collection: string, fields: readonly { readonly na
  * The best passage of a row, as FTS5's snippet() makes it. snippet() reads the text twice: once to
  * find where its sentences start, once to mark the words. A text of at most SNIPPET_TOKENS tokens is
  * its own best passage, and snippet() then returns what highlight() returns (the whole text marked,
- * no `…`), which reads it once: so a field's short texts take highlight() (fenec_fits, from the
- * token counts FTS5 keeps per row), for the same bytes at about half the cost. `match *` chooses
- * among the fields, which only snippet() does.
+ * no `…`), which reads it once: so a field's short texts are marked whole (fenec_fits, from the token
+ * counts FTS5 keeps per row), for the same bytes at about half the cost. A text field's are marked by
+ * fenec_highlight from the row the read has joined (`c`), which is what the index holds for it:
+ * highlight() would look the row up again through the index's content view. A [text] field's indexed
+ * text is its elements joined, which only the view computes: highlight(). `match *` chooses among the
+ * fields, which only snippet() does.
  */
-function snippetSql(fts: string, column: number): string {
+function snippetSql(fts: string, column: number, field: TextField | undefined): string {
   const snippet = `snippet(${fts}, ${column}, '**', '**', '…', ${SNIPPET_TOKENS})`;
-  if (column < 0) return snippet;
-  return `CASE WHEN fenec_fits(${fts}, ${column}, ${SNIPPET_TOKENS}) THEN highlight(${fts}, ${column}, '**', '**') ELSE ${snippet} END`;
+  if (field === undefined) return snippet;
+  const whole =
+    field.type.kind === 'scalar' && field.type.scalar === 'text'
+      ? `fenec_highlight(${fts}, ${column}, c.${ident(field.name)}, '**', '**')`
+      : `highlight(${fts}, ${column}, '**', '**')`;
+  return `CASE WHEN fenec_fits(${fts}, ${column}, ${SNIPPET_TOKENS}) THEN ${whole} ELSE ${snippet} END`;
 }
 
 /** The whole ranked read over `columns` (SQL expressions, `c."body"`), with `LIMIT +? OFFSET +?` (never a bare `?`: node/query/plan/read.ts, countSql). */

@@ -114,6 +114,38 @@ describe('text search', () => {
     }
   });
 
+  it("fenec_highlight marks a text given it as highlight() marks the row's, byte for byte", () => {
+    // What a match's short texts take (text-index.ts, snippetSql): the text from the joined row, not
+    // read again through the index's content. Phrases of several tokens, words side by side and
+    // repeated, accents, punctuation, other marks, the empty text and null.
+    const random = seededRandom(31);
+    const words = ['fox', 'den', 'runs', 'the', 'café', 'Zürich', 'deploys', 'x1', 'on-call', '東京'];
+    const pick = () => words[Math.floor(random() * words.length)]!;
+    for (let i = 0; i < 300; i++) {
+      const n = Math.floor(random() * 30);
+      store.insert(Array.from({ length: n }, () => pick() + (random() < 0.2 ? ',' : '')).join(random() < 0.1 ? '  ' : ' '));
+    }
+    store.insert('');
+    const fts = textIndexName(store.name);
+    const sql = `SELECT highlight(${fts}, 0, ?, ?), fenec_highlight(${fts}, 0, c."text", ?, ?) FROM ${fts} JOIN c_notes AS c ON c."id" = ${fts}.rowid WHERE ${fts} MATCH ?`;
+    let compared = 0;
+    for (const query of ['fox', 'den fox', '"the fox"', 'cafe zurich', 'on call', 'deploy', '"runs the den"', 'x1 東京']) {
+      for (const [open, close] of [['**', '**'], ['<b>', '</b>'], ['', '']]) {
+        for (const [theirs, ours] of store.db.prepare(sql).raw(true).all(open, close, open, close, matchExpression(query, 'text', store.fields)) as [string, string][]) {
+          expect(ours, `${query} ${open}`).to.equal(theirs);
+          compared++;
+        }
+      }
+    }
+    expect(compared).to.be.greaterThan(500);
+    const [nothing] = store.db.prepare(`SELECT fenec_highlight(${fts}, 0, NULL, '*', '*') FROM ${fts} WHERE ${fts} MATCH 'fox' LIMIT 1`).raw(true).get() as [unknown];
+    expect(nothing).to.equal(null);
+    for (const column of [-1, 2]) {
+      expect(() => store.db.prepare(`SELECT fenec_highlight(${fts}, ${column}, 'fox', '*', '*') FROM ${fts} WHERE ${fts} MATCH 'fox'`).all()).to.throw(/fenec_highlight: no such column/);
+    }
+    expect(() => store.db.prepare(`SELECT fenec_highlight(${fts}, 0, 'fox') FROM ${fts} WHERE ${fts} MATCH 'fox'`).all()).to.throw(/fenec_highlight: give the column/);
+  });
+
   it('searches a [text] field by its elements, its snippet free of JSON', () => {
     const id = store.insert('body', ['ops', 'on call', 'say "hi"', 'line\nbreak']);
     expect(store.ids('call', 'tags')).to.deep.equal([id]);
