@@ -53,8 +53,9 @@ function addon(): NativeAddon {
   }
   try {
     loaded = createRequire(import.meta.url)(path) as NativeAddon;
-    // Background work (builds, adds, snapshots) takes the cores the serving thread leaves; searches run on one.
-    loaded.setThreads(Math.max(1, availableParallelism() - 1));
+    // Background work (builds, adds, snapshots) may use every core: its threads run below the serving
+    // thread and the workers (native/faiss/src/threads.cc), so it takes the time they leave. Searches run on one.
+    loaded.setThreads(availableParallelism());
   } catch (err) {
     throw new FenecError('vector_engine', `the Faiss addon ${path} does not load: ${(err as Error).message}`, {
       hint: 'run `make install` again to rebuild it',

@@ -98,31 +98,58 @@ function pathOf(visit: Visit, label: string): string {
  * Checks a JSON value given from outside (a parameter, a tool's argument) before anything walks it:
  * arrays and objects nested at most MAX_DEPTH deep (`too_complex`), and every number finite
  * (`invalid_number`: JSON's 1e400 reads as Infinity, which no field stores).
+ *
+ * Only arrays and objects are kept on the walk's stack; a number or string is checked where it is
+ * found. A batch of rows of 384-dim vectors holds tens of thousands of numbers per request, and
+ * a record for each made this check cost as much as parsing the JSON.
  */
 export function checkJsonValue(value: unknown, label: string): void {
-  const stack: Visit[] = [{ value, depth: 0, parent: undefined, key: undefined }];
+  const root: Visit = { value, depth: 0, parent: undefined, key: undefined };
+  if (typeof value === 'number') return checkNumber(value, root, label);
+  if (typeof value !== 'object' || value === null) return;
+  const stack: Visit[] = [nested(value, undefined, undefined, label)];
+  const containers: Visit[] = [];
   while (stack.length > 0) {
     const visit = stack.pop()!;
-    const item = visit.value;
-    if (typeof item === 'number') {
-      if (!Number.isFinite(item)) {
-        throw new FenecError('invalid_number', `${pathOf(visit, label)} is a number beyond the range of a double (±1.8e308)`, {
-          hint: 'send a number between -1.7976931348623157e308 and 1.7976931348623157e308',
-        });
-      }
-      continue;
-    }
-    if (typeof item !== 'object' || item === null) continue;
-    const depth = visit.depth + 1;
-    if (depth > MAX_DEPTH) {
-      throw new FenecError('too_complex', `${pathOf(visit, label)} nests deeper than ${MAX_DEPTH} levels of arrays and objects`, {
-        hint: `flatten the value: at most ${MAX_DEPTH} levels of arrays and objects are taken`,
-      });
-    }
+    const item = visit.value as object;
     if (Array.isArray(item)) {
-      for (let i = item.length - 1; i >= 0; i--) stack.push({ value: item[i], depth, parent: visit, key: i });
+      for (let i = 0; i < item.length; i++) {
+        const child: unknown = item[i];
+        if (typeof child === 'number') {
+          if (!Number.isFinite(child)) checkNumber(child, { value: child, depth: visit.depth, parent: visit, key: i }, label);
+        } else if (typeof child === 'object' && child !== null) {
+          containers.push(nested(child, visit, i, label));
+        }
+      }
     } else {
-      for (const key of Object.keys(item)) stack.push({ value: (item as Record<string, unknown>)[key], depth, parent: visit, key });
+      for (const key of Object.keys(item)) {
+        const child: unknown = (item as Record<string, unknown>)[key];
+        if (typeof child === 'number') {
+          if (!Number.isFinite(child)) checkNumber(child, { value: child, depth: visit.depth, parent: visit, key }, label);
+        } else if (typeof child === 'object' && child !== null) {
+          containers.push(nested(child, visit, key, label));
+        }
+      }
     }
+    // Visited in their order: pushed last to first.
+    while (containers.length > 0) stack.push(containers.pop()!);
   }
+}
+
+/** An array or object found at `key` of `parent`, refused past MAX_DEPTH levels. */
+function nested(value: object, parent: Visit | undefined, key: string | number | undefined, label: string): Visit {
+  const visit: Visit = { value, depth: (parent?.depth ?? 0) + 1, parent, key };
+  if (visit.depth > MAX_DEPTH) {
+    throw new FenecError('too_complex', `${pathOf(visit, label)} nests deeper than ${MAX_DEPTH} levels of arrays and objects`, {
+      hint: `flatten the value: at most ${MAX_DEPTH} levels of arrays and objects are taken`,
+    });
+  }
+  return visit;
+}
+
+function checkNumber(value: number, visit: Visit, label: string): void {
+  if (Number.isFinite(value)) return;
+  throw new FenecError('invalid_number', `${pathOf(visit, label)} is a number beyond the range of a double (±1.8e308)`, {
+    hint: 'send a number between -1.7976931348623157e308 and 1.7976931348623157e308',
+  });
 }
