@@ -28,7 +28,7 @@ export function queryUrl(text: string): URL {
 }
 
 /** POSTs a /query body (JSON text). @throws FenecError `unavailable` when no fenecdb server answers at `url`. */
-export async function postQuery(url: URL, body: string, token: string | undefined): Promise<Outcome> {
+export async function postQuery(url: URL, body: string | Buffer, token: string | undefined): Promise<Outcome> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (token !== undefined) headers.authorization = `Bearer ${token}`;
   let response: Response;
