@@ -36,7 +36,11 @@
         "-lopenblas",
         "-llapack"
       ],
-      "ldflags": ["-fopenmp"],
+      # Never unloaded: Node unloads an addon when the last worker thread that loaded it ends, but a
+      # worker terminated at its time limit leaves its index jobs running on libuv's threads, and
+      # OpenMP's team threads (libgomp, loaded with the addon) live on. Unmapping their code under
+      # them killed the process (SIGSEGV in a team thread after a worker was replaced).
+      "ldflags": ["-fopenmp", "-Wl,-z,nodelete"],
       "xcode_settings": {
         "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
         "GCC_ENABLE_CPP_RTTI": "YES",

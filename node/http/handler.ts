@@ -19,6 +19,7 @@ import { requestContext } from '../../shared/tracing.js';
 import type { ServerConfig } from '../config.js';
 import type { WorkerReply, WorkRequest, WorkRoute } from '../workers/protocol.js';
 import type { HttpMetrics, RouteLabel } from './metrics.js';
+import { SharedBodies } from './shared-bodies.js';
 
 /** Runs a request's work where its file lives (a worker thread) and answers with the bytes to write. */
 export type Dispatch = (req: FenecRequest, work: WorkRequest) => Promise<WorkerReply>;
@@ -65,6 +66,7 @@ export class HttpHandler {
   readonly #metrics: HttpMetrics;
   readonly #logger: Logger;
   readonly #maxBody: number;
+  readonly #bodies: SharedBodies;
   readonly #cors: string | undefined;
   /** /_mcp is served (--mcp); else it is as unknown as any other path. */
   readonly #mcp: boolean;
@@ -86,6 +88,7 @@ export class HttpHandler {
     this.#metrics = metrics;
     this.#logger = logger;
     this.#maxBody = config.maxBodyBytes;
+    this.#bodies = new SharedBodies(config.maxBodyBytes);
     this.#cors = config.httpCors;
     this.#mcp = mcp;
     this.#routes = mcp ? ROUTES_TEXT_MCP : ROUTES_TEXT;
@@ -162,6 +165,7 @@ export class HttpHandler {
       // A body sent without Content-Length (chunked) that outgrows the limit: stop keeping it.
       this.removeListener('data', HttpHandler.#onData);
       this.removeListener('end', HttpHandler.#onEnd);
+      if (this.shared !== undefined) handler.#bodies.give(this.shared);
       this.first = this.rest = this.shared = undefined;
       handler.#tooLarge(this, this.response!);
       return;
@@ -178,7 +182,7 @@ export class HttpHandler {
   /** Moves a body grown past SHARED_BODY_BYTES into shared memory of its declared size (or of the limit). */
   #share(req: FenecRequest, chunk: Buffer): void {
     const declared = req.headers['content-length'];
-    const shared = new Uint8Array(new SharedArrayBuffer(declared === undefined ? this.#maxBody : Number(declared)));
+    const shared = this.#bodies.take(declared === undefined ? this.#maxBody : Number(declared));
     let at = 0;
     for (const part of req.rest ?? (req.first === undefined ? [] : [req.first])) {
       shared.set(part, at);
@@ -206,11 +210,16 @@ export class HttpHandler {
     } catch (err) {
       return this.fail(req, res, err);
     }
+    // Settled, the worker has read the body: its memory may take the next one.
     work.then((reply) => {
+      this.#bodies.give(body);
       if (reply.tools !== undefined) for (const [tool, outcome] of reply.tools) this.#metrics.toolCall(tool, outcome);
       if (reply.body === undefined) this.#write(req, res, reply.status, {}, undefined);
       else this.send(req, res, reply.status, reply.body, this.#stopping ? { connection: 'close' } : undefined);
-    }, (err: unknown) => this.fail(req, res, err));
+    }, (err: unknown) => {
+      this.#bodies.give(body);
+      this.fail(req, res, err);
+    });
   }
 
   #tooLarge(req: FenecRequest, res: ServerResponse): void {

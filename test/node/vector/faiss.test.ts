@@ -94,6 +94,37 @@ describe('faiss (node/vector/faiss)', () => {
         temp.remove();
       }
     });
+
+    it('stays loaded when the worker thread that loaded it ends in the middle of an add on every core', function () {
+      this.timeout(60_000);
+      // The last worker holding an addon unloads it; its add goes on, on libuv's and OpenMP's threads.
+      // In a child process, which must outlive its worker and still map the addon.
+      const module = new URL('../../../node/vector/faiss.js', import.meta.url).href;
+      const script = `
+        import { readFileSync } from 'node:fs';
+        import { Worker } from 'node:worker_threads';
+        const inWorker = \`
+          const { parentPort } = await import('node:worker_threads');
+          const { faiss } = await import(${JSON.stringify(module)});
+          const index = faiss.create({ kind: 'hnsw', dims: 64, metric: 'l2', m: 16, efConstruction: 40, efSearch: 16 });
+          const vectors = new Float32Array(20000 * 64).map(() => Math.random());
+          void index.addAsync(vectors);
+          parentPort.postMessage('adding');
+        \`;
+        for (let round = 0; round < 3; round++) {
+          const worker = new Worker(inWorker, { eval: true, type: 'module' });
+          await new Promise((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject); });
+          await worker.terminate();
+        }
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        const mapped = readFileSync('/proc/self/maps', 'utf8').includes('fenec_faiss.node');
+        console.log(JSON.stringify({ mapped }));
+      `;
+      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+      expect(child.signal, child.stderr).to.equal(null);
+      expect(child.status, child.stderr).to.equal(0);
+      if (process.platform === 'linux') expect(JSON.parse(child.stdout)).to.deep.equal({ mapped: true });
+    });
   });
 
   describe('add and search', () => {
