@@ -176,6 +176,8 @@ export interface LoadRun {
   readonly seconds: number;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
+  /** Where every answered request's latency is also put: the figures of several runs taken as one. */
+  readonly latencies?: number[];
 }
 
 /**
@@ -194,8 +196,12 @@ export async function load(run: LoadRun): Promise<Measure> {
     body: run.body,
   });
   instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
-    if (status === 200) latencies.push(ms);
-    else failed += 1;
+    if (status === 200) {
+      latencies.push(ms);
+      run.latencies?.push(ms);
+    } else {
+      failed += 1;
+    }
   });
   const result = await instance;
   return {
