@@ -309,3 +309,38 @@ export function runInfo(bench: string): { bench: string; date: string; node: str
 export function verdict(met: boolean): string {
   return met ? 'met' : 'MISSED';
 }
+
+/** Writes `rows` rows as NDJSON to `file`, row i as `row(i)` gives it, a thousand lines a write. */
+export function writeNdjson(file: string, rows: number, row: (i: number) => unknown): void {
+  const out = fs.openSync(file, 'w');
+  try {
+    for (let start = 0; start < rows; start += 1000) {
+      const lines: string[] = [];
+      for (let i = start; i < Math.min(rows, start + 1000); i++) lines.push(JSON.stringify(row(i)));
+      fs.writeSync(out, `${lines.join('\n')}\n`);
+    }
+  } finally {
+    fs.closeSync(out);
+  }
+}
+
+/**
+ * `fenec import --url url collection file` in a process of its own, as a loader runs it (it waits until
+ * the vector indexes hold every row); its time and its summary line. @throws Error when it exits non-zero.
+ */
+export async function fenecImport(url: string, collection: string, file: string, token: string): Promise<{ seconds: number; summary: Record<string, number> }> {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist/node/cli/fenec.js'), 'import', '--url', url, collection, file], {
+    env: { ...process.env, FENEC_TOKEN: token },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const [code] = (await once(child, 'close')) as [number | null];
+  const seconds = (performance.now() - t0) / 1000;
+  if (code !== 0) throw new Error(`fenec import into ${collection} exited ${code}:\n${stderr}`);
+  return { seconds, summary: JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, number> };
+}
+

@@ -20,17 +20,14 @@
  *
  *     INGEST_ROWS=5000 node dist/bench/ingest-bench.js
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import * as fs from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { faiss } from '../node/vector/faiss.js';
-import { call, intEnv, Programs, progress, ROOT, verdict, writeResults } from './harness.js';
+import { call, fenecImport, intEnv, Programs, progress, verdict, writeNdjson, writeResults } from './harness.js';
 import { DIMS, VOCABULARY, ZIPF_EXPONENT, vectorBlob, vectorJson, zipfWorkload } from './search-data.js';
 import { openRawSqlite, RAW_TEXT_TABLE, rawHnsw } from './search-raw.js';
 
-const FENEC = path.join(ROOT, 'dist/node/cli/fenec.js');
 
 const ROWS = intEnv('INGEST_ROWS', 100_000, 100);
 const CLUSTERS = 1_000;
@@ -58,23 +55,12 @@ function makeData(): Data {
 
 /** The rows of a part as NDJSON, written to a file. */
 function writeRows(data: Data, part: Part, file: string): void {
-  const out = fs.openSync(file, 'w');
-  try {
-    let chunk: string[] = [];
-    for (let i = 0; i < ROWS; i++) {
-      const row: Record<string, unknown> = { cat: data.category(i), year: data.year(i) };
-      if (part !== 'vector') row.body = data.bodies[i];
-      if (part !== 'text') row.vec = vectorJson(data.vectors, i, DIMS);
-      chunk.push(JSON.stringify(row));
-      if (chunk.length === 1000) {
-        fs.writeSync(out, `${chunk.join('\n')}\n`);
-        chunk = [];
-      }
-    }
-    if (chunk.length > 0) fs.writeSync(out, `${chunk.join('\n')}\n`);
-  } finally {
-    fs.closeSync(out);
-  }
+  writeNdjson(file, ROWS, (i) => {
+    const row: Record<string, unknown> = { cat: data.category(i), year: data.year(i) };
+    if (part !== 'vector') row.body = data.bodies[i];
+    if (part !== 'text') row.vec = vectorJson(data.vectors, i, DIMS);
+    return row;
+  });
 }
 
 function definition(part: Part, name: string): string {
@@ -88,19 +74,6 @@ function query(url: string, statement: string, params: unknown[] = []): Promise<
   return call(url, TOKEN, 'POST', '/query', { statement, params });
 }
 
-/** `fenec import` of the file until it has waited for the index; its summary. */
-async function importRows(url: string, collection: string, file: string): Promise<{ seconds: number; summary: Record<string, number> }> {
-  const t0 = performance.now();
-  const child = spawn(process.execPath, [FENEC, 'import', '--url', url, collection, file], { env: { ...process.env, FENEC_TOKEN: TOKEN }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const [code] = (await once(child, 'close')) as [number | null];
-  const seconds = (performance.now() - t0) / 1000;
-  if (code !== 0) throw new Error(`fenec import exited ${code}:\n${stderr}`);
-  return { seconds, summary: JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, number> };
-}
 
 /** The same rows into raw SQLite (+ FTS5 for text), 10 000 per transaction: seconds. */
 function rawSqlite(data: Data, part: Part, file: string): number {
@@ -162,7 +135,7 @@ async function main(): Promise<void> {
       const rawSqliteSeconds = rawSqlite(data, part, path.join(dir, `raw-${part}.sqlite`));
       progress(`${part}: fenec import over HTTP until the index holds every row`);
       await query(server.url, definition(part, part));
-      const { seconds, summary } = await importRows(server.url, part, file);
+      const { seconds, summary } = await fenecImport(server.url, part, file, TOKEN);
       if (part !== 'text') {
         const near = await query(server.url, `get ${part} select year near vec $1 limit 10`, [vectorJson(data.vectors, 17, DIMS)]);
         if (near.rows[0]?.id !== 18) throw new Error(`near did not find row 18 first: ${JSON.stringify(near.rows[0])}`);

@@ -21,13 +21,11 @@
  * Env: BENCH_ROWS (100000), BENCH_SECONDS (5) per measured run. Writes bench/results/isolation.json.
  * Run it on a machine doing nothing else: every figure here is about contention.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { call, intEnv, load, numberEnv, Programs, progress, request, ROOT, warmedLoad, writeResults, type Measure, type Program } from './harness.js';
+import { call, fenecImport, intEnv, load, numberEnv, Programs, progress, request, warmedLoad, writeNdjson, writeResults, type Measure, type Program } from './harness.js';
 import { vectorJson, zipfWorkload } from './search-data.js';
 import { median, percentile } from './stats.js';
 
@@ -55,7 +53,8 @@ async function main(): Promise<void> {
     await seedQuiet(node);
     const answer = await statement(node, 'quiet', 'get notes where id = $1', [500]);
     const rows = path.join(dir, 'heavy.ndjson');
-    writeHeavyRows(rows, texts, vectors);
+    // heavy's rows as NDJSON, as a loader would have them.
+    writeNdjson(rows, texts.length, (i) => ({ body: texts[i]!, v: vectorJson(vectors, i, DIMS) }));
     progress(`loading ${ROWS} heavy rows (fenec import, until the index holds them)`);
     await loadHeavy(node, 'docs', rows);
 
@@ -173,31 +172,10 @@ async function seedQuiet(node: Program): Promise<void> {
   await statement(node, 'quiet', 'insert into notes $1', [rows]);
 }
 
-/** heavy's rows as NDJSON, as a loader would have them. */
-function writeHeavyRows(file: string, texts: readonly string[], vectors: Float32Array): void {
-  const out = fs.openSync(file, 'w');
-  try {
-    for (let start = 0; start < texts.length; start += 1000) {
-      const lines: string[] = [];
-      for (let i = start; i < Math.min(texts.length, start + 1000); i++) lines.push(JSON.stringify({ body: texts[i]!, v: vectorJson(vectors, i, DIMS) }));
-      fs.writeSync(out, `${lines.join('\n')}\n`);
-    }
-  } finally {
-    fs.closeSync(out);
-  }
-}
-
 /** Loads `file` into heavy's `collection` with `fenec import` (another process), which waits until the index holds every row. */
 async function loadHeavy(node: Program, collection: string, file: string): Promise<void> {
   await statement(node, 'heavy', `create collection if not exists ${collection} (body text @text, v vector<${DIMS}> @hnsw(cosine))`);
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist/node/cli/fenec.js'), 'import', '--url', `${node.url}/t/heavy`, collection, file], {
-    env: { ...process.env, FENEC_TOKEN: TOKEN },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const [code] = (await once(child, 'close')) as [number | null];
-  if (code !== 0) throw new Error(`fenec import into heavy's ${collection} exited ${code}:\n${stderr}`);
+  await fenecImport(`${node.url}/t/heavy`, collection, file, TOKEN);
 }
 
 function statement(node: Program, tenant: string, text: string, params: unknown[] = []): Promise<string> {
