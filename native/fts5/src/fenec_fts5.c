@@ -157,16 +157,21 @@ static void bm25Function(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite
   sqlite3_result_double(pCtx, -score);
 }
 
+/* The column an auxiliary function is given, or -1 once the call is refused with `zErr`. */
+static int columnArg(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_context *pCtx, sqlite3_value *pVal, const char *zErr) {
+  int column = sqlite3_value_int(pVal);
+  if (column >= 0 && column < pApi->xColumnCount(pFts)) return column;
+  sqlite3_result_error(pCtx, zErr, -1);
+  return -1;
+}
+
 static void fitsFunction(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_context *pCtx, int nVal, sqlite3_value **apVal) {
   if (nVal != 2) {
     sqlite3_result_error(pCtx, "fenec_fits: give the column and the number of tokens", -1);
     return;
   }
-  int column = sqlite3_value_int(apVal[0]);
-  if (column < 0 || column >= pApi->xColumnCount(pFts)) {
-    sqlite3_result_error(pCtx, "fenec_fits: no such column", -1);
-    return;
-  }
+  int column = columnArg(pApi, pFts, pCtx, apVal[0], "fenec_fits: no such column");
+  if (column < 0) return;
   int nTok = 0;
   int rc = pApi->xColumnSize(pFts, column, &nTok);
   if (rc != SQLITE_OK) {
@@ -252,11 +257,8 @@ static void highlightFunction(const Fts5ExtensionApi *pApi, Fts5Context *pFts, s
     sqlite3_result_error(pCtx, "fenec_highlight: give the column, the text, and the opening and closing marks", -1);
     return;
   }
-  int column = sqlite3_value_int(apVal[0]);
-  if (column < 0 || column >= pApi->xColumnCount(pFts)) {
-    sqlite3_result_error(pCtx, "fenec_highlight: no such column", -1);
-    return;
-  }
+  int column = columnArg(pApi, pFts, pCtx, apVal[0], "fenec_highlight: no such column");
+  if (column < 0) return;
   const char *zIn = (const char *)sqlite3_value_text(apVal[1]);
   if (zIn == 0) return; /* null, as highlight() answers for a null value */
   int nIn = sqlite3_value_bytes(apVal[1]);
