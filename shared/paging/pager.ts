@@ -16,6 +16,7 @@
  */
 import type { Cond, Expr, GetStmt, OrderItem, Statement } from '../fenecql/ast.js';
 import { Params } from '../fenecql/bind.js';
+import { withIdTies } from '../fenecql/order.js';
 import { printStatement } from '../fenecql/print.js';
 import type { Answer } from '../answer.js';
 import { FenecError } from '../errors.js';
@@ -140,7 +141,7 @@ export class Pager<O> {
     if (more && answered.length > 0) {
       const last = answered[answered.length - 1]!;
       answer.next_cursor = this.#keeper.issue(binding, {
-        keys: ranked(statement) ? [] : keyOrder(walkOrder(statement).order).map((o) => last[o.field] ?? null),
+        keys: ranked(statement) ? [] : withIdTies(walkOrder(statement).order).map((o) => last[o.field] ?? null),
         ...(ranked(statement) ? { score: last._score as number } : {}),
         id: last.id as number,
         through: through!,
@@ -219,7 +220,7 @@ function continuation(statement: GetStmt, params: readonly unknown[], position: 
   if (statement.where !== undefined) parts.push(statement.where);
   parts.push({ kind: 'Compare', op: '<=', left: field('id'), right: bound.add(position.through) });
   if (!ranked(statement)) {
-    const keys = keyOrder(walk.order);
+    const keys = withIdTies(walk.order);
     if (position.keys.length !== keys.length) {
       throw new FenecError('invalid_cursor', 'the cursor does not fit this read\'s order', { hint: 'leave cursor out to start from the first row' });
     }
@@ -229,10 +230,6 @@ function continuation(statement: GetStmt, params: readonly unknown[], position: 
   return { statement: { ...rest, where: and(parts) }, params: bound.values };
 }
 
-/** The walk's keys: its order, then id when the order does not name it. */
-function keyOrder(order: readonly OrderItem[]): OrderItem[] {
-  return order.some((o) => o.field === 'id') ? [...order] : [...order, ID];
-}
 
 /** `k1 after v1, or k1 = v1 and k2 after v2, or …`: the rows after the values, in the keys' order. */
 function afterKeys(keys: readonly OrderItem[], values: readonly unknown[], bound: Params): Cond {

@@ -4,6 +4,7 @@
  */
 import type { Cond, Expr, GetStmt, Position } from '../../../shared/fenecql/ast.js';
 import { FenecError } from '../../../shared/errors.js';
+import { withIdTies } from '../../../shared/fenecql/order.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
 import { matchExpression, textSearchSql } from '../../search/text-index.js';
 import { ID_TYPE, type Collection, type Field } from '../../storage/catalog.js';
@@ -63,10 +64,10 @@ function outputColumns(fields: readonly Field[]): OutputColumn[] {
   ];
 }
 
-/** `ORDER BY` for the `order` clause (qualified by `prefix`), ties in id order; undefined without one. */
+/** `ORDER BY` for the `order` clause (qualified by `prefix`), ties in id order (withIdTies); undefined without one. */
 function orderSql(stmt: GetStmt, collection: Collection, prefix: string): string | undefined {
   if (stmt.order.length === 0) return undefined;
-  const order = stmt.order.map((item) => {
+  const order = withIdTies(stmt.order).map((item) => {
     const type: ExprType = item.field === 'id' ? ID_TYPE : fieldOf(collection, item.field, item.pos).type;
     if (type.kind !== 'scalar' || type.scalar === 'json') {
       throw new FenecError('invalid_statement', `cannot order by ${item.field}: it is ${typeName(type)}`, {
@@ -76,8 +77,6 @@ function orderSql(stmt: GetStmt, collection: Collection, prefix: string): string
     }
     return `${prefix}${ident(item.field)} ${item.direction === 'desc' ? 'DESC' : 'ASC'}`;
   });
-  // Rows that tie on every named field come in id order, so that paging with offset is stable.
-  if (!stmt.order.some((item) => item.field === 'id')) order.push(`${prefix}"id" ASC`);
   return order.join(', ');
 }
 

@@ -117,6 +117,14 @@ describe('pages: next_cursor and cursor', function () {
         expect(walked).to.deep.equal(expected);
       });
 
+      it('query: walks an order with ties (grp desc): tied rows by id in the direction of grp, each row once', async () => {
+        const { ids } = await walk(async (cursor) => ok(await client.callTool('query', { statement: 'get items select n order grp desc limit 100', cursor })), insertSome);
+        const walked = ids.filter((id) => id <= ROWS);
+        eachOnce(walked, original);
+        const grp = (id: number) => item(id - 1).grp ?? -1;
+        expect(walked).to.deep.equal([...original].sort((a, b) => grp(b) - grp(a) || b - a));
+      });
+
       it('search: walks a ranking by words ((_score, id) after the last row), each row once, rows inserted between pages', async () => {
         const scores: number[] = [];
         // The walk holds the rows there were at its first page: those inserted by the tests before it too.
