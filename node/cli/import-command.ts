@@ -15,7 +15,7 @@ import { isName } from '../../shared/fenecql/lexer.js';
 import { FenecDatabase } from '../database.js';
 import { localError, onExit, usageError } from '../../shared/cli/command-line.js';
 import { duration, figure, Progress } from './progress.js';
-import { readRows, type SourceRow } from './row-source.js';
+import { readRows, rowValue, type SourceRow } from './row-source.js';
 import { postQuery, queryUrl, tokenOf, type Outcome } from './server-client.js';
 
 const NAME = 'fenec';
@@ -182,6 +182,8 @@ class Loader {
       await this.#send(rows.slice(half));
       return;
     }
+    // A body that is not JSON: a row shaped as an object is not one (row-source.ts); its parse names it.
+    if (error.code === 'bad_json' && error.row === undefined) rows.forEach(rowValue);
     const index = typeof error.row === 'number' ? error.row : undefined;
     const line = index === undefined ? undefined : rows[index]?.line;
     const first = rows[0]!.line;
@@ -251,7 +253,7 @@ function fileTarget(file: string): Target {
   return {
     async insert(statement, rows) {
       try {
-        const body = db.execute(statement, [rows.map((r) => r.value)]);
+        const body = db.execute(statement, [rows.map(rowValue)]);
         // A turn of the event loop between batches: the vector indexes' background work goes on.
         await new Promise((resolve) => setImmediate(resolve));
         return { ok: true, body };

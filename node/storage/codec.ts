@@ -95,15 +95,25 @@ function elementToStored(element: ElementType, value: unknown, label: Label): un
 }
 
 export function vectorToBlob(value: unknown, dims: number, label: Label): Buffer {
-  if (!Array.isArray(value) || !value.every((x) => typeof x === 'number' && Number.isFinite(x))) {
+  let numbers = Array.isArray(value);
+  for (let i = 0; numbers && i < (value as unknown[]).length; i++) {
+    const x = (value as unknown[])[i];
+    numbers = typeof x === 'number' && Number.isFinite(x);
+  }
+  if (!numbers) {
     throw new FenecError('type_mismatch', `${label} takes vector<${dims}>, an array of ${dims} numbers; the value given is ${describe(value)}`);
   }
-  if (value.length !== dims) {
-    throw new FenecError('vector_length', `vector has ${value.length} components; ${label} takes vector<${dims}>`);
+  const given = value as number[];
+  if (given.length !== dims) {
+    throw new FenecError('vector_length', `vector has ${given.length} components; ${label} takes vector<${dims}>`);
   }
-  const floats = Float32Array.from(value as number[]);
-  checkFloat32(floats, value as number[], label);
-  return Buffer.from(floats.buffer, floats.byteOffset, floats.byteLength);
+  // Out of Node's buffer pool (a slab shared by small buffers, offsets aligned to 8): a Float32Array
+  // of its own is an allocation outside the heap for every row.
+  const blob = Buffer.allocUnsafe(dims * 4);
+  const floats = new Float32Array(blob.buffer, blob.byteOffset, dims);
+  for (let i = 0; i < dims; i++) floats[i] = given[i]!;
+  checkFloat32(floats, given, label);
+  return blob;
 }
 
 /** The largest float32, which a vector's components are stored as. */

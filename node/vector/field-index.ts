@@ -467,10 +467,7 @@ export class FieldIndex {
   /** The rows' vectors as the file holds them now (rows gone or without a vector are left out). */
   #gather(rowIds: readonly number[]): VectorBatch {
     const batch = new VectorBatch(this.#spec.dims, this.#spec.metric === 'cosine');
-    for (const rowId of rowIds) {
-      const blob = this.#rows.blob(rowId);
-      if (blob !== null) batch.push(rowId, blob);
-    }
+    for (const { rowId, blob } of this.#rows.gather(rowIds)) batch.push(rowId, blob);
     return batch;
   }
 

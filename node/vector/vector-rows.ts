@@ -11,6 +11,9 @@ export interface StoredVector {
   readonly blob: Buffer;
 }
 
+/** Consecutive ids from which one range read serves them better than a read by id each. */
+const RANGE_READ = 8;
+
 /** One vector field's column in `c_<collection>`. Statements are prepared on first use. */
 export class VectorRows {
   readonly #db: Connection;
@@ -19,6 +22,7 @@ export class VectorRows {
   #byId: Statement | undefined;
   #all: Statement | undefined;
   #ids: Statement | undefined;
+  #range: Statement | undefined;
 
   constructor(db: Connection, collection: string, field: string) {
     this.#db = db;
@@ -43,6 +47,30 @@ export class VectorRows {
   scan(): IterableIterator<StoredVector> {
     this.#all ??= this.#db.prepare(`SELECT "id" AS rowId, ${this.#column} AS blob FROM ${this.#table} WHERE ${this.#column} IS NOT NULL ORDER BY "id"`);
     return this.#all.iterate() as IterableIterator<StoredVector>;
+  }
+
+  /**
+   * The stored vectors of the given rows that exist and are not null, in id order: a run of consecutive
+   * ids (what a load commits) in one range read, where a read by id each cost 11 µs a row of the
+   * thread that serves statements.
+   */
+  gather(rowIds: readonly number[]): StoredVector[] {
+    const ids = [...rowIds].sort((a, b) => a - b);
+    const found: StoredVector[] = [];
+    for (let start = 0, end = 0; start < ids.length; start = end + 1) {
+      end = start;
+      while (end + 1 < ids.length && ids[end + 1] === ids[end]! + 1) end++;
+      if (end - start + 1 >= RANGE_READ) {
+        this.#range ??= this.#db.prepare(`SELECT "id" AS rowId, ${this.#column} AS blob FROM ${this.#table} WHERE "id" BETWEEN ? AND ? AND ${this.#column} IS NOT NULL ORDER BY "id"`);
+        for (const row of this.#range.iterate(ids[start], ids[end]) as IterableIterator<StoredVector>) found.push(row);
+      } else {
+        for (let i = start; i <= end; i++) {
+          const blob = this.blob(ids[i]!);
+          if (blob !== null) found.push({ rowId: ids[i]!, blob });
+        }
+      }
+    }
+    return found;
   }
 
   /** The stored vectors of the given rows that exist and are not null (for an exact search over few rows). */

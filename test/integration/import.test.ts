@@ -105,6 +105,16 @@ describe('fenec import', function () {
     const refused = refusalOf(await runImport([name, '-'], text));
     expect([refused.error.code, refused.line]).to.deep.equal(['bad_json', 3]);
     expect(refused.committed).to.equal(0);
+    // Shaped as one object but not JSON: the loader does not parse rows, the server refuses the batch whole.
+    const unquoted = refusalOf(await runImport([name, '-'], `${ndjson([rowOf(1), rowOf(2)])}{title: "no quotes"}\n${ndjson([rowOf(3)])}`));
+    expect([unquoted.error.code, unquoted.line, unquoted.committed]).to.deep.equal(['bad_json', 3, 0]);
+    expect(unquoted.error.message).to.match(/^line 3: not JSON/);
+    // Two objects on one line are not one row, nor two.
+    const two = refusalOf(await runImport([name, '-'], `${ndjson([rowOf(1)])}{"title": "a"}, {"title": "b"}\n`));
+    expect([two.error.code, two.line, two.committed]).to.deep.equal(['bad_json', 2, 0]);
+    const array = refusalOf(await runImport([name, '-'], `${ndjson([rowOf(1)])}[{"title": "a"}]\n`));
+    expect(array.error.message).to.match(/^line 2: a row is a JSON object/);
+    expect((await q(`get ${name} count`)).json.count).to.equal(0);
     const unknown = refusalOf(await runImport(['nothere', '-'], ndjson([rowOf(1)])));
     expect([unknown.error.code, unknown.committed]).to.deep.equal(['unknown_collection', 0]);
   });
