@@ -231,5 +231,13 @@ describe('fenec-server over HTTP', function () {
       // A collection's name never becomes a label.
       expect(reply.text).not.to.include('missing');
     });
+
+    it('samples the event loop\'s delay every millisecond: an idle loop reads near 1 ms, not the 10 of a coarser timer', async () => {
+      const metrics = async () => (await request(guarded.url, { path: '/_metrics', headers: { authorization: `Bearer ${TOKEN}` } })).text;
+      await metrics(); // prom-client starts a new window at each scrape
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const min = Number(/^nodejs_eventloop_lag_min_seconds (\S+)$/m.exec(await metrics())?.[1]);
+      expect(min).to.be.within(0, 0.005);
+    });
   });
 });
