@@ -80,10 +80,9 @@ async function runImport(target: Target, collection: string, source: string, bat
     }
   }
   const input = source === '-' ? process.stdin : createReadStream(source);
-  input.setEncoding('utf8');
   const progress = new Progress({ write: (text) => write(`${tty ? '' : `${NAME} import: `}${text}`), tty, totalBytes });
   let read = 0;
-  const rows = readRows(input as AsyncIterable<string>, { onBytes: (bytes) => (read = bytes) });
+  const rows = readRows(input as AsyncIterable<Buffer>, { onBytes: (bytes) => (read = bytes) });
   const loader = new Loader(target, `insert into ${collection} $1`, batchBytes, (committed) => progress.update(committed, read));
   try {
     await loader.load(rows);
@@ -151,7 +150,7 @@ class Loader {
     try {
       for await (const row of rows) {
         if (failure !== undefined) break;
-        const size = Buffer.byteLength(row.text) + 1;
+        const size = row.bytes.length + 1;
         if (batch.length > 0 && bytes + size > this.#budget) await flush();
         batch.push(row);
         bytes += size;
@@ -215,7 +214,7 @@ function batchBody(statement: string, rows: readonly SourceRow[]): Buffer {
   const parts: Buffer[] = [Buffer.from(`{"statement":${JSON.stringify(statement)},"params":[[`)];
   for (let i = 0; i < rows.length; i++) {
     if (i > 0) parts.push(COMMA);
-    parts.push(Buffer.from(rows[i]!.text));
+    parts.push(rows[i]!.bytes);
   }
   parts.push(CLOSE);
   return Buffer.concat(parts);

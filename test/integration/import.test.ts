@@ -82,6 +82,23 @@ describe('fenec import', function () {
     expect((await q(`get ${name} count`)).json.count).to.equal(1050);
   });
 
+  it('sends every byte as the file has it: a byte order mark, CRLF lines, characters of several bytes, rows longer than a read', async () => {
+    // "à" is C3 A0 in UTF-8: A0 read alone is latin1's no-break space, which no trim may take.
+    const texts = ['voilà', 'naïve café à', '🦊 fennec 狐', 'à'.repeat(40_000), `a quote \" and a brace } in text ${'é'.repeat(70_000)}`];
+    const rows = texts.map((title, i) => ({ ...rowOf(i), title }));
+    for (const [format, text] of [
+      ['ndjson', `\ufeff${rows.map((r) => JSON.stringify(r)).join('\r\n')}\r\n\r\n`],
+      ['array', `\ufeff [\r\n${rows.map((r) => JSON.stringify(r)).join(',\r\n')}\r\n]\r\n`],
+    ] as const) {
+      const name = await fresh();
+      const file = path.join(dir, `utf8.${format}`);
+      fs.writeFileSync(file, text);
+      expect(summaryOf(await runImport(['--no-wait', '--batch-bytes', '150000', name, file]))).to.include({ rows: texts.length });
+      const stored = (await q(`get ${name} select title order id`)).json.rows.map((r: { title: string }) => r.title);
+      expect(stored, format).to.deep.equal(texts);
+    }
+  });
+
   it('stops at the first refused batch, naming the line, and says what was committed', async () => {
     const name = await fresh();
     const rows: unknown[] = Array.from({ length: 3000 }, (_, i) => rowOf(i));
