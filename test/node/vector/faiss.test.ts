@@ -125,6 +125,36 @@ describe('faiss (node/vector/faiss)', () => {
       expect(child.status, child.stderr).to.equal(0);
       if (process.platform === 'linux') expect(JSON.parse(child.stdout)).to.deep.equal({ mapped: true });
     });
+
+    it('lets a worker thread be ended in the middle of a call that loads an index, without ending the process', function () {
+      this.timeout(60_000);
+      // A worker terminated at a statement's time limit while it reads a tenant's index snapshot: the
+      // addon's calls into the environment fail, and the error it then could not throw aborted the node.
+      const module = new URL('../../../node/vector/faiss.js', import.meta.url).href;
+      const script = `
+        import { Worker } from 'node:worker_threads';
+        const inWorker = \`
+          const { parentPort } = await import('node:worker_threads');
+          const { faiss } = await import(${JSON.stringify(module)});
+          const index = faiss.create({ kind: 'hnsw', dims: 64, metric: 'l2', m: 16, efConstruction: 40, efSearch: 16 });
+          index.add(new Float32Array(3000 * 64).map(() => Math.random()));
+          const bytes = index.serialize();
+          parentPort.postMessage('loading');
+          for (;;) faiss.deserialize(bytes).dispose();
+        \`;
+        for (let round = 0; round < 20; round++) {
+          const worker = new Worker(inWorker, { eval: true, type: 'module' });
+          await new Promise((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject); });
+          await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * 30));
+          await worker.terminate();
+        }
+        console.log(JSON.stringify({ rounds: 20 }));
+      `;
+      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+      expect(child.signal, child.stderr).to.equal(null);
+      expect(child.status, child.stderr).to.equal(0);
+      expect(JSON.parse(child.stdout)).to.deep.equal({ rounds: 20 });
+    });
   });
 
   describe('add and search', () => {
