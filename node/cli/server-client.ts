@@ -35,7 +35,7 @@ export function queryUrl(text: string): URL {
  *
  * @throws FenecError `unavailable` when no fenecdb server answers at `url`.
  */
-export function postQuery(url: URL, body: string | Buffer, token: string | undefined): Promise<Outcome> {
+export function postQuery(url: URL, body: string | Buffer, token: string | undefined, idleMs = ANSWER_IDLE_MS): Promise<Outcome> {
   const payload = typeof body === 'string' ? Buffer.from(body) : body;
   const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(payload.length) };
   if (token !== undefined) headers.authorization = `Bearer ${token}`;
@@ -56,9 +56,14 @@ export function postQuery(url: URL, body: string | Buffer, token: string | undef
       });
     });
     sent.on('error', unavailable);
+    // A server that takes the request and never answers would hold the command for good.
+    sent.setTimeout(idleMs, () => sent.destroy(new Error(`no answer in ${idleMs / 1000} s`)));
     sent.end(payload);
   });
 }
+
+/** How long a request may go without a byte from the server (fetch's undici waited as long). */
+const ANSWER_IDLE_MS = 300_000;
 
 /** Connections kept between a command's requests (Node unrefs an idle one: it never holds the process). */
 const HTTP_AGENT = new http.Agent({ keepAlive: true });
