@@ -64,10 +64,7 @@ export class VectorRows {
         this.#range ??= this.#db.prepare(`SELECT "id" AS rowId, ${this.#column} AS blob FROM ${this.#table} WHERE "id" BETWEEN ? AND ? AND ${this.#column} IS NOT NULL ORDER BY "id"`);
         for (const row of this.#range.iterate(ids[start], ids[end]) as IterableIterator<StoredVector>) found.push(row);
       } else {
-        for (let i = start; i <= end; i++) {
-          const blob = this.blob(ids[i]!);
-          if (blob !== null) found.push({ rowId: ids[i]!, blob });
-        }
+        for (const stored of this.only(ids.slice(start, end + 1))) found.push(stored);
       }
     }
     return found;

@@ -72,6 +72,31 @@ function expectRefused(call: () => unknown, type: ErrorConstructor, code: string
   if (message !== undefined) expect(call).to.throw(message);
 }
 
+
+/**
+ * In a child process, `rounds` times: a worker thread runs `inWorker` (module code with `faiss` and
+ * `parentPort` in scope, which posts a message once under way) and is terminated `afterMessageMs` (an
+ * expression) after that message. The child must then end by itself, neither by a signal nor a failure;
+ * answers the value of its `report` expression.
+ */
+function endWorkersInChild(options: { inWorker: string; rounds: number; afterMessageMs: string; report: string }): unknown {
+  const module = new URL('../../../node/vector/faiss.js', import.meta.url).href;
+  const inWorker = `const { parentPort } = await import('node:worker_threads');\nconst { faiss } = await import(${JSON.stringify(module)});\n${options.inWorker}`;
+  const script = `
+    import { Worker } from 'node:worker_threads';
+    for (let round = 0; round < ${options.rounds}; round++) {
+      const worker = new Worker(${JSON.stringify(inWorker)}, { eval: true, type: 'module' });
+      await new Promise((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject); });
+      await new Promise((resolve) => setTimeout(resolve, ${options.afterMessageMs}));
+      await worker.terminate();
+    }
+    console.log(JSON.stringify(${options.report}));
+  `;
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  expect(child.signal, child.stderr).to.equal(null);
+  expect(child.status, child.stderr).to.equal(0);
+  return JSON.parse(child.stdout);
+}
 describe('faiss (node/vector/faiss)', () => {
   const open: VectorIndex[] = [];
   const track = (index: VectorIndex): VectorIndex => (open.push(index), index);
@@ -98,62 +123,35 @@ describe('faiss (node/vector/faiss)', () => {
     it('stays loaded when the worker thread that loaded it ends in the middle of an add on every core', function () {
       this.timeout(60_000);
       // The last worker holding an addon unloads it; its add goes on, on libuv's and OpenMP's threads.
-      // In a child process, which must outlive its worker and still map the addon.
-      const module = new URL('../../../node/vector/faiss.js', import.meta.url).href;
-      const script = `
-        import { readFileSync } from 'node:fs';
-        import { Worker } from 'node:worker_threads';
-        const inWorker = \`
-          const { parentPort } = await import('node:worker_threads');
-          const { faiss } = await import(${JSON.stringify(module)});
+      // The child process must outlive its workers and still map the addon.
+      const report = endWorkersInChild({
+        inWorker: `
           const index = faiss.create({ kind: 'hnsw', dims: 64, metric: 'l2', m: 16, efConstruction: 40, efSearch: 16 });
-          const vectors = new Float32Array(20000 * 64).map(() => Math.random());
-          void index.addAsync(vectors);
-          parentPort.postMessage('adding');
-        \`;
-        for (let round = 0; round < 3; round++) {
-          const worker = new Worker(inWorker, { eval: true, type: 'module' });
-          await new Promise((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject); });
-          await worker.terminate();
-        }
-        await new Promise((resolve) => setTimeout(resolve, 500));
-        const mapped = readFileSync('/proc/self/maps', 'utf8').includes('fenec_faiss.node');
-        console.log(JSON.stringify({ mapped }));
-      `;
-      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
-      expect(child.signal, child.stderr).to.equal(null);
-      expect(child.status, child.stderr).to.equal(0);
-      if (process.platform === 'linux') expect(JSON.parse(child.stdout)).to.deep.equal({ mapped: true });
+          void index.addAsync(new Float32Array(20000 * 64).map(() => Math.random()));
+          parentPort.postMessage('adding');`,
+        rounds: 3,
+        afterMessageMs: '0',
+        report: `(await new Promise((resolve) => setTimeout(resolve, 500)), { mapped: (await import('node:fs')).readFileSync('/proc/self/maps', 'utf8').includes('fenec_faiss.node') })`,
+      });
+      if (process.platform === 'linux') expect(report).to.deep.equal({ mapped: true });
     });
 
     it('lets a worker thread be ended in the middle of a call that loads an index, without ending the process', function () {
       this.timeout(60_000);
       // A worker terminated at a statement's time limit while it reads a tenant's index snapshot: the
       // addon's calls into the environment fail, and the error it then could not throw aborted the node.
-      const module = new URL('../../../node/vector/faiss.js', import.meta.url).href;
-      const script = `
-        import { Worker } from 'node:worker_threads';
-        const inWorker = \`
-          const { parentPort } = await import('node:worker_threads');
-          const { faiss } = await import(${JSON.stringify(module)});
+      const report = endWorkersInChild({
+        inWorker: `
           const index = faiss.create({ kind: 'hnsw', dims: 64, metric: 'l2', m: 16, efConstruction: 40, efSearch: 16 });
           index.add(new Float32Array(3000 * 64).map(() => Math.random()));
           const bytes = index.serialize();
           parentPort.postMessage('loading');
-          for (;;) faiss.deserialize(bytes).dispose();
-        \`;
-        for (let round = 0; round < 20; round++) {
-          const worker = new Worker(inWorker, { eval: true, type: 'module' });
-          await new Promise((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject); });
-          await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * 30));
-          await worker.terminate();
-        }
-        console.log(JSON.stringify({ rounds: 20 }));
-      `;
-      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
-      expect(child.signal, child.stderr).to.equal(null);
-      expect(child.status, child.stderr).to.equal(0);
-      expect(JSON.parse(child.stdout)).to.deep.equal({ rounds: 20 });
+          for (;;) faiss.deserialize(bytes).dispose();`,
+        rounds: 20,
+        afterMessageMs: '1 + Math.random() * 30',
+        report: '({ rounds: 20 })',
+      });
+      expect(report).to.deep.equal({ rounds: 20 });
     });
   });
 
