@@ -11,6 +11,7 @@ import type { Policy, PolicyRule } from '../shared/auth/policy.js';
 import { FenecError } from '../shared/errors.js';
 import { Catalog } from './storage/catalog.js';
 import { ByteQuota, isStorageFull, type Room } from './storage/byte-quota.js';
+import { Deadline } from './storage/deadline.js';
 import { acquireLock, type FileLock } from './storage/lock.js';
 import { openSnapshot, openWritable, type Connection } from './storage/sqlite.js';
 import type { Answer } from '../shared/answer.js';
@@ -114,6 +115,8 @@ export class FenecDatabase {
   readonly #rebuilds = new Set<Promise<void>>();
   /** The byte quota (maxBytes), or undefined: no cap. */
   readonly #quota: ByteQuota | undefined;
+  /** The time limit a request's statements are held to (within). */
+  readonly #deadline: Deadline;
 
   private constructor(options: DatabaseOptions, db: Connection, lock: FileLock | undefined) {
     this.file = options.file;
@@ -123,6 +126,7 @@ export class FenecDatabase {
     this.#lock = lock;
     this.#catalog = new Catalog(db);
     this.#statements = new StatementCache(db);
+    this.#deadline = new Deadline(db);
     this.#cacheVersion = this.#catalog.version;
     this.#vectors = VectorStore.open(db, this.#catalog.vectorFields(), { readOnly: options.readOnly, onEvent: options.onVectorEvent });
     const interval = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
@@ -162,6 +166,14 @@ export class FenecDatabase {
       lock?.release();
       throw err;
     }
+  }
+
+  /**
+   * Runs `work` — a request's statements — with SQLite stopping any of them at `at` (epoch ms): one
+   * stopped fails `statement_timeout` (its limit `limitMs`), and changes nothing.
+   */
+  within<T>(at: number, limitMs: number, work: () => T): T {
+    return this.#deadline.hold(at, limitMs, work);
   }
 
   /** Parses (or finds parsed) and runs one statement. Throws FenecError; a refused statement changes nothing. */
@@ -212,11 +224,16 @@ export class FenecDatabase {
       if (!isRowStatement(statement)) return this.#room(ROOM[kind.size], () => this.#runSchemaStatement(statement, ctx, options.policy));
       const rowPlan = this.#planFor(prepared, statement, options.policy);
       const answer = this.#runRows(rowPlan, kind.size, ctx, options.maxAnswerBytes);
-      // The write has committed: the vector indexes apply what its triggers logged.
-      if (kind.writes) this.#vectors.catchUp();
+      if (kind.writes) {
+        // The write has committed: the vector indexes apply what its triggers logged, whatever the time.
+        this.#deadline.release();
+        this.#vectors.catchUp();
+      }
       return answer;
     } catch (err) {
-      throw fromSqliteError(err);
+      // A schema change stopped half-way was rolled back; the catalogue is read again from the file.
+      if (this.#deadline.stopped(err)) this.#catalog.reload();
+      throw fromSqliteError(this.#deadline.refusal(err));
     } finally {
       if (this.#cacheVersion !== this.#catalog.version) {
         this.#statements.clear();

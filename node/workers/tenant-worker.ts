@@ -104,9 +104,10 @@ export class TenantWorker {
       this.#close(message.tenant);
       answered = { status: 200, json: undefined };
     } else {
-      this.#slot.start(message.id, Date.now() + message.limits.statementTimeoutMs);
+      const deadline = Date.now() + message.limits.statementTimeoutMs;
+      this.#slot.start(message.id, deadline);
       try {
-        answered = this.#run(message);
+        answered = this.#run(message, deadline);
         const open = this.#open.get(message.tenant);
         if (open !== undefined && open.tools.length > 0) tools = open.tools.splice(0);
         if (open !== undefined && open.refusals.length > 0) quotas = open.refusals.splice(0);
@@ -124,7 +125,7 @@ export class TenantWorker {
     }
   }
 
-  #run(message: Extract<ToWorker, { kind: 'run' | 'open' }>): Answered {
+  #run(message: Extract<ToWorker, { kind: 'run' | 'open' }>, deadline: number): Answered {
     let tenant: OpenTenant;
     try {
       tenant = this.#tenant(message.tenant, message.limits);
@@ -133,8 +134,10 @@ export class TenantWorker {
     }
     if (message.kind === 'open') return { status: 200, json: undefined };
     const body = Buffer.from(message.body.buffer, message.body.byteOffset, message.body.byteLength);
-    if (message.trace === undefined) return tenant.runner.run(message, body, message.limits.maxAnswerBytes);
-    return context.with(propagation.extract(ROOT_CONTEXT, message.trace), () => tenant.runner.run(message, body, message.limits.maxAnswerBytes));
+    // SQLite stops the request's statements at the deadline; the watchdog, only what overruns outside it.
+    const run = (): Answered => tenant.db.within(deadline, message.limits.statementTimeoutMs, () => tenant.runner.run(message, body, message.limits.maxAnswerBytes));
+    if (message.trace === undefined) return run();
+    return context.with(propagation.extract(ROOT_CONTEXT, message.trace), run);
   }
 
   #tenant(name: string, limits: TenantLimits): OpenTenant {

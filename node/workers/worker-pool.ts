@@ -1,19 +1,22 @@
 /**
  * The serving thread's side of the worker threads: which worker owns which tenant's file, the
- * requests handed to each and not yet answered, and the watchdog that stops a statement past its
+ * requests handed to each and not yet answered, and the watchdog that stops a request past its
  * time limit.
  *
- * A statement cannot be interrupted from outside SQLite, so a worker whose statement is past its
- * limit is terminated and a new one takes its place: the statement's request is answered
- * `statement_timeout` at once, SQLite rolls back what it had begun as its connection goes, and the
- * requests that worker had not begun yet — of any of its tenants — are handed to the new worker,
- * which opens their files again at their first request. The worker runs one request at a time, so
- * the one in its running slot is the only one begun.
+ * SQLite stops a request's statements at its deadline itself (node/storage/deadline.ts), and the
+ * worker answers `statement_timeout`. What runs on past the deadline outside SQLite (JavaScript, a
+ * Faiss call) cannot be interrupted: a worker still inside its request WATCHDOG_GRACE_MS after the
+ * deadline is terminated and a new one takes its place: the request is answered `statement_timeout`
+ * at once, SQLite rolls back what it had begun as its connection goes, and the requests that worker
+ * had not begun yet — of any of its tenants — are handed to the new worker, which opens their files
+ * again at their first request. The worker runs one request at a time, so the one in its running
+ * slot is the only one begun.
  */
 import { Worker } from 'node:worker_threads';
 import { FenecError, type ErrorCode } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ServerConfig } from '../config.js';
+import { statementTimeout } from '../storage/deadline.js';
 import { ONE_FILE, RunningSlot, type TenantLimits, type ToWorker, type WorkerReply, type WorkerSetup, type WorkRequest } from './protocol.js';
 
 export interface PoolOptions {
@@ -70,6 +73,12 @@ export function replyError(reply: WorkerReply): FenecError {
 const WORKER_SCRIPT = new URL('./worker-main.js', import.meta.url);
 /** How often the watchdog looks at the running slots: a statement is stopped at most this late. */
 const WATCHDOG_MS = 25;
+/**
+ * How long past its deadline a request may still run before its worker is terminated. SQLite stops
+ * the statements at the deadline, and the worker answers within a few milliseconds; only work outside
+ * SQLite (JavaScript, a Faiss call) is still running this late.
+ */
+const WATCHDOG_GRACE_MS = 500;
 
 export class WorkerPool {
   readonly #options: PoolOptions;
@@ -206,7 +215,7 @@ export class WorkerPool {
     const now = Date.now();
     for (let i = 0; i < this.#slots.length; i++) {
       const slot = this.#slots[i]!;
-      const overdue = slot.running.overdue(now);
+      const overdue = slot.running.overdue(now - WATCHDOG_GRACE_MS);
       if (overdue !== 0) this.#replace(i, slot, overdue, timedOut);
     }
   };
@@ -238,10 +247,7 @@ function exact(body: Uint8Array): Uint8Array {
 
 function timedOut(message: ToWorker): WorkerReply {
   const limit = 'limits' in message ? message.limits.statementTimeoutMs : 0;
-  const error = new FenecError('statement_timeout', `the statement ran past its time limit of ${limit} ms and was stopped; it changed nothing`, {
-    hint: 'make it cheaper — a filter on an indexed field, a limit, fewer rows at a time (where id > $1 order id limit N) — '
-      + 'or raise the limit (--statement-timeout, a tenant\'s statementTimeoutMs quota)',
-  });
+  const error = statementTimeout(limit);
   return { id: message.id, status: error.status, body: JSON.stringify(error.toJSON()), ms: limit };
 }
 

@@ -127,6 +127,23 @@ describe('statements in worker threads', function () {
       expect(queued[1]!.json.rows).to.deep.equal([{ id: 8, n: 7 }]);
     });
 
+    it('stops a statement inside SQLite: the worker that ran it goes on, its threads the same (Linux)', async function () {
+      if (process.platform !== 'linux') this.skip();
+      const serving = threadNice(node.pid, node.pid);
+      // The worker and the threads it made run at its priority; a worker terminated and replaced would leave new ids.
+      const workerThreads = (): string[] => fs.readdirSync(`/proc/${node.pid}/task`).filter((tid) => threadNice(node.pid, Number(tid)) === serving + 5).sort();
+      expect((await tq(node, 'quiet', 'get notes count')).status).to.equal(200);
+      const before = workerThreads();
+      expect(before.length, 'the worker').to.be.at.least(1);
+      for (let i = 0; i < 3; i++) {
+        const stopped = await tq(node, 'heavy', SLOW_COUNT);
+        expect(stopped.status, stopped.text).to.equal(504);
+        expect(stopped.json.error.code).to.equal('statement_timeout');
+      }
+      expect((await tq(node, 'quiet', 'get notes where id = 1')).json.rows).to.deep.equal([{ id: 1, title: 'hello' }]);
+      expect(workerThreads()).to.deep.equal(before);
+    });
+
     it('stops a statement while another tenant\'s vector index takes rows in the background on that worker, and the node goes on', async () => {
       // A Faiss add still running on a worker that is terminated must not take the process down with it.
       // Its own statements get time enough; the heavy tenant's, on the same (only) worker, are stopped at 300 ms.

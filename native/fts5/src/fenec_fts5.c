@@ -41,13 +41,17 @@
  *   `_docsize` shadow table (one varint per column), in `column` or (-1) in all: the summand of
  *   `tokens` above.
  *
- * All three are registered on the connection that loads the extension, and on no other: nothing here is
- * process-global beyond the SQLite API pointer every extension keeps.
+ * - fenec_deadline(ms), in deadline.c: the time limit a worker thread holds its statements to.
+ *
+ * All are registered on the connection that loads the extension, and on no other: nothing here is
+ * process-global beyond the SQLite API pointer every extension keeps (and deadline.c's per-thread deadline).
  */
 #include <math.h>
 #include <string.h>
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
+
+#include "deadline.h"
 
 #define K1 1.2
 #define B 0.75
@@ -358,5 +362,6 @@ int sqlite3_fenecfts_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routin
   if (rc == SQLITE_OK) {
     rc = sqlite3_create_function(db, "fenec_doclen", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, 0, doclenFunction, 0, 0);
   }
+  if (rc == SQLITE_OK) rc = fenecRegisterDeadline(db);
   return rc;
 }

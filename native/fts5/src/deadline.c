@@ -1,0 +1,152 @@
+/*
+ * fenec_deadline(ms): stops the connection's statements once `ms` milliseconds have passed.
+ *
+ * A statement past its time limit (--statement-timeout) was stopped only by terminating the worker
+ * thread that ran it: every tenant of that worker then lost its open file, its caches and its Faiss
+ * indexes, and a new worker read them all again. SQLite can stop a statement itself:
+ * sqlite3_interrupt(), which any thread may call, makes the connection's running statements fail with
+ * SQLITE_INTERRUPT at their next step, and SQLite rolls back what they had begun. (The progress
+ * handler would let the running thread look at a clock instead, but better-sqlite3 builds SQLite
+ * without it.)
+ *
+ * So one thread of this extension keeps the armed deadlines and interrupts each connection whose
+ * deadline has passed, once: what runs as the error unwinds (a ROLLBACK, the catalogue read again)
+ * must run whole. An interrupt reaches only the statements running at that moment; a request caught
+ * between two of them, or in JavaScript, runs on, and the serving thread's watchdog terminates its
+ * worker a little later (node/workers/worker-pool.ts). The worker arms the deadline before each
+ * request and disarms it after (node/storage/deadline.ts). `fenec_deadline(0)` disarms; closing the
+ * connection disarms it too.
+ *
+ * The library is linked `-z nodelete` (build.sh): SQLite unloads an extension with the last
+ * connection that loaded it, and this thread's code must stay mapped.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <sqlite3ext.h>
+SQLITE_EXTENSION_INIT3
+
+#include "deadline.h"
+
+typedef struct Armed {
+  sqlite3 *db;
+  long long atNs;
+  struct Armed *next;
+} Armed;
+
+static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t changed;
+static Armed *armed = 0;
+static int started = 0;
+
+static long long monotonicNs(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+static void *watch(void *unused) {
+  (void)unused;
+  pthread_mutex_lock(&mutex);
+  for (;;) {
+    const long long now = monotonicNs();
+    long long next = 0;
+    for (Armed **link = &armed; *link != 0;) {
+      Armed *a = *link;
+      if (a->atNs <= now) {
+        // Under the mutex: a connection is alive while armed (disarm() takes it out as it closes).
+        sqlite3_interrupt(a->db);
+        *link = a->next;
+        free(a);
+        continue;
+      }
+      if (next == 0 || a->atNs < next) next = a->atNs;
+      link = &a->next;
+    }
+    if (next == 0) {
+      pthread_cond_wait(&changed, &mutex);
+    } else {
+      struct timespec until = { (time_t)(next / 1000000000LL), (long)(next % 1000000000LL) };
+      pthread_cond_timedwait(&changed, &mutex, &until);
+    }
+  }
+  return 0;
+}
+
+/* Under the mutex. 0 when the thread is running (started now or before). */
+static int startWatching(void) {
+  if (started) return 0;
+  pthread_condattr_t attributes;
+  pthread_condattr_init(&attributes);
+  pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+  pthread_cond_init(&changed, &attributes);
+  pthread_condattr_destroy(&attributes);
+  pthread_t thread;
+  if (pthread_create(&thread, 0, watch, 0) != 0) return 1;
+  pthread_detach(thread);
+  started = 1;
+  return 0;
+}
+
+static void disarm(sqlite3 *db) {
+  pthread_mutex_lock(&mutex);
+  for (Armed **link = &armed; *link != 0; link = &(*link)->next) {
+    if ((*link)->db == db) {
+      Armed *gone = *link;
+      *link = gone->next;
+      free(gone);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&mutex);
+}
+
+/* 0, or an error message. */
+static const char *arm(sqlite3 *db, long long atNs) {
+  const char *error = 0;
+  pthread_mutex_lock(&mutex);
+  Armed *a = armed;
+  while (a != 0 && a->db != db) a = a->next;
+  if (startWatching() != 0) {
+    error = "fenec_deadline: no thread to watch the deadline could be started";
+  } else if (a == 0 && (a = malloc(sizeof *a)) == 0) {
+    error = "fenec_deadline: out of memory";
+  } else {
+    if (a->db != db) {
+      a->db = db;
+      a->next = armed;
+      armed = a;
+    }
+    a->atNs = atNs;
+    pthread_cond_signal(&changed);
+  }
+  pthread_mutex_unlock(&mutex);
+  return error;
+}
+
+static void deadlineFunction(sqlite3_context *pCtx, int nArg, sqlite3_value **apArg) {
+  (void)nArg;
+  const int type = sqlite3_value_type(apArg[0]);
+  if (type != SQLITE_INTEGER && type != SQLITE_FLOAT) {
+    sqlite3_result_error(pCtx, "fenec_deadline takes a number of milliseconds (0: none)", -1);
+    return;
+  }
+  sqlite3 *db = sqlite3_context_db_handle(pCtx);
+  const double ms = sqlite3_value_double(apArg[0]);
+  if (ms <= 0) {
+    disarm(db);
+  } else {
+    const char *error = arm(db, monotonicNs() + (long long)(ms * 1e6));
+    if (error != 0) sqlite3_result_error(pCtx, error, -1);
+  }
+}
+
+/* The function's destructor, called as its connection closes. */
+static void disarmClosed(void *db) {
+  disarm((sqlite3 *)db);
+}
+
+int fenecRegisterDeadline(sqlite3 *db) {
+  return sqlite3_create_function_v2(db, "fenec_deadline", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, db, deadlineFunction, 0, 0, disarmClosed);
+}

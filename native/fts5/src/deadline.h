@@ -1,0 +1,5 @@
+#ifndef FENEC_DEADLINE_H
+#define FENEC_DEADLINE_H
+/* Registers fenec_deadline(ms) on the connection: its statements interrupted once ms have passed (deadline.c). */
+int fenecRegisterDeadline(sqlite3 *db);
+#endif

@@ -1,0 +1,64 @@
+/**
+ * A request's time limit inside SQLite: fenec_deadline (native/fts5/src/deadline.c) interrupts the
+ * connection's statements once it has passed, and SQLite rolls back what they had begun. The worker
+ * no longer has to be terminated to stop a statement (node/workers/worker-pool.ts keeps that for work
+ * that overruns outside SQLite), so a tenant's slow statement costs its neighbours on the same worker
+ * nothing: their files, caches and indexes stay open.
+ */
+import { FenecError } from '../../shared/errors.js';
+import type { Connection, Statement } from './sqlite.js';
+
+/** The refusal of a statement stopped at its time limit, by SQLite or by the watchdog. */
+export function statementTimeout(limitMs: number): FenecError {
+  return new FenecError('statement_timeout', `the statement ran past its time limit of ${limitMs} ms and was stopped; it changed nothing`, {
+    hint: 'make it cheaper — a filter on an indexed field, a limit, fewer rows at a time (where id > $1 order id limit N) — '
+      + 'or raise the limit (--statement-timeout, a tenant\'s statementTimeoutMs quota)',
+  });
+}
+
+export class Deadline {
+  readonly #arm: Statement;
+  /** Epoch ms of the deadline armed, and its limit; 0: none. */
+  #at = 0;
+  #limitMs = 0;
+
+  constructor(db: Connection) {
+    this.#arm = db.prepare('SELECT fenec_deadline(?)').pluck();
+  }
+
+  /** Runs `work` with the connection's statements stopped at `at` (epoch ms), `limitMs` after the request began. */
+  hold<T>(at: number, limitMs: number, work: () => T): T {
+    const ms = at - Date.now();
+    if (ms <= 0) throw statementTimeout(limitMs);
+    this.#at = at;
+    this.#limitMs = limitMs;
+    this.#arm.get(ms);
+    try {
+      return work();
+    } finally {
+      this.#at = 0;
+      this.#arm.get(0);
+    }
+  }
+
+  /**
+   * Lets the rest of the request run unstopped by SQLite, once one of its writes has committed: what
+   * follows a commit (the vector indexes taking its rows) must run whole, and a request stopped after
+   * it could not say that it changed nothing. The watchdog still bounds it.
+   */
+  release(): void {
+    if (this.#at === 0) return;
+    this.#at = 0;
+    this.#arm.get(0);
+  }
+
+  /** Whether `err` is SQLite stopping a statement at the deadline. */
+  stopped(err: unknown): boolean {
+    return (err as { code?: unknown } | null)?.code === 'SQLITE_INTERRUPT';
+  }
+
+  /** SQLite's interruption as the refusal it is; any other error as it is. */
+  refusal(err: unknown): unknown {
+    return this.stopped(err) ? statementTimeout(this.#limitMs) : err;
+  }
+}
