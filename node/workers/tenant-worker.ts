@@ -2,8 +2,9 @@
  * A worker thread's side: the files it owns (one per tenant, opened at the tenant's first request,
  * with its Faiss indexes), and the requests it was handed, taken from a fair queue one at a time.
  *
- * Before each request it writes the request's id and deadline into the running slot, which the
- * serving thread reads to stop a statement past its time limit (by terminating this thread).
+ * Before each request it writes the request's id and, once the tenant's file is open, its deadline
+ * into the running slot; SQLite stops the request's statements at the deadline, and the serving
+ * thread reads the slot to terminate this thread if the request runs on well past it.
  */
 import * as fs from 'node:fs';
 import { context, propagation, ROOT_CONTEXT } from '@opentelemetry/api';
@@ -104,10 +105,12 @@ export class TenantWorker {
       this.#close(message.tenant);
       answered = { status: 200, json: undefined };
     } else {
-      const deadline = Date.now() + message.limits.statementTimeoutMs;
-      this.#slot.start(message.id, deadline);
+      // Opening the tenant's file (its index snapshots read back: seconds for large ones) is not the
+      // statement: the time limit starts once it is open (#run). A limit shorter than the open would
+      // otherwise end the worker at every attempt, and the tenant could never be opened.
+      this.#slot.start(message.id, Infinity);
       try {
-        answered = this.#run(message, deadline);
+        answered = this.#run(message);
         const open = this.#open.get(message.tenant);
         if (open !== undefined && open.tools.length > 0) tools = open.tools.splice(0);
         if (open !== undefined && open.refusals.length > 0) quotas = open.refusals.splice(0);
@@ -125,7 +128,7 @@ export class TenantWorker {
     }
   }
 
-  #run(message: Extract<ToWorker, { kind: 'run' | 'open' }>, deadline: number): Answered {
+  #run(message: Extract<ToWorker, { kind: 'run' | 'open' }>): Answered {
     let tenant: OpenTenant;
     try {
       tenant = this.#tenant(message.tenant, message.limits);
@@ -133,6 +136,8 @@ export class TenantWorker {
       return refusal(err, this.#logger, message.kind === 'open' ? 'open' : message.route);
     }
     if (message.kind === 'open') return { status: 200, json: undefined };
+    const deadline = Date.now() + message.limits.statementTimeoutMs;
+    this.#slot.start(message.id, deadline);
     const body = Buffer.from(message.body.buffer, message.body.byteOffset, message.body.byteLength);
     // SQLite stops the request's statements at the deadline; the watchdog, only what overruns outside it.
     const run = (): Answered => tenant.db.within(deadline, message.limits.statementTimeoutMs, () => tenant.runner.run(message, body, message.limits.maxAnswerBytes));

@@ -10,7 +10,7 @@
  * without it.)
  *
  * So one thread of this extension keeps the armed deadlines and interrupts each connection whose
- * deadline has passed, once: what runs as the error unwinds (a ROLLBACK, the catalogue read again)
+ * deadline has passed (within TICK_NS), once: what runs as the error unwinds (a ROLLBACK, the catalogue read again)
  * must run whole. An interrupt reaches only the statements running at that moment; a request caught
  * between two of them, or in JavaScript, runs on, and the serving thread's watchdog terminates its
  * worker a little later (node/workers/worker-pool.ts). The worker arms the deadline before each
@@ -35,10 +35,23 @@ typedef struct Armed {
   struct Armed *next;
 } Armed;
 
+/*
+ * The watcher looks at the deadlines every TICK_NS, so that arming one never has to wake it: a worker
+ * arms and disarms a deadline for every request, thousands a second, and a wake-up is a switch of
+ * threads each time (measured: 7 µs a request, against well under 1 µs this way). A statement is so
+ * stopped up to TICK_NS past its deadline. After IDLE_NS with nothing armed the watcher sleeps until
+ * the next arm wakes it.
+ */
+#define TICK_NS 10000000LL
+#define IDLE_NS 1000000000LL
+
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed;
 static Armed *armed = 0;
 static int started = 0;
+/* The watcher sleeps without a timeout: the next arm must wake it. */
+static int sleeping = 0;
+static long long lastArmedNs = 0;
 
 static long long monotonicNs(void) {
   struct timespec now;
@@ -51,7 +64,6 @@ static void *watch(void *unused) {
   pthread_mutex_lock(&mutex);
   for (;;) {
     const long long now = monotonicNs();
-    long long next = 0;
     for (Armed **link = &armed; *link != 0;) {
       Armed *a = *link;
       if (a->atNs <= now) {
@@ -59,14 +71,16 @@ static void *watch(void *unused) {
         sqlite3_interrupt(a->db);
         *link = a->next;
         free(a);
-        continue;
+      } else {
+        link = &a->next;
       }
-      if (next == 0 || a->atNs < next) next = a->atNs;
-      link = &a->next;
     }
-    if (next == 0) {
+    if (armed == 0 && now - lastArmedNs > IDLE_NS) {
+      sleeping = 1;
       pthread_cond_wait(&changed, &mutex);
+      sleeping = 0;
     } else {
+      const long long next = now + TICK_NS;
       struct timespec until = { (time_t)(next / 1000000000LL), (long)(next % 1000000000LL) };
       pthread_cond_timedwait(&changed, &mutex, &until);
     }
@@ -119,7 +133,8 @@ static const char *arm(sqlite3 *db, long long atNs) {
       armed = a;
     }
     a->atNs = atNs;
-    pthread_cond_signal(&changed);
+    lastArmedNs = monotonicNs();
+    if (sleeping) pthread_cond_signal(&changed);
   }
   pthread_mutex_unlock(&mutex);
   return error;
