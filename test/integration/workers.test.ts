@@ -145,8 +145,9 @@ describe('statements in worker threads', function () {
     });
 
     it('stops a statement while another tenant\'s vector index takes rows in the background on that worker, and the node goes on', async () => {
-      // A Faiss add still running on a worker that is terminated must not take the process down with it.
-      // Its own statements get time enough; the heavy tenant's, on the same (only) worker, are stopped at 300 ms.
+      // Statements stopped on a worker whose other tenant's index takes rows in the background (on libuv's
+      // threads) must leave that index whole. Its own statements get time enough; the heavy tenant's, on the
+      // same (only) worker, are stopped at 300 ms.
       expect((await put(node, 'vectors', { statementTimeoutMs: 60_000 })).status).to.be.oneOf([200, 201]);
       expect((await tq(node, 'vectors', 'create collection docs (body text, v vector<384> @hnsw(cosine))')).status).to.equal(200);
       const rows = Array.from({ length: 1500 }, (_, i) => ({ body: `Row ${i} Of The Vectors`, v: Array.from({ length: 384 }, (_, d) => Math.round(Math.sin((i + 1) * (d + 1) * 0.37 + i * i) * 1e4) / 1e4) }));
