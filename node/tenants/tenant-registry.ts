@@ -85,11 +85,14 @@ export class TenantRegistry<T extends OpenTenant> {
 
   /** Creates a tenant, or sets the quotas of one that exists (its file kept, or adopted when present). */
   put(name: string, body: unknown): { tenant: Tenant; created: boolean } {
-    const created = !this.#tenants.has(name);
+    const before = this.#tenants.get(name);
     const tenant = this.#store(name, quotasOf(body, this.#defaults));
-    // Reopened at its next request, under its new byte quota (its worker closes it before that request).
-    void this.#close(name);
-    return { tenant, created };
+    // The quotas a worker takes as it opens the file (bytes, rows, collections) apply once it is opened
+    // again at its next request (its worker closes it before that request). The others travel with
+    // each request, and closing the file for them would read every index snapshot again: seconds
+    // for a large tenant, on the worker its neighbours share.
+    if (before === undefined || OPEN_QUOTAS.some((key) => before.quotas[key] !== tenant.quotas[key])) void this.#close(name);
+    return { tenant, created: before === undefined };
   }
 
   /**
@@ -168,6 +171,9 @@ export class TenantRegistry<T extends OpenTenant> {
     await entry.value.close();
   }
 }
+
+/** The quotas a tenant's worker holds its file to from the moment it opens it (node/workers/tenant-worker.ts). */
+const OPEN_QUOTAS: readonly (keyof Quotas)[] = ['maxBytes', 'maxRows', 'maxCollections'];
 
 function tenantOf(name: string, quotas: Quotas): Tenant {
   return Object.freeze({ name, quotas, bucket: new TokenBucket(quotas.rate, quotas.burst), cost: new CostBucket(quotas.costMs, Math.max(quotas.costMs, quotas.statementTimeoutMs)) });

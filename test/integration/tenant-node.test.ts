@@ -101,6 +101,25 @@ describe('fenec-server --data-dir (a tenant node)', () => {
     expect(JSON.stringify((await tq(node, 'acme', 'get notes')).json)).to.include('mine');
   });
 
+  it('closes a tenant\'s file for new quotas only when its worker takes them at open (bytes, rows, collections)', async () => {
+    const open = async (): Promise<number> => {
+      const metrics = await request(node.url, { path: '/_metrics', headers: { authorization: `Bearer ${TOKEN}` } });
+      return Number(/^fenec_tenants_open (\d+)$/m.exec(metrics.text)![1]);
+    };
+    await admin(node, 'PUT', 'quotaed');
+    expect((await tq(node, 'quotaed', 'create collection notes (title text)')).status).to.equal(200);
+    const opened = await open();
+    // A rate, a time limit, an answer cap: the file stays open (a close would show within milliseconds).
+    expect((await admin(node, 'PUT', 'quotaed', { rate: 999, burst: 999, statementTimeoutMs: 4000, maxAnswerBytes: 1 << 20 })).status).to.equal(200);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await open()).to.equal(opened);
+    // A row quota: closed, and applied when the next request opens it.
+    expect((await admin(node, 'PUT', 'quotaed', { rate: 999, burst: 999, maxRows: 2 })).status).to.equal(200);
+    for (let i = 0; i < 40 && (await open()) === opened; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await open()).to.equal(opened - 1);
+    expect((await tq(node, 'quotaed', 'insert into notes [{title: "a"}, {title: "b"}, {title: "c"}]')).json.error.code).to.equal('quota_exceeded');
+  });
+
   it('refuses a tenant past its rate with 429 and Retry-After, while another tenant\'s requests all pass', async () => {
     await admin(node, 'PUT', 'slowpoke', { rate: 1, burst: 3 });
     const replies = await Promise.all([...Array(8).keys()].map(() => tq(node, 'slowpoke', 'get notes count')));
