@@ -94,7 +94,8 @@ export interface WorkerReply {
 
 /**
  * A worker's running request, in memory the serving thread reads without a message (the worker may
- * be inside a statement and deaf to messages): the request's id (0: none) and its deadline (epoch ms; Infinity while the tenant's file opens).
+ * be inside a statement and deaf to messages): the request's id (0: none) and its deadline (epoch
+ * ms; Infinity while the tenant's file opens).
  */
 export class RunningSlot {
   readonly #ids: Int32Array;

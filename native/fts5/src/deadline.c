@@ -10,10 +10,10 @@
  * without it.)
  *
  * So one thread of this extension keeps the armed deadlines and interrupts each connection whose
- * deadline has passed (within TICK_NS), once: what runs as the error unwinds (a ROLLBACK, the catalogue read again)
- * must run whole. An interrupt reaches only the statements running at that moment; a request caught
- * between two of them, or in JavaScript, runs on, and the serving thread's watchdog terminates its
- * worker a little later (node/workers/worker-pool.ts). The worker arms the deadline before each
+ * deadline has passed (within TICK_NS), once: what runs as the error unwinds (a ROLLBACK, the
+ * catalogue read again) must run whole. An interrupt reaches only the statements running at that
+ * moment; a request caught between two of them, or in JavaScript, runs on, and the serving thread's
+ * watchdog terminates its worker a little later (node/workers/worker-pool.ts). The worker arms the deadline before each
  * request and disarms it after (node/storage/deadline.ts). `fenec_deadline(0)` disarms; closing the
  * connection disarms it too.
  *
