@@ -18,8 +18,8 @@ export function statementTimeout(limitMs: number): FenecError {
 
 export class Deadline {
   readonly #arm: Statement;
-  /** Epoch ms of the deadline armed, and its limit; 0: none. */
-  #at = 0;
+  /** Whether the connection's deadline is armed (hold, until release), and the limit it stands for. */
+  #armed = false;
   #limitMs = 0;
 
   constructor(db: Connection) {
@@ -30,14 +30,13 @@ export class Deadline {
   hold<T>(at: number, limitMs: number, work: () => T): T {
     const ms = at - Date.now();
     if (ms <= 0) throw statementTimeout(limitMs);
-    this.#at = at;
     this.#limitMs = limitMs;
     this.#arm.get(ms);
+    this.#armed = true;
     try {
       return work();
     } finally {
-      this.#at = 0;
-      this.#arm.get(0);
+      this.release();
     }
   }
 
@@ -47,8 +46,8 @@ export class Deadline {
    * it could not say that it changed nothing. The watchdog still bounds it.
    */
   release(): void {
-    if (this.#at === 0) return;
-    this.#at = 0;
+    if (!this.#armed) return;
+    this.#armed = false;
     this.#arm.get(0);
   }
 

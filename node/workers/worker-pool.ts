@@ -71,7 +71,7 @@ export function replyError(reply: WorkerReply): FenecError {
 }
 
 const WORKER_SCRIPT = new URL('./worker-main.js', import.meta.url);
-/** How often the watchdog looks at the running slots: a statement is stopped at most this late. */
+/** How often the watchdog looks at the running slots: a worker is ended at most this long after WATCHDOG_GRACE_MS. */
 const WATCHDOG_MS = 25;
 /**
  * How long past its deadline a request may still run before its worker is terminated. SQLite stops

@@ -116,8 +116,8 @@ static void disarm(sqlite3 *db) {
   pthread_mutex_unlock(&mutex);
 }
 
-/* 0, or an error message. */
-static const char *arm(sqlite3 *db, long long atNs) {
+/* 0, or an error message. `now` is monotonicNs() as the caller read it. */
+static const char *arm(sqlite3 *db, long long now, long long atNs) {
   const char *error = 0;
   pthread_mutex_lock(&mutex);
   Armed *a = armed;
@@ -133,7 +133,7 @@ static const char *arm(sqlite3 *db, long long atNs) {
       armed = a;
     }
     a->atNs = atNs;
-    lastArmedNs = monotonicNs();
+    lastArmedNs = now;
     if (sleeping) pthread_cond_signal(&changed);
   }
   pthread_mutex_unlock(&mutex);
@@ -152,7 +152,8 @@ static void deadlineFunction(sqlite3_context *pCtx, int nArg, sqlite3_value **ap
   if (ms <= 0) {
     disarm(db);
   } else {
-    const char *error = arm(db, monotonicNs() + (long long)(ms * 1e6));
+    const long long now = monotonicNs();
+    const char *error = arm(db, now, now + (long long)(ms * 1e6));
     if (error != 0) sqlite3_result_error(pCtx, error, -1);
   }
 }

@@ -41,10 +41,11 @@
  *   `_docsize` shadow table (one varint per column), in `column` or (-1) in all: the summand of
  *   `tokens` above.
  *
- * - fenec_deadline(ms), in deadline.c: the time limit a worker thread holds its statements to.
+ * - fenec_deadline(ms), in deadline.c: the time limit a worker holds a request's statements to.
  *
- * All are registered on the connection that loads the extension, and on no other: nothing here is
- * process-global beyond the SQLite API pointer every extension keeps (and deadline.c's per-thread deadline).
+ * All are registered on the connection that loads the extension, and on no other. Nothing in this file
+ * is process-global beyond the SQLite API pointer every extension keeps; deadline.c keeps the armed
+ * deadlines of every connection, and the thread that watches them, for the whole process.
  */
 #include <math.h>
 #include <string.h>
