@@ -53,7 +53,7 @@ export const CATALOGUE = {
   syntax_error: { status: 400, summary: 'The statement does not follow the grammar: what was expected and what was found.' },
   invalid_character: { status: 400, summary: 'A character that starts no token.' },
   unterminated_string: { status: 400, summary: 'A string literal has no closing quote.' },
-  invalid_escape: { status: 400, summary: 'A string literal holds an escape JSON does not define.' },
+  invalid_escape: { status: 400, summary: 'A string literal holds an escape JSON does not define, or a lone UTF-16 surrogate (half of a pair: text must be Unicode).' },
   invalid_number: { status: 400, summary: 'A number is malformed, outside the integer range (±2^53), not finite (past ±1.8e308, or arithmetic that overflows), or past float32\'s range (±3.4e38) in a vector.' },
   invalid_duration: { status: 400, summary: 'A duration has an unknown unit or is not a whole number.' },
   invalid_name: { status: 400, summary: 'A name is too long or reserved (names starting with _ are the system\'s).' },
@@ -72,7 +72,7 @@ export const CATALOGUE = {
   type_mismatch: { status: 400, summary: 'A value or expression of a type that the field or operator does not take.' },
   missing_required: { status: 400, summary: 'A write leaves out a required field, or sets it to null.' },
   vector_length: { status: 400, summary: 'A vector with another number of components than its field takes.' },
-  invalid_value: { status: 400, summary: 'A value of the right type that is still not acceptable (a malformed timestamp, a negative limit).' },
+  invalid_value: { status: 400, summary: 'A value of the right type that is still not acceptable (a malformed timestamp, a negative limit, a string that is not Unicode).' },
   missing_parameter: { status: 400, summary: 'The statement uses $N and params has fewer than N values.' },
   invalid_statement: { status: 400, summary: 'A statement that parses but cannot run as written (put without id, set on id, …).' },
   unique_violation: { status: 409, summary: 'A write would give two rows the same value of a unique field.' },
@@ -106,6 +106,17 @@ export interface FenecErrorOptions {
   readonly cause?: unknown;
 }
 
+/** The longest message an error carries: what it repeats of the input (a name, a key) is cut, never a megabyte echoed back. */
+export const MAX_MESSAGE_LENGTH = 2_000;
+
+function bounded(message: string): string {
+  if (message.length <= MAX_MESSAGE_LENGTH) return message;
+  // Never half of a surrogate pair at the cut.
+  const code = message.charCodeAt(MAX_MESSAGE_LENGTH - 1);
+  const cut = code >= 0xd800 && code <= 0xdbff ? MAX_MESSAGE_LENGTH - 1 : MAX_MESSAGE_LENGTH;
+  return `${message.slice(0, cut)}… (${message.length - cut} characters more)`;
+}
+
 export class FenecError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
@@ -114,7 +125,7 @@ export class FenecError extends Error {
   readonly row: number | undefined;
 
   constructor(code: ErrorCode, message: string, options: FenecErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(bounded(message), options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'FenecError';
     this.code = code;
     this.status = CATALOGUE[code].status;

@@ -7,6 +7,7 @@
 import { DURATION_UNIT_LIST, unitMs } from '../duration.js';
 import { FenecError } from '../errors.js';
 import type { ErrorCode, Position } from '../errors.js';
+import { loneSurrogateAt, surrogateEscape } from './limits.js';
 
 export type Punct =
   | '(' | ')' | '[' | ']' | '{' | '}' | ',' | ':' | ';'
@@ -191,6 +192,14 @@ export class Lexer {
       segment = i;
     }
     value += text.slice(segment, i);
+    const lone = loneSurrogateAt(value);
+    if (lone >= 0) {
+      throw syntaxError(
+        'invalid_escape',
+        `expected Unicode in the string that starts here, found a lone surrogate (${surrogateEscape(value, lone)}) as its character ${lone}; a character past U+FFFF is a pair, \\ud83d\\ude00`,
+        pos,
+      );
+    }
     this.#offset = i + 1;
     return { kind: 'string', value, text: text.slice(pos.offset, i + 1), pos };
   }

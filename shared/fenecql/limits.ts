@@ -95,9 +95,32 @@ function pathOf(visit: Visit, label: string): string {
 }
 
 /**
+ * Where `text` holds a lone UTF-16 surrogate (half of a pair, as JSON's "\ud800" writes one), or -1.
+ * Such a string is not Unicode: SQLite would store bytes that are not UTF-8, which read back as three
+ * U+FFFD, so a stored value would silently differ from the one written.
+ */
+export function loneSurrogateAt(text: string): number {
+  if (text.isWellFormed()) return -1;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0xd800 || c > 0xdfff) continue;
+    const next = text.charCodeAt(i + 1);
+    if (c > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff)) return i;
+    i++;
+  }
+  return -1;
+}
+
+/** `\ud800`, as a message shows the surrogate at `at`. */
+export function surrogateEscape(text: string, at: number): string {
+  return `\\u${text.charCodeAt(at).toString(16)}`;
+}
+
+/**
  * Checks a JSON value given from outside (a parameter, a tool's argument) before anything walks it:
- * arrays and objects nested at most MAX_DEPTH deep (`too_complex`), and every number finite
- * (`invalid_number`: JSON's 1e400 reads as Infinity, which no field stores).
+ * arrays and objects nested at most MAX_DEPTH deep (`too_complex`), every number finite
+ * (`invalid_number`: JSON's 1e400 reads as Infinity, which no field stores), and every string and
+ * key Unicode (`invalid_value`: no lone surrogate, see loneSurrogateAt).
  *
  * Only arrays and objects are kept on the walk's stack; a number or string is checked where it is
  * found. A batch of rows of 384-dim vectors holds tens of thousands of numbers per request, and
@@ -106,6 +129,7 @@ function pathOf(visit: Visit, label: string): string {
 export function checkJsonValue(value: unknown, label: string): void {
   const root: Visit = { value, depth: 0, parent: undefined, key: undefined };
   if (typeof value === 'number') return checkNumber(value, root, label);
+  if (typeof value === 'string') return checkString(value, root, label);
   if (typeof value !== 'object' || value === null) return;
   const stack: Visit[] = [nested(value, undefined, undefined, label)];
   const containers: Visit[] = [];
@@ -117,15 +141,20 @@ export function checkJsonValue(value: unknown, label: string): void {
         const child: unknown = item[i];
         if (typeof child === 'number') {
           if (!Number.isFinite(child)) checkNumber(child, { value: child, depth: visit.depth, parent: visit, key: i }, label);
+        } else if (typeof child === 'string') {
+          if (!child.isWellFormed()) checkString(child, { value: child, depth: visit.depth, parent: visit, key: i }, label);
         } else if (typeof child === 'object' && child !== null) {
           containers.push(nested(child, visit, i, label));
         }
       }
     } else {
       for (const key of Object.keys(item)) {
+        if (!key.isWellFormed()) checkString(key, visit, label, 'has a key that holds');
         const child: unknown = (item as Record<string, unknown>)[key];
         if (typeof child === 'number') {
           if (!Number.isFinite(child)) checkNumber(child, { value: child, depth: visit.depth, parent: visit, key }, label);
+        } else if (typeof child === 'string') {
+          if (!child.isWellFormed()) checkString(child, { value: child, depth: visit.depth, parent: visit, key }, label);
         } else if (typeof child === 'object' && child !== null) {
           containers.push(nested(child, visit, key, label));
         }
@@ -145,6 +174,15 @@ function nested(value: object, parent: Visit | undefined, key: string | number |
     });
   }
   return visit;
+}
+
+/** A string at `visit` (or, `has a key that holds`, a key of the object there), refused when it is not Unicode. */
+function checkString(value: string, visit: Visit, label: string, what = 'holds'): void {
+  const at = loneSurrogateAt(value);
+  if (at < 0) return;
+  throw new FenecError('invalid_value', `${pathOf(visit, label)} ${what} a lone surrogate (${surrogateEscape(value, at)}) at character ${at}: text must be valid Unicode`, {
+    hint: 'a character past U+FFFF is written as a pair (\\ud83d\\ude00 is 😀); send the pair, or the character itself',
+  });
 }
 
 function checkNumber(value: number, visit: Visit, label: string): void {

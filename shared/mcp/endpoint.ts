@@ -161,7 +161,7 @@ export class McpEndpoint<O> {
       case 'tools/list':
         return { resultType: 'complete', tools: this.#definitions(caller), ...CACHE, _meta: this.#modernMeta };
       default:
-        throw new RpcFault(RpcCode.methodNotFound, `Method not found: ${request.method}; under ${MODERN} this server answers server/discover, tools/list and tools/call`, 404);
+        throw new RpcFault(RpcCode.methodNotFound, `Method not found: ${echo(request.method)}; under ${MODERN} this server answers server/discover, tools/list and tools/call`, 404);
     }
   }
 
@@ -179,7 +179,7 @@ export class McpEndpoint<O> {
       case 'tools/list':
         return { tools: this.#definitions(caller) };
       default:
-        throw new RpcFault(RpcCode.methodNotFound, `Method not found: ${request.method}; this server answers initialize, ping, tools/list and tools/call`, 200);
+        throw new RpcFault(RpcCode.methodNotFound, `Method not found: ${echo(request.method)}; this server answers initialize, ping, tools/list and tools/call`, 200);
     }
   }
 
@@ -213,7 +213,7 @@ export class McpEndpoint<O> {
       if (typeof name !== 'string') throw new RpcFault(RpcCode.invalidParams, 'Invalid params: tools/call needs params.name, the tool to call', 200);
       const names = this.#tools(caller).map((o) => o.tool.name).join(', ') || 'no tool';
       const why = caller.tools === undefined ? this.#runner.whyNotOffered(name) : '';
-      throw new RpcFault(RpcCode.invalidParams, `Unknown tool: ${JSON.stringify(name.slice(0, 100))}; ${caller.tools === undefined ? 'this server offers' : 'this token is offered'} ${names}${why}`, 200);
+      throw new RpcFault(RpcCode.invalidParams, `Unknown tool: ${JSON.stringify(echo(name))}; ${caller.tools === undefined ? 'this server offers' : 'this token is offered'} ${names}${why}`, 200);
     }
     const { tool } = offered;
     const span = this.#tracer.startSpan(`mcp.tool ${tool.name}`, { attributes: { 'mcp.tool': tool.name } });
@@ -241,4 +241,9 @@ export class McpEndpoint<O> {
 
 function fault(err: RpcFault, id: RpcAnswer['id'] | null = err.id): McpReply {
   return reply(err.httpStatus, errorAnswer(id, err.body()));
+}
+
+/** A name the client sent, as an error repeats it: at most 100 characters, so that no answer echoes a megabyte back. */
+function echo(name: string): string {
+  return name.length <= 100 ? name : `${name.slice(0, 100)}…`;
 }

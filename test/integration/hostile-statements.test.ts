@@ -115,6 +115,34 @@ describe('hostile statements against fenec-server', function () {
       });
     }
 
+    const SURROGATES: ReadonlyArray<[string, string, string, string?]> = [
+      ['a lone surrogate in a literal', String.raw`insert into docs {title: "fox \ud83e"}`, 'invalid_escape'],
+      ['a lone surrogate in a parameter', 'insert into docs {title: $1}', 'invalid_value', String.raw`["fox \ud83e"]`],
+      ['a lone surrogate in a bulk write', 'insert into docs $1', 'invalid_value', String.raw`[[{"title": "ok"}, {"title": "\udc00"}]]`],
+      ['a lone surrogate in a key of a json field', 'insert into docs {j: $1}', 'invalid_value', String.raw`[{"\ud800": 1}]`],
+    ];
+    for (const [name, statement, code, paramsJson] of SURROGATES) {
+      it(`${name}: ${code} (400), where SQLite would have stored bytes that are not UTF-8`, async () => {
+        const reply = paramsJson === undefined ? await query(server.url, statement) : await queryRaw(server.url, statement, paramsJson);
+        expect(reply.status, reply.text).to.equal(400);
+        expect(reply.json.error.code).to.equal(code);
+        expect(reply.json.error.message).to.contain('lone surrogate');
+      });
+    }
+
+    it('repeats at most a bounded part of a 500 000-character name it refuses', async () => {
+      const key = 'k'.repeat(500_000);
+      for (const reply of [
+        await queryRaw(server.url, 'insert into docs $1', JSON.stringify([[{ [key]: 1 }]])),
+        await request(server.url, { method: 'POST', path: '/query', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ statement: 'get docs', [key]: 1 }) }),
+      ]) {
+        expect(reply.status, reply.text.slice(0, 200)).to.equal(400);
+        expect(reply.json.error.code).to.be.oneOf(['unknown_field', 'bad_request']);
+        expect(reply.text.length).to.be.below(2_500);
+        expect(reply.json.error.message).to.match(/… \(\d+ characters more\)/);
+      }
+    });
+
     it('has written nothing, and the server still serves', async () => {
       expect((await query(server.url, 'get docs count')).json).to.deep.equal({ count: 1 });
       expect(server.stderr()).not.to.contain('"code":"internal"');

@@ -79,6 +79,13 @@ describe('hostile MCP arguments, through the official clients', function () {
         expect(error.message).to.match(/^write\.insert\[0\]\.j(\.a)+ nests deeper than 256 levels/);
         expect((await query(server.url, 'get notes count', [], TOKEN)).json).to.deep.equal({ count: 0 });
       });
+
+      it('refuses a row holding a lone surrogate with invalid_value, naming where, writing nothing', async () => {
+        const error = refusal(await client.callTool('write', { collection: 'notes', insert: [{ title: 'fine 🦊' }, { title: 'half \ud83e' }] }));
+        expect([error.code, error.status]).to.deep.equal(['invalid_value', 400]);
+        expect(error.message).to.contain(String.raw`write.insert[1].title holds a lone surrogate (\ud83e) at character 5`);
+        expect((await query(server.url, 'get notes count', [], TOKEN)).json).to.deep.equal({ count: 0 });
+      });
     });
   }
 

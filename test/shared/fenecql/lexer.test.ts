@@ -127,6 +127,13 @@ describe('Lexer', () => {
       expectRefused(String.raw`"\u12g4"`, 'invalid_escape', 1, 2);
     });
 
+    it('refuses a string holding a lone surrogate, escaped or raw, pointing at the string; takes a pair', () => {
+      const escaped = expectRefused(String.raw`a = "fox \ud83e"`, 'invalid_escape', 1, 5);
+      expect(escaped.message).to.contain(String.raw`a lone surrogate (\ud83e) as its character 4`);
+      expectRefused('a = "x\udc00y"', 'invalid_escape', 1, 5);
+      expect(kindsAndValues(String.raw`"\ud83e\udd8a"`)).to.deep.equal([['string', '🦊']]);
+    });
+
     it('refuses a raw control character inside a string, naming it', () => {
       const err = expectRefused('"a\tb"', 'invalid_character', 1, 3);
       expect(err.message).to.contain('U+0009');

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { ErrorCode } from '../../../shared/errors.js';
-import { checkJsonValue, checkTreeDepth, MAX_DEPTH, MAX_STATEMENT_LENGTH } from '../../../shared/fenecql/limits.js';
+import { checkJsonValue, checkTreeDepth, loneSurrogateAt, MAX_DEPTH, MAX_STATEMENT_LENGTH } from '../../../shared/fenecql/limits.js';
 import { parseCondition, parseStatement } from '../../../shared/fenecql/parser.js';
 import { printStatement } from '../../../shared/fenecql/print.js';
 import { refusal } from '../../helpers/assertions.js';
@@ -142,6 +142,27 @@ describe('the limits of a statement', () => {
       expect(err.message).to.contain('$2[1].v[1] is a number beyond the range of a double');
       expectTooComplex(() => checkJsonValue({ 'odd key': -Infinity }, '$1'), 'invalid_number');
       checkJsonValue([1.7976931348623157e308, -5e-324, 0, 'Infinity', null, true], '$1');
+    });
+
+    it('refuses a string or key holding a lone surrogate with invalid_value, naming where and which; takes pairs', () => {
+      const inArray = refusal(() => checkJsonValue(JSON.parse(String.raw`[{"title": "ok"}, {"title": "fox \ud83e!"}]`), '$1'));
+      expect(inArray.code).to.equal('invalid_value');
+      expect(inArray.message).to.equal(String.raw`$1[1].title holds a lone surrogate (\ud83e) at character 4: text must be valid Unicode`);
+      expect(inArray.hint).to.contain(String.raw`\ud83d\ude00`);
+      expect(refusal(() => checkJsonValue(JSON.parse(String.raw`"\udc00"`), 'search.text')).message).to.contain(String.raw`search.text holds a lone surrogate (\udc00) at character 0`);
+      expect(refusal(() => checkJsonValue(JSON.parse(String.raw`["a", ["\ud800\ud800\udc00"]]`), '$2')).message).to.contain(String.raw`$2[1][0] holds a lone surrogate (\ud800) at character 0`);
+      const key = refusal(() => checkJsonValue(JSON.parse(String.raw`{"meta": {"k\udfff": 1}}`), '$1'));
+      expect(key.message).to.equal(String.raw`$1.meta has a key that holds a lone surrogate (\udfff) at character 1: text must be valid Unicode`);
+      checkJsonValue(JSON.parse(String.raw`["\ud83e\udd8a fox", {"\ud83d\ude00": "é"}, "\ufffd"]`), '$1');
+    });
+
+    it('finds the first lone surrogate of a string, and none in pairs', () => {
+      expect(loneSurrogateAt('plain')).to.equal(-1);
+      expect(loneSurrogateAt('🦊 and 😀')).to.equal(-1);
+      expect(loneSurrogateAt('a\ud83d')).to.equal(1);
+      expect(loneSurrogateAt('\ude00a')).to.equal(0);
+      expect(loneSurrogateAt('🦊\ude00')).to.equal(2);
+      expect(loneSurrogateAt('\ud83d\ud83d\ude00')).to.equal(0);
     });
   });
 });

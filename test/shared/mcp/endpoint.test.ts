@@ -76,6 +76,17 @@ describe('McpEndpoint', () => {
       expect((reply.answer as any).error.code).to.equal(-32601);
     });
 
+    it('repeats at most 100 characters of an unknown method or tool name, never the megabyte sent', () => {
+      const long = 'x'.repeat(1_000_000);
+      const method = (send(long).answer as any).error;
+      expect(method.code).to.equal(-32601);
+      expect(method.message).to.have.length.below(300);
+      expect(method.message).to.contain(`${'x'.repeat(100)}…;`);
+      const tool = (send('tools/call', { name: long, arguments: {} }).answer as any).error;
+      expect(tool.code).to.equal(-32602);
+      expect(tool.message).to.have.length.below(300);
+    });
+
     it('refuses an MCP-Protocol-Version header naming a revision it does not serve (400, -32022)', () => {
       const reply = endpoint().handle('{"jsonrpc":"2.0","id":1,"method":"tools/list"}', caller, headersOf({ 'mcp-protocol-version': '2024-11-05' }));
       expect(reply.status).to.equal(400);
