@@ -24,6 +24,7 @@ export const CATALOGUE = {
   bad_json: { status: 400, summary: 'The request body is not valid JSON.' },
   bad_request: { status: 400, summary: 'The request is JSON but not of the expected shape.' },
   payload_too_large: { status: 413, summary: 'The request body is larger than the server accepts.' },
+  unsupported_encoding: { status: 415, summary: 'The request body is compressed (Content-Encoding): bodies are taken as they are.' },
   not_found: { status: 404, summary: 'No such route.' },
   method_not_allowed: { status: 405, summary: 'The route exists but not for this HTTP method.' },
   unavailable: { status: 503, summary: 'The server that holds the data does not answer, or is stopping.' },

@@ -12,6 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { propagation } from '@opentelemetry/api';
 import { FenecError } from '../../shared/errors.js';
 import { isConsolePath, serveConsole } from '../../shared/console.js';
+import { encodingRefusal } from '../../shared/http/body.js';
 import type { Caller, FrontDoor } from '../../shared/http/front-door.js';
 import { errorBody, jsonHeaders } from '../../shared/http/reply.js';
 import type { Logger } from '../../shared/logger.js';
@@ -150,6 +151,9 @@ export class HttpHandler {
     }
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > this.#maxBody) return this.#tooLarge(req, res);
+    const encoding = encodingRefusal(req);
+    // The body is not read: the connection is closed once the answer is out.
+    if (encoding !== undefined) return this.fail(req, res, encoding, { connection: 'close' });
     if (req.method === 'GET') return this.#work(req, res, EMPTY);
     if (req.headers.expect !== undefined) res.writeContinue();
     req.handler = this;

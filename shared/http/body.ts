@@ -23,6 +23,19 @@ export function readBody(req: http.IncomingMessage, limit: number): Promise<stri
   });
 }
 
+/**
+ * The refusal of a body sent compressed (`Content-Encoding: gzip`, …), or undefined. Bodies are read as
+ * the bytes they are: without this a gzip body read as JSON was refused as "not JSON", which sends its
+ * sender looking in the wrong place.
+ */
+export function encodingRefusal(req: http.IncomingMessage): FenecError | undefined {
+  const encoding = req.headers['content-encoding'];
+  if (encoding === undefined || encoding.trim().toLowerCase() === 'identity') return undefined;
+  return new FenecError('unsupported_encoding', `the request body is sent with Content-Encoding ${JSON.stringify(encoding.slice(0, 100))}; this server takes bodies uncompressed`, {
+    hint: 'send the body as it is, without a Content-Encoding header',
+  });
+}
+
 /** What a route tells of a body it refuses: one past its limit, one that is not JSON. */
 export interface BodyRefusals {
   readonly tooLarge: string;
@@ -32,13 +45,19 @@ export interface BodyRefusals {
 /**
  * A small JSON body, undefined when it is empty.
  *
- * @throws FenecError `payload_too_large` past `limit` bytes, `bad_json` for one that does not parse.
+ * @throws FenecError `unsupported_encoding` for a compressed one, `payload_too_large` past `limit` bytes,
+ *   `bad_json` for one that does not parse.
  */
 export async function readJson(
   req: http.IncomingMessage,
   limit: number,
   refusals: BodyRefusals = { tooLarge: `the body is larger than ${limit} bytes`, notJson: 'the body is not JSON' },
 ): Promise<unknown> {
+  const encoding = encodingRefusal(req);
+  if (encoding !== undefined) {
+    req.resume();
+    throw encoding;
+  }
   const body = await readBody(req, limit);
   if (body === undefined) throw new FenecError('payload_too_large', refusals.tooLarge);
   const text = body.trim();

@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import * as zlib from 'node:zlib';
 import { expect } from 'chai';
 import { query, request, Sandbox, FENEC, type ServerProcess } from './processes.js';
 
@@ -87,6 +88,22 @@ describe('fenec-server over HTTP', function () {
       const chunked = await request(open.url, { method: 'POST', path: '/query', body, chunked: true });
       expect(chunked.status).to.equal(413);
       expect(chunked.json.error.code).to.equal('payload_too_large');
+    });
+
+    it('refuses a compressed body with unsupported_encoding (415), writing nothing; takes Content-Encoding: identity', async () => {
+      const insert = JSON.stringify({ statement: 'insert into notes {title: "zipped"}' });
+      const before = (await query(open.url, 'get notes count')).json;
+      for (const [encoding, body] of [['gzip', zlib.gzipSync(insert)], ['br', insert], ['deflate, gzip', insert]] as const) {
+        const reply = await request(open.url, { method: 'POST', path: '/query', body, headers: { 'content-encoding': encoding } });
+        expect(reply.status, reply.text).to.equal(415);
+        expect(reply.json.error.code).to.equal('unsupported_encoding');
+        expect(reply.json.error.message).to.contain(`Content-Encoding ${JSON.stringify(encoding)}`);
+        expect(reply.json.error.hint).to.contain('without a Content-Encoding header');
+        expect(reply.headers.connection).to.equal('close');
+      }
+      expect((await query(open.url, 'get notes count')).json).to.deep.equal(before);
+      const identity = await request(open.url, { method: 'POST', path: '/query', body: JSON.stringify({ statement: 'get notes count' }), headers: { 'content-encoding': 'identity' } });
+      expect(identity.json).to.deep.equal(before);
     });
 
     it('takes a large body whole, declared or chunked, and refuses one that outgrows the limit on the way', async () => {

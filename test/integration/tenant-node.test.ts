@@ -62,6 +62,10 @@ describe('fenec-server --data-dir (a tenant node)', () => {
       expect([reply.status, reply.json.error.code], `${route} ${body.slice(0, 20)}`).to.deep.equal([status, code]);
       expect(reply.json.error.message).to.include(says);
     }
+    for (const route of ['', '/_policy', '/query']) {
+      const zipped = await request(node.url, { method: route === '/query' ? 'POST' : 'PUT', path: `/t/acme${route}`, headers: { authorization: `Bearer ${TOKEN}`, 'content-encoding': 'gzip' }, body: '{"rate": 5}' });
+      expect([zipped.status, zipped.json.error.code], route).to.deep.equal([415, 'unsupported_encoding']);
+    }
     expect(await quotas()).to.deep.equal(before);
     expect((await request(node.url, { path: '/t/acme/_policy', headers: { authorization: `Bearer ${TOKEN}` } })).json).to.deep.equal(policyBefore);
   });
