@@ -14,6 +14,7 @@
 import { createPublicKey, createSecretKey, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { FenecError } from '../errors.js';
+import { checkJsonValue } from '../fenecql/limits.js';
 
 export type JwtAlgorithm = 'HS256' | 'RS256' | 'ES256';
 
@@ -141,6 +142,13 @@ export class JwtVerifier {
     if (typeof exp !== 'number') return refused('no_expiry', 'the token has no exp claim; this server takes only tokens that expire');
     // JSON's 1e400 parses as Infinity, which jsonwebtoken compares as a time that never comes: a token that never expires.
     if (!Number.isFinite(exp)) return refused('bad_claims', 'the token\'s exp claim is not a finite number of seconds; this server takes only tokens that expire');
+    // Claims reach statements as $jwt.NAME, bound as parameters are: held to what parameters are held to
+    // (nesting, finite numbers, text that is Unicode), or a policy could write what /query refuses.
+    try {
+      checkJsonValue(payload, 'the token\'s claims');
+    } catch (err) {
+      return refused('bad_claims', (err as FenecError).message);
+    }
     // Without a prototype: a policy's $jwt.constructor or $jwt.toString names no claim, as it should not.
     const claims = Object.freeze(Object.assign(Object.create(null) as Record<string, unknown>, payload));
     const accepted = Object.freeze({ ok: true as const, claims });

@@ -91,6 +91,7 @@ describe('JwtVerifier', () => {
         const input = `${b64({ alg: 'HS256' })}.${Buffer.from(JSON.stringify(claims).replace(/}$/, ',"exp":1e400}')).toString('base64url')}`;
         return `${input}.${createHmac('sha256', SECRET).update(input).digest('base64url')}`;
       }, 'bad_claims', 'exp claim is not a finite number'],
+      ['a claim holding a lone surrogate, which a policy would write as bytes that are not UTF-8', () => hs, () => sign({ ...claims, sub: 'ada\ud83e' }), 'bad_claims', String.raw`the token's claims.sub holds a lone surrogate (\ud83e)`],
       ['the wrong issuer', () => hs, () => sign({ ...claims, iss: 'elsewhere' }), 'wrong_issuer', '"fenec"'],
       ['no issuer', () => hs, () => sign({ sub: 'ada', aud: 'agents' }), 'wrong_issuer', 'iss'],
       ['the wrong audience', () => hs, () => sign({ ...claims, aud: 'others' }), 'wrong_audience', '"agents"'],
