@@ -28,6 +28,7 @@ export const CATALOGUE = {
   not_found: { status: 404, summary: 'No such route.' },
   method_not_allowed: { status: 405, summary: 'The route exists but not for this HTTP method.' },
   unavailable: { status: 503, summary: 'The server that holds the data does not answer, or is stopping.' },
+  file_busy: { status: 503, summary: 'Another program holds a lock on the file (a write of its own) longer than a statement waits: nothing was changed.' },
   statement_timeout: { status: 504, summary: 'The statement ran past its time limit (--statement-timeout, 5 s by default; a tenant\'s statementTimeoutMs) and was stopped; it changed nothing.' },
   answer_too_large: { status: 413, summary: 'The answer is past its bound — on /query the answer cap (--max-answer, 32 MB by default; a tenant\'s maxAnswerBytes), on an MCP tool 100 rows and 64 KB: refused whole, never cut; the hint says how to page, or a narrower call that fits.' },
 

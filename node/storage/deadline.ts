@@ -18,8 +18,9 @@ export function statementTimeout(limitMs: number): FenecError {
 
 export class Deadline {
   readonly #arm: Statement;
-  /** Whether the connection's deadline is armed (hold, until release), and the limit it stands for. */
+  /** Whether the connection's deadline is armed (hold, until release); the last one armed (epoch ms) and the limit it stands for. */
   #armed = false;
+  #at = 0;
   #limitMs = 0;
 
   constructor(db: Connection) {
@@ -30,6 +31,7 @@ export class Deadline {
   hold<T>(at: number, limitMs: number, work: () => T): T {
     const ms = at - Date.now();
     if (ms <= 0) throw statementTimeout(limitMs);
+    this.#at = at;
     this.#limitMs = limitMs;
     this.#arm.get(ms);
     this.#armed = true;
@@ -51,13 +53,21 @@ export class Deadline {
     this.#arm.get(0);
   }
 
-  /** Whether `err` is SQLite stopping a statement at the deadline. */
+  /**
+   * Whether `err` is SQLite stopping a statement at the deadline: interrupted, or a wait for another
+   * program's lock given up because of the interrupt (deadline.c's busy handler).
+   */
   stopped(err: unknown): boolean {
-    return (err as { code?: unknown } | null)?.code === 'SQLITE_INTERRUPT';
+    const code = (err as { code?: unknown } | null)?.code;
+    return code === 'SQLITE_INTERRUPT' || (code === 'SQLITE_BUSY' && Date.now() >= this.#at);
   }
 
   /** SQLite's interruption as the refusal it is; any other error as it is. */
   refusal(err: unknown): unknown {
-    return this.stopped(err) ? statementTimeout(this.#limitMs) : err;
+    if (!this.stopped(err)) return err;
+    if ((err as { code?: unknown }).code !== 'SQLITE_BUSY') return statementTimeout(this.#limitMs);
+    return new FenecError('statement_timeout', `the statement waited past its time limit of ${this.#limitMs} ms for a lock that another program holds on the file, and was stopped; it changed nothing`, {
+      hint: 'retry; if it lasts, find the program that holds the .fenec file (fuser FILE): only fenecdb should write a file it serves',
+    });
   }
 }

@@ -70,6 +70,8 @@ export function openWritable(file: string): Connection {
     db = new Database(file);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
+    // While the file opens; once the extension is loaded its busy handler (the same 5 s, cut short at
+    // the request's deadline: native/fts5/src/deadline.c) takes over.
     db.pragma('busy_timeout = 5000');
     db.pragma(`mmap_size = ${MMAP_BYTES}`);
     initialise(db, file);

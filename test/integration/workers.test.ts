@@ -4,6 +4,7 @@
  * requests answered meanwhile; the time limit; SIGTERM during a long statement; the cost quota;
  * the answer cap. Assertions are on the order of events and on counts, not on tight timings.
  */
+import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { once } from 'node:events';
 import * as fs from 'node:fs';
@@ -183,6 +184,46 @@ describe('statements in worker threads', function () {
       // The quiet tenant waited at most for that statement (one worker), each time.
       expect(statuses.every((status) => status === 200)).to.equal(true);
       expect((await put(node, 'heavy', { statementTimeoutMs: 0 })).status).to.equal(400);
+    });
+  });
+
+  describe('a write lock another program holds on a tenant file', () => {
+    it('stops a write waiting for it at the time limit (504), never past it, and the node goes on; a write waits 5 s at most (503 file_busy)', async () => {
+      const dir = sandbox.dir();
+      const node = await sandbox.startServer(['--data-dir', dir, '--workers', '1', '--statement-timeout', '300ms', '--tenant-cost', '0'], { FENEC_TOKEN: TOKEN });
+      for (const tenant of ['locked', 'other']) {
+        expect((await put(node, tenant, {})).status).to.be.oneOf([200, 201]);
+        expect((await tq(node, tenant, 'create collection notes (title text)')).status).to.equal(200);
+      }
+      expect((await put(node, 'patient', { statementTimeoutMs: 10_000 })).status).to.be.oneOf([200, 201]);
+      expect((await tq(node, 'patient', 'create collection notes (title text)')).status).to.equal(200);
+      // Another program (this test's own connection) holds a write on the tenants' files.
+      const holders = ['locked', 'patient'].map((tenant) => {
+        const db = new Database(path.join(dir, `${tenant}.fenec`));
+        db.exec('BEGIN IMMEDIATE');
+        db.prepare("INSERT INTO _fenec_meta (key, value) VALUES ('held', 'by the test')").run();
+        return db;
+      });
+      try {
+        const stopped = await tq(node, 'locked', 'insert into notes {title: "waits"}');
+        expect(stopped.status, stopped.text).to.equal(504);
+        expect(stopped.json.error.code).to.equal('statement_timeout');
+        expect(stopped.json.error.message).to.contain('for a lock that another program holds on the file');
+        // Before, the wait ran its 5 s past the watchdog (0.8 s), which ended the worker in it, and
+        // better-sqlite3 throwing SQLITE_BUSY into the ending thread aborted the whole node.
+        await new Promise((resolve) => setTimeout(resolve, 5_500));
+        expect(node.child.exitCode, node.stderr()).to.equal(null);
+        expect((await tq(node, 'other', 'insert into notes {title: "beside"}')).json).to.deep.equal({ count: 1, ids: [1] });
+        expect((await tq(node, 'locked', 'get notes count')).json).to.deep.equal({ count: 0 });
+        const busy = await tq(node, 'patient', 'insert into notes {title: "waits 5 s"}');
+        expect(busy.status, busy.text).to.equal(503);
+        expect(busy.json.error.code).to.equal('file_busy');
+        expect(busy.json.error.hint).to.contain('fuser');
+      } finally {
+        for (const db of holders) db.close();
+      }
+      expect((await tq(node, 'locked', 'insert into notes {title: "after"}')).json).to.deep.equal({ count: 1, ids: [1] });
+      expect(node.stderr()).not.to.contain('FATAL');
     });
   });
 

@@ -17,6 +17,12 @@
  * request and disarms it after (node/storage/deadline.ts). `fenec_deadline(0)` disarms; closing the
  * connection disarms it too.
  *
+ * A statement waiting for a lock that another program holds (SQLite's busy handler sleeping, up to
+ * BUSY_TIMEOUT_MS) would not see the interrupt until the wait ended: the watchdog terminated its
+ * worker meanwhile, and better-sqlite3, throwing SQLITE_BUSY into a terminating thread, aborted the
+ * whole process. So the connection's busy handler is this file's: SQLite's waits, in slices of at most
+ * TICK_NS, given up as soon as the connection is interrupted.
+ *
  * The library is linked `-z nodelete` (build.sh): SQLite unloads an extension with the last
  * connection that loaded it, and this thread's code must stay mapped.
  */
@@ -163,6 +169,33 @@ static void disarmClosed(void *db) {
   disarm((sqlite3 *)db);
 }
 
+/* How long a statement waits in all for a lock another connection holds (PRAGMA busy_timeout's 5 s). */
+#define BUSY_TIMEOUT_MS 5000
+
+/*
+ * The busy handler: 1 to wait and try the lock again, 0 to give up (the statement fails SQLITE_BUSY).
+ * SQLite's own waits (sqliteDefaultBusyCallback), each slept in slices of the watcher's tick and cut
+ * short by an interrupt.
+ */
+static int waitUnlessInterrupted(void *arg, int count) {
+  static const int delays[] = { 1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100 };
+  static const int nDelay = (int)(sizeof delays / sizeof delays[0]);
+  sqlite3 *db = (sqlite3 *)arg;
+  int waited = 0;
+  for (int i = 0; i < count; i++) waited += i < nDelay ? delays[i] : delays[nDelay - 1];
+  int delay = count < nDelay ? delays[count] : delays[nDelay - 1];
+  if (waited + delay > BUSY_TIMEOUT_MS) delay = BUSY_TIMEOUT_MS - waited;
+  if (delay <= 0) return 0;
+  const int slice = (int)(TICK_NS / 1000000LL);
+  for (int slept = 0; slept < delay; slept += slice) {
+    if (sqlite3_is_interrupted(db)) return 0;
+    sqlite3_sleep(delay - slept < slice ? delay - slept : slice);
+  }
+  return !sqlite3_is_interrupted(db);
+}
+
 int fenecRegisterDeadline(sqlite3 *db) {
+  const int rc = sqlite3_busy_handler(db, waitUnlessInterrupted, db);
+  if (rc != SQLITE_OK) return rc;
   return sqlite3_create_function_v2(db, "fenec_deadline", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, db, deadlineFunction, 0, 0, disarmClosed);
 }

@@ -12,7 +12,7 @@ export function isConstraintError(err: unknown): boolean {
   return typeof code === 'string' && code.startsWith('SQLITE_CONSTRAINT');
 }
 
-/** SQLite's constraint failures, as the refusals they are: `UNIQUE constraint failed: c_notes.title`. */
+/** SQLite's constraint failures (`UNIQUE constraint failed: c_notes.title`), a full file and a lock held elsewhere, as the refusals they are. */
 export function fromSqliteError(err: unknown): unknown {
   const code = (err as { code?: unknown }).code;
   const message = err instanceof Error ? err.message : '';
@@ -24,6 +24,12 @@ export function fromSqliteError(err: unknown): unknown {
     return new FenecError('storage_full', 'the tenant\'s file is at its byte quota; the write changed nothing', {
       cause: err,
       hint: 'delete rows, compact, or raise the tenant\'s maxBytes quota (PUT /t/<tenant>)',
+    });
+  }
+  if (code === 'SQLITE_BUSY') {
+    return new FenecError('file_busy', 'the file is locked by another program, which holds a write on it; the statement waited 5 s and changed nothing', {
+      cause: err,
+      hint: 'retry; if it lasts, find the program that holds the .fenec file (fuser FILE) — only fenecdb should open a file it serves',
     });
   }
   if (code === 'SQLITE_CONSTRAINT_NOTNULL') {

@@ -51,6 +51,22 @@ describe('the statement deadline inside SQLite', function () {
     expect(Date.now() - started).to.be.below(2_000);
   });
 
+  it('ends a wait for a lock another connection holds at the deadline, not after the 5 s a wait may take', () => {
+    const holder = openWritable(path.join(temp.dir, 'd.fenec'));
+    holder.exec('BEGIN IMMEDIATE');
+    holder.prepare("INSERT INTO _fenec_meta (key, value) VALUES ('held', 'by the test')").run();
+    try {
+      const started = Date.now();
+      const err = caught(() => db.within(Date.now() + 100, 100, () => db.execute('insert into big {body: "waits", n: -2}')));
+      expect(err.code).to.equal('statement_timeout');
+      expect(err.message).to.contain('for a lock that another program holds on the file');
+      expect(Date.now() - started).to.be.below(2_000);
+    } finally {
+      holder.close();
+    }
+    expect(db.execute('get big where n = -2 count')).to.deep.equal({ count: 0 });
+  });
+
   it('rolls back a write it stops: no row changed', () => {
     const err = caught(() => db.within(Date.now() + 100, 100, () => db.execute(`set big {n: -1} where ${SLOW} or n >= 0`)));
     expect(err.code).to.equal('statement_timeout');
