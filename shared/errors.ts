@@ -21,7 +21,7 @@ interface CodeEntry {
 
 export const CATALOGUE = {
   // Requests
-  bad_json: { status: 400, summary: 'The request body is not valid JSON.' },
+  bad_json: { status: 400, summary: 'The request body is not valid JSON, or not UTF-8.' },
   bad_request: { status: 400, summary: 'The request is JSON but not of the expected shape.' },
   payload_too_large: { status: 413, summary: 'The request body is larger than the server accepts.' },
   unsupported_encoding: { status: 415, summary: 'The request body is compressed (Content-Encoding): bodies are taken as they are.' },

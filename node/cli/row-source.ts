@@ -11,6 +11,7 @@
  * line.
  */
 import { FenecError } from '../../shared/errors.js';
+import { describeByte, invalidUtf8At } from '../../shared/utf8.js';
 
 export interface SourceRow {
   /** The line of the file the row starts on, 1-based. */
@@ -69,8 +70,14 @@ function stringEnd(text: string, from: number): number {
   return -1;
 }
 
-/** The row's value; a text that is not a JSON object is refused naming its line. */
+/** The row's value; a text that is not UTF-8 or not a JSON object is refused naming its line. */
 export function rowValue(row: SourceRow): Record<string, unknown> {
+  const notUtf8 = invalidUtf8At(row.bytes);
+  if (notUtf8 >= 0) {
+    throw new FenecError('bad_json', `line ${row.line}: not UTF-8 (${describeByte(row.bytes, notUtf8)} of the line begins no character)`, {
+      hint: 'convert the file to UTF-8 (iconv -f LATIN1 -t UTF-8 FILE)',
+    });
+  }
   let value: unknown;
   try {
     value = JSON.parse(row.bytes.toString('utf8'));

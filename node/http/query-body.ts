@@ -4,6 +4,7 @@
  * without the values the caller meant to bind.
  */
 import { FenecError } from '../../shared/errors.js';
+import { describeByte, invalidUtf8At } from '../../shared/utf8.js';
 
 export interface QueryBody {
   readonly statement: string;
@@ -18,6 +19,12 @@ const NO_PARAMS: readonly unknown[] = Object.freeze([]);
 /** Parses and checks a request body. @throws FenecError `bad_json` or `bad_request`. */
 export function parseQueryBody(body: Buffer): QueryBody {
   if (body.length === 0) throw new FenecError('bad_json', `the request body is empty; send ${SHAPE}`);
+  const notUtf8 = invalidUtf8At(body);
+  if (notUtf8 >= 0) {
+    throw new FenecError('bad_json', `the request body is not UTF-8: ${describeByte(body, notUtf8)} begins no character; JSON is sent as UTF-8`, {
+      hint: 'send the text as UTF-8 (a file in another encoding: iconv -f LATIN1 -t UTF-8 FILE)',
+    });
+  }
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));

@@ -132,7 +132,7 @@ export class RequestRunner {
       : { readOnly: this.#readOnly, jwt: caller.claims, policy: this.#policy };
     const tools = caller.kind === 'server' ? undefined : this.#grants(caller.claims);
     const subject = cursorSubject(caller.kind === 'server' ? undefined : caller.claims);
-    const reply = this.#mcp!.handle(body.toString('utf8'), { options, scoped: caller.kind === 'jwt', tools, subject }, (name) => {
+    const reply = this.#mcp!.handle(body, { options, scoped: caller.kind === 'jwt', tools, subject }, (name) => {
       const value = headers[name];
       return Array.isArray(value) ? value.join(', ') : value;
     });

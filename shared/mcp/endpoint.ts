@@ -9,6 +9,7 @@
 import { context, trace, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import { performance } from 'node:perf_hooks';
 import type { FenecError } from '../errors.js';
+import { describeByte, invalidUtf8At } from '../utf8.js';
 import { errorAnswer, parseMessage, resultAnswer, RpcCode, RpcFault, type Message, type RpcAnswer, type RpcRequest } from './json-rpc.js';
 import { agreedRevision, checkEnvelope, checkHeaders, HANDSHAKE, META_SERVER_INFO, META_VERSION, MODERN, SUPPORTED, unsupportedVersion, type HeaderReader } from './revisions.js';
 import { instructions } from './instructions.js';
@@ -100,8 +101,11 @@ export class McpEndpoint<O> {
    * Answers one message. `header` reads the HTTP request's headers; it is absent over stdio, where
    * only the body's rules apply. Never throws.
    */
-  handle(text: string, caller: ToolCaller<O>, header?: HeaderReader): McpReply {
-    return this.#answer(text, caller, header, undefined)!;
+  handle(message: string | Uint8Array, caller: ToolCaller<O>, header?: HeaderReader): McpReply {
+    if (typeof message === 'string') return this.#answer(message, caller, header, undefined)!;
+    const notUtf8 = invalidUtf8At(message);
+    if (notUtf8 >= 0) return fault(new RpcFault(RpcCode.parseError, `Parse error: the message is not UTF-8 (${describeByte(message, notUtf8)} begins no character)`, 400));
+    return this.#answer(Buffer.from(message.buffer, message.byteOffset, message.byteLength).toString('utf8'), caller, header, undefined)!;
   }
 
   /**

@@ -90,6 +90,17 @@ describe('fenec-server over HTTP', function () {
       expect(chunked.json.error.code).to.equal('payload_too_large');
     });
 
+    it('refuses a body that is not UTF-8 with bad_json naming the byte, where it was stored with U+FFFD in place', async () => {
+      const before = (await query(open.url, 'get notes count')).json;
+      const body = Buffer.concat([Buffer.from('{"statement": "insert into notes {title: $1}", "params": ["caf'), Buffer.from([0xe9]), Buffer.from('"]}')]);
+      const reply = await request(open.url, { method: 'POST', path: '/query', body });
+      expect(reply.status, reply.text).to.equal(400);
+      expect(reply.json.error.code).to.equal('bad_json');
+      expect(reply.json.error.message).to.contain(`byte ${body.indexOf(0xe9)} (0xe9) begins no character`);
+      expect(reply.json.error.hint).to.contain('iconv');
+      expect((await query(open.url, 'get notes count')).json).to.deep.equal(before);
+    });
+
     it('refuses a compressed body with unsupported_encoding (415), writing nothing; takes Content-Encoding: identity', async () => {
       const insert = JSON.stringify({ statement: 'insert into notes {title: "zipped"}' });
       const before = (await query(open.url, 'get notes count')).json;

@@ -37,7 +37,7 @@ describe('fenec import', function () {
     expect((await q(`create collection ${name} (title text required @text, body text @text, year int @sorted, v vector<${DIMS}> @hnsw(cosine))`)).status).to.equal(200);
     return name;
   };
-  const runImport = (args: string[], stdin?: string): Promise<Finished> =>
+  const runImport = (args: string[], stdin?: string | Buffer): Promise<Finished> =>
     sandbox.run(FENEC, ['import', '--url', server.url, ...args], { FENEC_TOKEN: TOKEN }, { timeoutMs: RUN_MS, ...(stdin === undefined ? {} : { stdin }) });
   const summaryOf = (run: Finished): Record<string, number> => {
     expect(run.code, run.stderr).to.equal(0);
@@ -131,6 +131,12 @@ describe('fenec import', function () {
     expect([two.error.code, two.line, two.committed]).to.deep.equal(['bad_json', 2, 0]);
     const array = refusalOf(await runImport([name, '-'], `${ndjson([rowOf(1)])}[{"title": "a"}]\n`));
     expect(array.error.message).to.match(/^line 2: a row is a JSON object/);
+    expect((await q(`get ${name} count`)).json.count).to.equal(0);
+    // A file saved as Latin-1: its "é" is the byte 0xe9, which decoded as UTF-8 would have been stored as U+FFFD.
+    const latin1 = Buffer.concat([Buffer.from(`${ndjson([rowOf(1)])}{"title": "caf`), Buffer.from([0xe9]), Buffer.from(`"}\n${ndjson([rowOf(3)])}`)]);
+    const notUtf8 = refusalOf(await runImport([name, '-'], latin1));
+    expect([notUtf8.error.code, notUtf8.line, notUtf8.committed]).to.deep.equal(['bad_json', 2, 0]);
+    expect(notUtf8.error.message).to.equal('line 2: not UTF-8 (byte 14 (0xe9) of the line begins no character)');
     expect((await q(`get ${name} count`)).json.count).to.equal(0);
     const unknown = refusalOf(await runImport(['nothere', '-'], ndjson([rowOf(1)])));
     expect([unknown.error.code, unknown.committed]).to.deep.equal(['unknown_collection', 0]);

@@ -124,6 +124,14 @@ describe('POST /_mcp, raw', () => {
       expectRpcError(await post(server, [{ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { jsonrpc: '2.0', id: 2, method: 'ping' }]), 400, -32600);
     });
 
+    it('refuses a message that is not UTF-8 (400, -32700), naming the byte', async () => {
+      const text = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "query", "arguments": {"statement": "get notes where title = \\"caf';
+      const body = Buffer.concat([Buffer.from(text), Buffer.from([0xe9]), Buffer.from('\\""}}}')]);
+      const reply = await request(server.url, { method: 'POST', path: '/_mcp', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${TOKEN}` }, body });
+      expectRpcError(reply, 400, -32700);
+      expect(reply.json.error.message).to.contain(`not UTF-8 (byte ${text.length} (0xe9) begins no character)`);
+    });
+
     it('refuses a body that is not JSON (400, -32700)', async () => {
       expectRpcError(await post(server, '{"jsonrpc": "2.0", "id": 1, '), 400, -32700);
     });
