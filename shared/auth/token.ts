@@ -25,7 +25,10 @@ export interface MintOptions {
 
 /** Claims `fenec token` sets itself: --claims may not override them. */
 export const RESERVED_CLAIMS: readonly string[] = ['sub', 'tenant', 'jti', 'iat', 'exp'];
-/** Random bytes in a `jti`: 128 bits, as a UUID has, so that no two tokens share one. */
+/**
+ * Random bytes in a `jti`: 128 bits, as a UUID has, so that no two tokens share one. Written in hex: a
+ * base64url jti began with "-" one time in 64, and `fenec token revoke <jti>` read it as an option.
+ */
 const JTI_BYTES = 16;
 
 const TENANT = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -53,7 +56,7 @@ export function mintToken(options: MintOptions): string {
     throw invalidOption('--claims', `may not set ${overridden.join(', ')}: fenec token sets ${RESERVED_CLAIMS.join(', ')} itself (use --sub, --tenant, --ttl; the jti is random)`);
   }
   const iat = Math.floor((options.now ?? Date.now()) / 1000);
-  const jti = randomBytes(JTI_BYTES).toString('base64url');
+  const jti = randomBytes(JTI_BYTES).toString('hex');
   const tenant = options.tenant === undefined ? {} : { tenant: options.tenant };
   const payload = { ...claims, sub: options.sub, ...tenant, jti, iat, exp: iat + options.ttlSeconds };
   return jwt.sign(payload, createSecretKey(secret), { algorithm: 'HS256' });
