@@ -18,7 +18,7 @@ export function statementTimeout(limitMs: number): FenecError {
 
 export class Deadline {
   readonly #arm: Statement;
-  /** Whether the connection's deadline is armed (hold, until release); the last one armed (epoch ms) and the limit it stands for. */
+  /** Whether the connection's deadline is armed (hold, until release); when it falls (epoch ms) and the limit it stands for. */
   #armed = false;
   #at = 0;
   #limitMs = 0;
@@ -59,7 +59,7 @@ export class Deadline {
    */
   stopped(err: unknown): boolean {
     const code = (err as { code?: unknown } | null)?.code;
-    return code === 'SQLITE_INTERRUPT' || (code === 'SQLITE_BUSY' && Date.now() >= this.#at);
+    return code === 'SQLITE_INTERRUPT' || (code === 'SQLITE_BUSY' && this.#armed && Date.now() >= this.#at);
   }
 
   /** SQLite's interruption as the refusal it is; any other error as it is. */

@@ -67,6 +67,20 @@ describe('the statement deadline inside SQLite', function () {
     expect(db.execute('get big where n = -2 count')).to.deep.equal({ count: 0 });
   });
 
+  it('answers file_busy for a write that waits out 5 s with no deadline armed (a statement run in process)', function () {
+    this.timeout(20_000);
+    db.within(Date.now() + 50, 50, () => db.execute('get big where n = 1 count'));
+    const holder = openWritable(path.join(temp.dir, 'd.fenec'));
+    holder.exec('BEGIN IMMEDIATE');
+    holder.prepare("INSERT INTO _fenec_meta (key, value) VALUES ('held', 'by the test')").run();
+    try {
+      const err = caught(() => db.execute('insert into big {body: "waits", n: -3}'));
+      expect([err.code, err.status]).to.deep.equal(['file_busy', 503]);
+    } finally {
+      holder.close();
+    }
+  });
+
   it('rolls back a write it stops: no row changed', () => {
     const err = caught(() => db.within(Date.now() + 100, 100, () => db.execute(`set big {n: -1} where ${SLOW} or n >= 0`)));
     expect(err.code).to.equal('statement_timeout');
