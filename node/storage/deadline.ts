@@ -16,6 +16,9 @@ export function statementTimeout(limitMs: number): FenecError {
   });
 }
 
+/** What to do about a lock another program holds on a served file, whichever refusal it caused. */
+export const LOCK_HINT = 'retry; if it lasts, find the program that holds the .fenec file (fuser FILE): only fenecdb should write a file it serves';
+
 export class Deadline {
   readonly #arm: Statement;
   /** Whether the connection's deadline is armed (hold, until release); when it falls (epoch ms) and the limit it stands for. */
@@ -67,7 +70,7 @@ export class Deadline {
     if (!this.stopped(err)) return err;
     if ((err as { code?: unknown }).code !== 'SQLITE_BUSY') return statementTimeout(this.#limitMs);
     return new FenecError('statement_timeout', `the statement waited past its time limit of ${this.#limitMs} ms for a lock that another program holds on the file, and was stopped; it changed nothing`, {
-      hint: 'retry; if it lasts, find the program that holds the .fenec file (fuser FILE): only fenecdb should write a file it serves',
+      hint: LOCK_HINT,
     });
   }
 }

@@ -2,6 +2,7 @@
  * SQLite's errors as FenecQL's refusals: what a constraint or a full file means to the statement.
  */
 import { FenecError } from '../../../shared/errors.js';
+import { LOCK_HINT } from '../../storage/deadline.js';
 
 /**
  * A refusal by one of a table's constraints (unique, not null, …): SQLite has undone the failing
@@ -29,7 +30,7 @@ export function fromSqliteError(err: unknown): unknown {
   if (code === 'SQLITE_BUSY') {
     return new FenecError('file_busy', 'the file is locked by another program, which holds a write on it; the statement waited 5 s and changed nothing', {
       cause: err,
-      hint: 'retry; if it lasts, find the program that holds the .fenec file (fuser FILE) — only fenecdb should open a file it serves',
+      hint: LOCK_HINT,
     });
   }
   if (code === 'SQLITE_CONSTRAINT_NOTNULL') {
