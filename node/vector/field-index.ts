@@ -27,7 +27,7 @@ import type { VectorEngine, VectorIndex, VectorIndexOptions } from '../../shared
 import type { Connection } from '../storage/sqlite.js';
 import { isDamagedIndexError } from './faiss.js';
 import { scoreOf, type ScoredRow } from './distance.js';
-import { LabelMap } from './label-map.js';
+import { LabelMap, vectorDigest } from './label-map.js';
 import { writeSnapshot, writeSnapshotInParts, type SnapshotData, type StoredSnapshot } from './snapshot.js';
 import type { VectorLog } from './vector-log.js';
 import { DEFAULT_EF_SEARCH, DEFAULT_M, EF_CONSTRUCTION, fieldKey, shapeOf, TOMBSTONE_SHARE, type FieldInfo, type FieldState, type VectorFieldSpec } from './vector-field.js';
@@ -79,10 +79,12 @@ interface JobBase {
 interface AddJob extends JobBase {
   readonly kind: 'add';
   readonly target: Served;
+  /** The batch's labels: first … first + labels - 1, one per distinct vector. */
   readonly first: number;
-  /** The rows of the batch, in label order (label first + i). */
-  readonly rowIds: readonly number[];
-  /** How many of them are live already (the parts the addon has added, seen at a search). */
+  readonly labels: number;
+  /** The rows the batch was gathered for (those gone or without a vector included). */
+  readonly rows: number;
+  /** How many of the labels are live already (the parts the addon has added, seen at a search). */
   activated: number;
 }
 interface SerializeJob extends JobBase {
@@ -167,9 +169,7 @@ export class FieldIndex {
   /** Rows whose vectors the served index does not hold yet. */
   get backlog(): number {
     this.#progress();
-    const job = this.#job;
-    const running = job?.kind === 'add' && job.target === this.#served ? job.rowIds.length - job.activated : 0;
-    return this.#queued.size + running;
+    return this.#queued.size + (this.#served?.labels.pendingCount ?? 0);
   }
 
   info(): FieldInfo {
@@ -284,8 +284,8 @@ export class FieldIndex {
       return true;
     }
     if (job.outcome === 'ok') {
-      job.target.labels.activate(job.first + job.activated, job.first + job.rowIds.length);
-      if (job.target === this.#served) this.#changed += job.rowIds.length;
+      job.target.labels.activate(job.first + job.activated, job.first + job.labels);
+      if (job.target === this.#served) this.#changed += job.rows;
     } else if (job.target === this.#served) {
       this.#ctx.failed(this, 'adding vectors', job.outcome);
       this.#queueJobRows(job);
@@ -311,18 +311,26 @@ export class FieldIndex {
     const { index, labels } = this.#served;
     const pending = this.#pendingRows();
     let allow: Uint8Array | undefined;
-    let candidates = labels.liveCount;
+    let candidates = labels.liveLabels;
     if (allowed !== null && allowed !== undefined) ({ bits: allow, count: candidates } = labels.bitmapOf(allowed));
-    else if (labels.liveCount < labels.size) allow = labels.liveBitmap(); // dead or pending labels
+    else if (labels.liveLabels < labels.size) allow = labels.liveBitmap(); // dead or pending labels
     const out: ScoredRow[] = [];
     if (Math.min(k, candidates) > 0) {
       const found = index.search(query, Math.min(k, candidates), { efSearch: efSearch ?? this.#spec.ef ?? DEFAULT_EF_SEARCH, ...(allow === undefined ? {} : { allow }) });
+      let only: Set<number> | undefined;
       for (let i = 0; i < found.labels.length; i++) {
         const label = found.labels[i]!;
         if (label < 0 || !labels.isLive(label)) continue;
-        out.push({ rowId: labels.rowOf(label), score: scoreOf(this.#spec.metric, found.distances[i]!) });
+        const score = scoreOf(this.#spec.metric, found.distances[i]!);
+        const rows = labels.rowsOf(label);
+        // A label shared by rows of equal vectors: each row of it the caller may read (one at least: the bitmap says so).
+        if (rows.length > 1 && allowed !== null && allowed !== undefined) only ??= allowed instanceof Set ? (allowed as Set<number>) : new Set(allowed);
+        for (const rowId of rows) if (only === undefined || only.has(rowId)) out.push({ rowId, score });
       }
     }
+    // Best first, ties by id as an exact scan orders them; a shared label may have brought more than k.
+    out.sort((a, b) => b.score - a.score || a.rowId - b.rowId);
+    if (out.length > k) out.length = k;
     return { found: out, pending };
   }
 
@@ -461,18 +469,37 @@ export class FieldIndex {
 
   /** A failed or abandoned add's rows, back in the queue (their vectors are read again). */
   #queueJobRows(job: AddJob): void {
-    for (const rowId of job.rowIds) this.#queued.add(rowId);
+    for (let label = job.first; label < job.first + job.labels; label++) for (const rowId of job.target.labels.rowsOf(label)) this.#queued.add(rowId);
   }
 
   /** The rows' vectors as the file holds them now (rows gone or without a vector are left out). */
-  #gather(rowIds: readonly number[]): VectorBatch {
+  /**
+   * The rows' vectors as the file holds them now (rows gone or without a vector are left out), for
+   * target's index: a row whose vector the index holds already joins its label at once; the others
+   * come back as a batch of distinct vectors, each with the rows holding it.
+   */
+  #gather(target: Served, rowIds: readonly number[]): VectorBatch {
     const batch = new VectorBatch(this.#spec.dims, this.#spec.metric === 'cosine');
-    for (const { rowId, blob } of this.#rows.gather(rowIds)) batch.push(rowId, blob);
+    for (const { rowId, blob } of this.#rows.gather(rowIds)) {
+      const digest = vectorDigest(blob);
+      const label = target.labels.shared(digest);
+      if (label === undefined) batch.push(rowId, blob, digest);
+      else target.labels.attach(rowId, label);
+    }
     return batch;
   }
 
+  /** Labels the batch's vectors from `first` on, with the rows holding each. */
+  #label(target: Served, batch: VectorBatch, first: number, pending: boolean): void {
+    assert(first === target.labels.size, `Faiss labelled the batch from ${first}; the map expected ${target.labels.size}`);
+    for (let i = 0; i < batch.count; i++) {
+      const label = target.labels.append(batch.rowIds[i]!, batch.digests[i]!, pending);
+      for (const rowId of batch.moreOf(i)) target.labels.attach(rowId, label);
+    }
+  }
+
   #applyNow(served: Served, rowIds: readonly number[]): void {
-    const batch = this.#gather(rowIds);
+    const batch = this.#gather(served, rowIds);
     let first = served.labels.size;
     try {
       if (batch.count > 0) first = served.index.add(batch.vectors());
@@ -483,20 +510,19 @@ export class FieldIndex {
       this.#tryBuild();
       return;
     }
-    assert(first === served.labels.size, `Faiss labelled the batch from ${first}; the map expected ${served.labels.size}`);
-    for (const rowId of batch.rowIds) served.labels.append(rowId);
+    this.#label(served, batch, first, false);
     this.#changed += rowIds.length;
   }
 
   #startAdd(target: Served, rowIds: readonly number[]): void {
-    const batch = this.#gather(rowIds);
+    const batch = this.#gather(target, rowIds);
     if (batch.count === 0) {
       if (target === this.#served) this.#changed += rowIds.length;
       return;
     }
     const first = target.labels.size;
-    for (const rowId of batch.rowIds) target.labels.append(rowId, true);
-    const job: AddJob = { kind: 'add', target, first, rowIds: batch.rowIds, activated: 0, done: Promise.resolve() };
+    this.#label(target, batch, first, true);
+    const job: AddJob = { kind: 'add', target, first, labels: batch.count, rows: rowIds.length, activated: 0, done: Promise.resolve() };
     job.done = this.#run(job, target.index.addAsync(batch.vectors()), first);
     this.#job = job;
   }
@@ -515,7 +541,7 @@ export class FieldIndex {
   #progress(): void {
     const job = this.#job;
     if (job?.kind !== 'add' || job.target !== this.#served || job.outcome !== undefined) return;
-    const added = Math.min(job.rowIds.length, job.target.index.ntotal - job.first);
+    const added = Math.min(job.labels, job.target.index.ntotal - job.first);
     if (added <= job.activated) return;
     job.target.labels.activate(job.first + job.activated, job.first + added);
     job.activated = added;
@@ -524,9 +550,9 @@ export class FieldIndex {
   /** Rows the served index does not hold yet: queued, or in the part of a running add not yet added. */
   #pendingRows(): Set<number> {
     const job = this.#job;
-    if (job?.kind !== 'add' || job.target !== this.#served || job.activated === job.rowIds.length) return this.#queued;
+    if (job?.kind !== 'add' || job.target !== this.#served || job.activated === job.labels) return this.#queued;
     const pending = new Set(this.#queued);
-    for (let i = job.activated; i < job.rowIds.length; i++) pending.add(job.rowIds[i]!);
+    for (let label = job.first + job.activated; label < job.first + job.labels; label++) for (const rowId of job.target.labels.rowsOf(label)) pending.add(rowId);
     return pending;
   }
 

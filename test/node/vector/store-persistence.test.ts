@@ -89,6 +89,21 @@ describe('VectorStore persistence (node/vector/store)', () => {
   afterEach(() => f.remove());
 
   describe('snapshots', () => {
+    it('keeps rows of equal vectors under one label through a snapshot: a copy written later joins it', async () => {
+      const common = Array.from({ length: 10 }, () => randomVector(DIMS, f.random));
+      const insert = f.db.prepare('INSERT INTO c_docs (vec) VALUES (?)');
+      const write = (n: number): void => f.db.transaction(() => { for (let i = 0; i < n; i++) insert.run(blob(common[i % 10]!)); })();
+      write(100);
+      await f.open().idle();
+      f.store!.close();
+      const store = f.open();
+      expect(store.info('docs', 'vec')).to.include({ snapshotSeq: f.snapshotRow()!.seq, ntotal: 10, live: 100 });
+      write(30);
+      store.catchUp();
+      expect(store.info('docs', 'vec')).to.include({ ntotal: 10, live: 130, pending: 0 });
+      f.check(20, 'after the copies joined');
+    });
+
     it('stores the index at close; reopened, it loads it and replays the log after it', async () => {
       f.insert(3000);
       await f.open().idle();
