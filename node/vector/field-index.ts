@@ -317,15 +317,15 @@ export class FieldIndex {
     const out: ScoredRow[] = [];
     if (Math.min(k, candidates) > 0) {
       const found = index.search(query, Math.min(k, candidates), { efSearch: efSearch ?? this.#spec.ef ?? DEFAULT_EF_SEARCH, ...(allow === undefined ? {} : { allow }) });
-      let only: Set<number> | undefined;
+      let only: ReadonlySet<number> | null | undefined;
       for (let i = 0; i < found.labels.length; i++) {
         const label = found.labels[i]!;
         if (label < 0 || !labels.isLive(label)) continue;
         const score = scoreOf(this.#spec.metric, found.distances[i]!);
-        const rows = labels.rowsOf(label);
-        // A label shared by rows of equal vectors: each row of it the caller may read (one at least: the bitmap says so).
-        if (rows.length > 1 && allowed !== null && allowed !== undefined) only ??= allowed instanceof Set ? (allowed as Set<number>) : new Set(allowed);
-        for (const rowId of rows) if (only === undefined || only.has(rowId)) out.push({ rowId, score });
+        // A label of one row is allowed (the bitmap says so); one that rows of equal vectors share
+        // answers its k lowest ids the caller may read (a set of them made only then).
+        if (labels.rowCount(label) > 1) only ??= allowed === null || allowed === undefined ? null : allowed instanceof Set ? (allowed as Set<number>) : new Set(allowed);
+        for (const rowId of labels.lowestRows(label, k, only ?? null)) out.push({ rowId, score });
       }
     }
     // Best first, ties by id as an exact scan orders them; a shared label may have brought more than k.

@@ -91,11 +91,44 @@ export class LabelMap {
     return label >= 0 && label < this.#size && this.#state[label] === LIVE;
   }
 
+  /** How many rows a label stands for. */
+  rowCount(label: number): number {
+    return label < 0 || label >= this.#size || this.#first[label] === -1 ? 0 : 1 + (this.#more.get(label)?.size ?? 0);
+  }
+
   /** The rows a label stands for: none when dead. */
   rowsOf(label: number): number[] {
     if (label < 0 || label >= this.#size || this.#first[label] === -1) return [];
     const more = this.#more.get(label);
     return more === undefined ? [this.#first[label]!] : [this.#first[label]!, ...more];
+  }
+
+  /**
+   * Up to k of the label's rows, lowest ids first, of those `allowed` holds (every row when null): a
+   * pass over the label's rows or the allowed ones, whichever are fewer, never a sort of them all.
+   */
+  lowestRows(label: number, k: number, allowed: ReadonlySet<number> | null): number[] {
+    const first = this.#first[label]!;
+    const more = this.#more.get(label);
+    if (first === -1 || k <= 0) return [];
+    if (more === undefined) return allowed === null || allowed.has(first) ? [first] : [];
+    const out: number[] = [];
+    const consider = (rowId: number): void => {
+      if (out.length === k && rowId >= out[k - 1]!) return;
+      let at = out.length === k ? k - 1 : out.length;
+      while (at > 0 && out[at - 1]! > rowId) {
+        out[at] = out[at - 1]!;
+        at--;
+      }
+      out[at] = rowId;
+    };
+    if (allowed !== null && allowed.size < more.size + 1) {
+      for (const rowId of allowed) if (this.#byRow.get(rowId) === label) consider(rowId);
+      return out;
+    }
+    if (allowed === null || allowed.has(first)) consider(first);
+    for (const rowId of more) if (allowed === null || allowed.has(rowId)) consider(rowId);
+    return out;
   }
 
   /** The live or pending label whose vector has this digest, if any. */

@@ -243,6 +243,26 @@ describe('VectorStore (node/vector/store)', function () {
       }
     });
 
+    it('answer the lowest ids of a vector thousands of rows hold, of those allowed', async () => {
+      setup = new Setup('docs (vec vector<4> @hnsw(cosine))');
+      const random = seededRandom(8);
+      const common = [0.5, -0.5, 0.5, 0.5];
+      const all = [...Array.from({ length: 20_000 }, () => common), ...vectors(500, 4, random)];
+      for (let i = all.length - 1; i > 0; i--) {
+        const j = Math.floor(random() * (i + 1));
+        [all[i], all[j]] = [all[j]!, all[i]!];
+      }
+      const ids = setup.insert('vec', all);
+      const holders = ids.filter((_, i) => all[i] === common);
+      const store = setup.open();
+      await store.idle();
+      expect(store.info('docs', 'vec')).to.include({ ntotal: 501, live: 20_500 });
+      expect(store.search('docs', 'vec', common, 10).map((r) => r.rowId)).to.deep.equal(holders.slice(0, 10));
+      const allowed = holders.filter((_, i) => i % 7 === 3);
+      expect(store.search('docs', 'vec', common, 5, allowed).map((r) => r.rowId)).to.deep.equal(allowed.slice(0, 5));
+      expect(store.search('docs', 'vec', common, 5, new Set(allowed.slice(-2))).map((r) => r.rowId)).to.deep.equal(allowed.slice(-2));
+    });
+
     it('keep a vector while one row holds it: a change moves the row to its new vector, and the last row to go leaves a tombstone', () => {
       setup = new Setup('docs (vec vector<3> @hnsw(l2))');
       const [a, b, c] = [[1, 0, 0], [0, 1, 0], [0, 0, 1]];
