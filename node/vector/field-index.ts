@@ -472,7 +472,6 @@ export class FieldIndex {
     for (let label = job.first; label < job.first + job.labels; label++) for (const rowId of job.target.labels.rowsOf(label)) this.#queued.add(rowId);
   }
 
-  /** The rows' vectors as the file holds them now (rows gone or without a vector are left out). */
   /**
    * The rows' vectors as the file holds them now (rows gone or without a vector are left out), for
    * target's index: a row whose vector the index holds already joins its label at once; the others
