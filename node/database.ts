@@ -306,17 +306,20 @@ export class FenecDatabase {
     const visible = policy === undefined ? undefined : (name: string) => policy.rules.get(name)?.read === true;
     // The index state counts rows, the policy's or not: for the server token only.
     const indexes = policy === undefined ? (collection: string, field: string) => this.#indexState(collection, field) : undefined;
+    // A small index is built again and stored before the file is compacted, so that compact leaves the
+    // file as it answers; a large one is rebuilt in the background after (searches stay right meanwhile,
+    // and failures reach onVectorEvent).
+    const compacted = statement.kind === 'Compact' ? { collection: statement.collection } : undefined;
+    const later = compacted === undefined ? [] : this.#catalog.vectorFields().filter(
+      (spec) => (compacted.collection === undefined || spec.collection === compacted.collection) && !this.#vectors.rebuildNow(spec.collection, spec.field),
+    );
     const answer = runSchemaStatement(statement, this.#catalog, this.#db, ctx, visible, indexes);
     switch (statement.kind) {
       case 'Compact': {
-        const compacted = statement.collection;
-        for (const spec of this.#catalog.vectorFields()) {
-          // The rebuild goes on in the background; searches stay right meanwhile, and failures reach onVectorEvent.
-          if (compacted === undefined || spec.collection === compacted) {
-            const rebuild = this.#vectors.rebuild(spec.collection, spec.field).catch(() => undefined);
-            this.#rebuilds.add(rebuild);
-            void rebuild.then(() => this.#rebuilds.delete(rebuild));
-          }
+        for (const spec of later) {
+          const rebuild = this.#vectors.rebuild(spec.collection, spec.field).catch(() => undefined);
+          this.#rebuilds.add(rebuild);
+          void rebuild.then(() => this.#rebuilds.delete(rebuild));
         }
         break;
       }

@@ -233,6 +233,24 @@ export class FieldIndex {
     this.pump();
   }
 
+  /**
+   * Builds the served index again from the rows on the spot, when it has nothing in the background
+   * and its rows hold at most `syncLimit` floats; false (nothing done) otherwise. The caller has
+   * caught up with the log.
+   */
+  rebuildNow(): boolean {
+    if (this.#served === null || this.#job !== null || this.#rebuild !== null || this.#storing !== null) return false;
+    const rowIds = this.#rows.ids();
+    if (rowIds.length * this.#spec.dims > this.#ctx.syncLimit) return false;
+    const fresh: Served = { index: this.#ctx.engine.create(this.#indexOptions()), labels: new LabelMap() };
+    this.#serve(fresh, Math.max(this.#ctx.log.maxSeq(), this.#seq));
+    this.#queued = new Set();
+    this.#applyNow(fresh, rowIds);
+    this.#rebuilt = true;
+    this.#failed = false;
+    return true;
+  }
+
   /** Takes the field's log entries after seq up to upTo: their rows' labels die now, and the rows queue. */
   take(rowIds: ReadonlySet<number>, upTo: number): void {
     if (this.#served === null) return;

@@ -273,6 +273,20 @@ export class VectorStore {
     this.catchUp(); // applies what came meanwhile, and stores the new index
   }
 
+  /**
+   * rebuild() on the spot, the new index stored before it returns, for an index of at most syncLimit
+   * floats with nothing in the background; false (nothing done) otherwise. Not inside a transaction.
+   */
+  rebuildNow(collection: string, field: string): boolean {
+    this.#assertOpen();
+    const index = this.#fields.get(fieldKey(collection, field));
+    assert(index !== undefined, `${collection}.${field} is not an @hnsw field of this store`);
+    this.catchUp();
+    if (!index.rebuildNow()) return false;
+    this.catchUp(); // stores the new index
+    return true;
+  }
+
   /** Resolves when no background job runs (each has been settled). Not inside a write transaction. */
   async idle(): Promise<void> {
     for (;;) {

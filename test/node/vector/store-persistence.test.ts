@@ -89,6 +89,21 @@ describe('VectorStore persistence (node/vector/store)', () => {
   afterEach(() => f.remove());
 
   describe('snapshots', () => {
+    it('rebuilds a small index on the spot and stores it before returning (compact); a large one is left to the background', async () => {
+      f.insert(300); // 300 × 16 floats: under the store's syncLimit
+      const store = f.open();
+      await store.idle();
+      f.churn(20); // tombstones, under the share that starts a rebuild by itself
+      expect(store.info('docs', 'vec')!.tombstones).to.be.above(0);
+      expect(store.rebuildNow('docs', 'vec')).to.equal(true);
+      const info = store.info('docs', 'vec')!;
+      expect(info).to.include({ state: 'ready', tombstones: 0, pending: 0, snapshotSeq: info.seq });
+      expect(f.snapshotRow()!.seq, 'stored in the file').to.equal(info.seq);
+      f.check(20, 'after the rebuild');
+      f.insert(2000);
+      expect(store.rebuildNow('docs', 'vec'), 'past syncLimit').to.equal(false);
+    });
+
     it('keeps rows of equal vectors under one label through a snapshot: a copy written later joins it', async () => {
       const common = Array.from({ length: 10 }, () => randomVector(DIMS, f.random));
       const insert = f.db.prepare('INSERT INTO c_docs (vec) VALUES (?)');
