@@ -19,7 +19,7 @@ import { measure, run } from './query/execute/run-plan.js';
 import { fromSqliteError } from './query/execute/sqlite-errors.js';
 import { StatementCache } from './query/execute/statement-cache.js';
 import { deleteExpired } from './query/execute/expiry.js';
-import { VectorStore, type VectorStoreEvent } from './vector/store.js';
+import { VectorStore, type VectorFieldSpec, type VectorStoreEvent } from './vector/store.js';
 import type { Plan } from './query/plan/plan-types.js';
 import { plan } from './query/plan/row-statement.js';
 import { runSchemaStatement, type IndexState } from './query/execute/schema-statements.js';
@@ -306,13 +306,7 @@ export class FenecDatabase {
     const visible = policy === undefined ? undefined : (name: string) => policy.rules.get(name)?.read === true;
     // The index state counts rows, the policy's or not: for the server token only.
     const indexes = policy === undefined ? (collection: string, field: string) => this.#indexState(collection, field) : undefined;
-    // A small index is built again and stored before the file is compacted, so that compact leaves the
-    // file as it answers; a large one is rebuilt in the background after (searches stay right meanwhile,
-    // and failures reach onVectorEvent).
-    const compacted = statement.kind === 'Compact' ? { collection: statement.collection } : undefined;
-    const later = compacted === undefined ? [] : this.#catalog.vectorFields().filter(
-      (spec) => (compacted.collection === undefined || spec.collection === compacted.collection) && !this.#vectors.rebuildNow(spec.collection, spec.field),
-    );
+    const later = statement.kind === 'Compact' ? this.#rebuildSmallIndexes(statement.collection) : [];
     const answer = runSchemaStatement(statement, this.#catalog, this.#db, ctx, visible, indexes);
     switch (statement.kind) {
       case 'Compact': {
@@ -336,6 +330,15 @@ export class FenecDatabase {
         unreachable(statement);
     }
     return answer;
+  }
+
+  /**
+   * Before compact: the vector indexes of the collection (or of all) built again and stored on the
+   * spot when small, so that compact leaves the file as it answers; the large ones, to rebuild in the
+   * background after (searches stay right meanwhile, and failures reach onVectorEvent).
+   */
+  #rebuildSmallIndexes(collection: string | undefined): VectorFieldSpec[] {
+    return this.#catalog.vectorFields().filter((spec) => (collection === undefined || spec.collection === collection) && !this.#vectors.rebuildNow(spec.collection, spec.field));
   }
 
   /** A vector index's state as `schema` shows it; undefined for a field without one. */

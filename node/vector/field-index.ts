@@ -492,32 +492,25 @@ export class FieldIndex {
 
   /**
    * The rows' vectors as the file holds them now (rows gone or without a vector are left out), for
-   * target's index: a row whose vector the index holds already joins its label at once; the others
-   * come back as a batch of distinct vectors, each with the rows holding it.
+   * target's index: a row whose vector the index, or this batch, holds already joins that vector's
+   * label; each other vector gets a pending label (from target's size on, in batch order) and goes
+   * into the batch.
    */
   #gather(target: Served, rowIds: readonly number[]): VectorBatch {
     const batch = new VectorBatch(this.#spec.dims, this.#spec.metric === 'cosine');
     for (const { rowId, blob } of this.#rows.gather(rowIds)) {
       const digest = vectorDigest(blob);
       const label = target.labels.shared(digest);
-      if (label === undefined) batch.push(rowId, blob, digest);
-      else target.labels.attach(rowId, label);
+      if (label !== undefined) target.labels.attach(rowId, label);
+      else if (batch.push(rowId, blob)) target.labels.append(rowId, digest, true);
     }
     return batch;
   }
 
-  /** Labels the batch's vectors from `first` on, with the rows holding each. */
-  #label(target: Served, batch: VectorBatch, first: number, pending: boolean): void {
-    assert(first === target.labels.size, `Faiss labelled the batch from ${first}; the map expected ${target.labels.size}`);
-    for (let i = 0; i < batch.count; i++) {
-      const label = target.labels.append(batch.rowIds[i]!, batch.digests[i]!, pending);
-      for (const rowId of batch.moreOf(i)) target.labels.attach(rowId, label);
-    }
-  }
-
   #applyNow(served: Served, rowIds: readonly number[]): void {
+    const expected = served.labels.size;
     const batch = this.#gather(served, rowIds);
-    let first = served.labels.size;
+    let first = expected;
     try {
       if (batch.count > 0) first = served.index.add(batch.vectors());
     } catch (err) {
@@ -527,18 +520,18 @@ export class FieldIndex {
       this.#tryBuild();
       return;
     }
-    this.#label(served, batch, first, false);
+    assert(first === expected, `Faiss labelled the batch from ${first}; the map expected ${expected}`);
+    served.labels.activate(first, first + batch.count);
     this.#changed += rowIds.length;
   }
 
   #startAdd(target: Served, rowIds: readonly number[]): void {
+    const first = target.labels.size;
     const batch = this.#gather(target, rowIds);
     if (batch.count === 0) {
       if (target === this.#served) this.#changed += rowIds.length;
       return;
     }
-    const first = target.labels.size;
-    this.#label(target, batch, first, true);
     const job: AddJob = { kind: 'add', target, first, labels: batch.count, rows: rowIds.length, activated: 0, done: Promise.resolve() };
     job.done = this.#run(job, target.index.addAsync(batch.vectors()), first);
     this.#job = job;

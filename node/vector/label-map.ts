@@ -12,8 +12,8 @@
  *
  * A row's vector changing or going away takes the row off its label; a label left without rows is a
  * tombstone: dead here, so that no search may return it (the `allow` bitmap), until a rebuild drops
- * them all. A label is live, dead, or pending (added by an addAsync still running: not yet
- * searchable, not yet dead).
+ * them all. A label is live, dead, or pending (its vector's add has not ended: not yet searchable,
+ * not yet dead).
  */
 import assert from 'node:assert/strict';
 import { hash } from 'node:crypto';

@@ -79,19 +79,9 @@ export class VectorRows {
   }
 }
 
-/**
- * Vectors gathered for one add: n × dims floats (normalised for cosine), one per distinct vector,
- * each with the rows that hold it (label-map.ts: rows of equal vectors share a label), grown by doubling.
- */
+/** Vectors gathered for one add: n × dims floats (normalised for cosine) and their rows, grown by doubling. */
 export class VectorBatch {
-  /** Each vector's first row. */
   readonly rowIds: number[] = [];
-  /** Each vector's digest (vectorDigest). */
-  readonly digests: Buffer[] = [];
-  /** Vector i → the batch's other rows holding it. */
-  readonly #more = new Map<number, number[]>();
-  /** A digest (as latin1) → its vector's place in the batch. */
-  readonly #seen = new Map<string, number>();
   readonly #dims: number;
   readonly #normalise: boolean;
   #data: Float32Array;
@@ -102,24 +92,12 @@ export class VectorBatch {
     this.#data = new Float32Array(dims * 64);
   }
 
-  /** Distinct vectors gathered. */
   get count(): number {
     return this.rowIds.length;
   }
 
-  /**
-   * Adds the row's vector, or the row to the vector the batch holds already with that digest; false
-   * (and nothing added) when the BLOB is not a vector of the field (see distance.ts).
-   */
-  push(rowId: number, blob: Uint8Array, digest: Buffer): boolean {
-    const key = digest.toString('latin1');
-    const same = this.#seen.get(key);
-    if (same !== undefined) {
-      const more = this.#more.get(same);
-      if (more === undefined) this.#more.set(same, [rowId]);
-      else more.push(rowId);
-      return true;
-    }
+  /** Adds the row's vector; false (and nothing added) when the BLOB is not a vector of the field (see distance.ts). */
+  push(rowId: number, blob: Uint8Array): boolean {
     const v = vectorOf(blob, this.#dims);
     if (v === null) return false;
     const at = this.rowIds.length * this.#dims;
@@ -130,15 +108,8 @@ export class VectorBatch {
     }
     if (this.#normalise) normaliseInto(v, this.#data, at);
     else this.#data.set(v, at);
-    this.#seen.set(key, this.rowIds.length);
     this.rowIds.push(rowId);
-    this.digests.push(digest);
     return true;
-  }
-
-  /** The batch's other rows holding vector i. */
-  moreOf(i: number): readonly number[] {
-    return this.#more.get(i) ?? [];
   }
 
   /** The floats gathered (a view). */
