@@ -125,6 +125,8 @@ export class FenecDatabase {
     this.#db = db;
     this.#lock = lock;
     this.#catalog = new Catalog(db);
+    // A file from before vectors were kept in tables of their own is moved to that layout once (catalog.ts).
+    if (!options.readOnly) db.transaction(() => this.#catalog.upgradeLayout())();
     this.#statements = new StatementCache(db);
     this.#deadline = new Deadline(db);
     this.#cacheVersion = this.#catalog.version;

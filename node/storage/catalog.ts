@@ -3,9 +3,17 @@
  * and the tables and indexes that hold them.
  *
  * A collection `notes` is the STRICT table `c_notes` with `id INTEGER PRIMARY KEY AUTOINCREMENT`
- * (AUTOINCREMENT: an id is never handed out twice, even after a delete) and one column per field.
- * `unique` is a unique index `u.notes.F`; `@hash` and `@sorted` are the B-tree index `i.notes.F`
- * (SQLite has no hash index: a B-tree serves `=`, `in`, ranges and `order` alike).
+ * (AUTOINCREMENT: an id is never handed out twice, even after a delete) and one column per field but
+ * its vectors. `unique` is a unique index `u.notes.F`; `@hash` and `@sorted` are the B-tree index
+ * `i.notes.F` (SQLite has no hash index: a B-tree serves `=`, `in`, ranges and `order` alike).
+ *
+ * A vector field `notes.V` is a table of its own, `c_notes.V` (`id`, `V`): a 384-dim vector is 1 536
+ * bytes, and in the row it made the row table hold two rows a 4 KiB page where it holds thirty without;
+ * every read that does not ask for the vector (a `match`, a filter's scan, `count`) read fifteen times
+ * the pages. A row has a row in the vector's table once it has been written with a value for it (null
+ * included); none reads as null. The trigger `c_notes.V.delete` deletes it with its row. Files written
+ * before (definition without `vectors: "apart"`) are moved to this layout when first opened writable
+ * (upgradeLayout); opened read-only, their vectors are read where they are (Field.apart undefined).
  */
 import type { FieldDef, FieldType } from '../../shared/fenecql/ast.js';
 import { FenecError } from '../../shared/errors.js';
@@ -13,7 +21,7 @@ import { printFieldType } from '../../shared/fenecql/print.js';
 import { didYouMean } from '../../shared/nearest-name.js';
 import { textIndexSql } from '../search/text-index.js';
 import type { VectorFieldSpec } from '../vector/vector-field.js';
-import { vectorFieldSql } from '../vector/vector-log.js';
+import { triggerNames, vectorFieldSql, vectorTable } from '../vector/vector-log.js';
 import { columnType, decoderFor } from './codec.js';
 import { ident, type Connection } from './sqlite.js';
 
@@ -21,8 +29,10 @@ export interface Field {
   readonly def: FieldDef;
   readonly name: string;
   readonly type: FieldType;
-  /** The quoted column name. */
+  /** The quoted column name: in the collection's table, or in `apart`. */
   readonly column: string;
+  /** A vector field's own table (quoted), or undefined: the column is in the collection's table. */
+  readonly apart: string | undefined;
   readonly decode: (stored: unknown) => unknown;
   readonly isVector: boolean;
 }
@@ -36,6 +46,24 @@ export interface Collection {
   readonly byName: ReadonlyMap<string, Field>;
   /** The `@text` fields, in the order of the text index's columns. */
   readonly textFields: readonly Field[];
+  /** The fields whose values are in the collection's table (all but the vectors kept apart). */
+  readonly rowFields: readonly Field[];
+  /** The vector fields kept in tables of their own. */
+  readonly apartFields: readonly Field[];
+}
+
+/** How a collection's definition is stored: its fields, and whether its vectors are kept apart (all since that layout). */
+interface StoredDefinition {
+  readonly fields: readonly FieldDef[];
+  readonly vectors?: 'apart';
+}
+
+/**
+ * A field's value as SQL, in a statement over the collection's table under the name `table`: its
+ * column, or for a vector kept apart, the value its table holds for the row (null without one).
+ */
+export function fieldSql(field: Field, table: string): string {
+  return field.apart === undefined ? `${table}.${field.column}` : `(SELECT ${field.column} FROM ${field.apart} WHERE "id" = ${table}."id")`;
 }
 
 /** The implicit `id int` every collection has. */
@@ -55,17 +83,43 @@ function withoutPositions<T>(tree: T): T {
   return JSON.parse(JSON.stringify(tree, (key, value) => (key === 'pos' ? undefined : value))) as T;
 }
 
-function buildCollection(name: string, defs: readonly FieldDef[]): Collection {
+function buildCollection(name: string, defs: readonly FieldDef[], vectorsApart = true): Collection {
   const fields = defs.map((def): Field => ({
     def,
     name: def.name,
     type: def.type,
     column: ident(def.name),
+    apart: vectorsApart && def.type.kind === 'vector' ? vectorTable(name, def.name) : undefined,
     decode: decoderFor(def.type),
     isVector: def.type.kind === 'vector',
   }));
   const textFields = fields.filter((f) => hasAnnotation(f.def, 'text'));
-  return Object.freeze({ name, table: tableName(name), fields, byName: new Map(fields.map((f) => [f.name, f])), textFields });
+  return Object.freeze({
+    name,
+    table: tableName(name),
+    fields,
+    byName: new Map(fields.map((f) => [f.name, f])),
+    textFields,
+    rowFields: fields.filter((f) => f.apart === undefined),
+    apartFields: fields.filter((f) => f.apart !== undefined),
+  });
+}
+
+function isApart(def: FieldDef): boolean {
+  return def.type.kind === 'vector';
+}
+
+/** The statements that make a vector field's table, and the trigger that deletes its value with the row. */
+function apartCreate(collection: string, def: FieldDef): string[] {
+  const table = vectorTable(collection, def.name);
+  return [
+    `CREATE TABLE ${table} ("id" INTEGER PRIMARY KEY, ${columnSql(def)}) STRICT`,
+    `CREATE TRIGGER ${apartTrigger(collection, def.name)} AFTER DELETE ON ${tableName(collection)} BEGIN DELETE FROM ${table} WHERE "id" = old."id"; END`,
+  ];
+}
+
+function apartTrigger(collection: string, field: string): string {
+  return ident(`c_${collection}.${field}.delete`);
 }
 
 function hasAnnotation(def: FieldDef, kind: FieldDef['annotations'][number]['kind']): boolean {
@@ -89,7 +143,7 @@ function derivedIndexes(collection: string, defs: readonly FieldDef[]): DerivedI
     indexes.push({ key: `text:${text.map((def) => def.name).join(',')}`, create: sql.create, drop: sql.drop });
   }
   for (const def of defs.filter((d) => hasAnnotation(d, 'hnsw'))) {
-    const sql = vectorFieldSql(collection, def.name);
+    const sql = vectorFieldSql(collection, def.name, vectorTable(collection, def.name));
     indexes.push({ key: `vector:${def.name}`, create: sql.create, drop: sql.drop });
   }
   return indexes;
@@ -168,9 +222,38 @@ export class Catalog {
       definition: string;
     }[];
     for (const row of rows) {
-      const { fields } = JSON.parse(row.definition) as { fields: FieldDef[] };
-      this.#collections.set(row.name, buildCollection(row.name, fields));
+      const { fields, vectors } = JSON.parse(row.definition) as StoredDefinition;
+      this.#collections.set(row.name, buildCollection(row.name, fields, vectors === 'apart'));
     }
+  }
+
+  /**
+   * Moves the vectors of collections written before they were kept apart (see the top of this file)
+   * into their own tables: each vector field's table made and filled, its column dropped from the
+   * row table (which SQLite rewrites), its index log's triggers moved. Ids, vectors, the log and the
+   * stored index snapshots are unchanged. Run by a writable open, before anything reads the catalogue;
+   * one transaction. Answers the collections moved.
+   */
+  upgradeLayout(): string[] {
+    const rows = this.#db.prepare('SELECT name, definition FROM _fenec_collections').all() as { name: string; definition: string }[];
+    const moved: string[] = [];
+    for (const row of rows) {
+      const { fields, vectors } = JSON.parse(row.definition) as StoredDefinition;
+      if (vectors === 'apart') continue;
+      const table = tableName(row.name);
+      for (const def of fields.filter(isApart)) {
+        // SQLite refuses to drop a column a trigger names; the index log's are made again on the new table.
+        for (const trigger of triggerNames(row.name, def.name)) this.#db.exec(`DROP TRIGGER IF EXISTS ${trigger}`);
+        for (const sql of apartCreate(row.name, def)) this.#db.exec(sql);
+        this.#db.exec(`INSERT INTO ${vectorTable(row.name, def.name)} ("id", ${ident(def.name)}) SELECT "id", ${ident(def.name)} FROM ${table} WHERE ${ident(def.name)} IS NOT NULL`);
+        this.#db.exec(`ALTER TABLE ${table} DROP COLUMN ${ident(def.name)}`);
+        if (hasAnnotation(def, 'hnsw')) for (const sql of vectorFieldSql(row.name, def.name, vectorTable(row.name, def.name)).triggers) this.#db.exec(sql);
+      }
+      this.#db.prepare('UPDATE _fenec_collections SET definition = ? WHERE name = ?').run(JSON.stringify({ fields, vectors: 'apart' } satisfies StoredDefinition), row.name);
+      moved.push(row.name);
+    }
+    if (moved.length > 0) this.reload();
+    return moved;
   }
 
   get version(): number {
@@ -209,7 +292,7 @@ export class Catalog {
       collection.fields.flatMap((field) =>
         field.def.annotations.flatMap((a) =>
           a.kind === 'hnsw' && field.type.kind === 'vector'
-            ? [{ collection: collection.name, field: field.name, dims: field.type.dims, metric: a.metric, m: a.m, ef: a.ef, efConstruction: a.efConstruction }]
+            ? [{ collection: collection.name, field: field.name, table: field.apart ?? collection.table, dims: field.type.dims, metric: a.metric, m: a.m, ef: a.ef, efConstruction: a.efConstruction }]
             : [],
         ),
       ),
@@ -232,11 +315,11 @@ export class Catalog {
       checkField(name, def);
     }
     const stored = withoutPositions(defs);
-    const columns = ['"id" INTEGER PRIMARY KEY AUTOINCREMENT', ...stored.map((def) => columnSql(def))];
+    const columns = ['"id" INTEGER PRIMARY KEY AUTOINCREMENT', ...stored.filter((def) => !isApart(def)).map((def) => columnSql(def))];
     this.#db.exec(`CREATE TABLE ${tableName(name)} (${columns.join(', ')}) STRICT`);
-    for (const def of stored) for (const sql of indexStatements(name, def)) this.#db.exec(sql);
+    for (const def of stored) for (const sql of isApart(def) ? apartCreate(name, def) : indexStatements(name, def)) this.#db.exec(sql);
     for (const index of derivedIndexes(name, stored)) for (const sql of index.create) this.#db.exec(sql);
-    this.#db.prepare('INSERT INTO _fenec_collections (name, definition, created) VALUES (?, ?, ?)').run(name, JSON.stringify({ fields: stored }), Date.now());
+    this.#db.prepare('INSERT INTO _fenec_collections (name, definition, created) VALUES (?, ?, ?)').run(name, JSON.stringify({ fields: stored, vectors: 'apart' } satisfies StoredDefinition), Date.now());
     this.#collections.set(name, buildCollection(name, stored));
     this.#version++;
   }
@@ -244,6 +327,7 @@ export class Catalog {
   drop(name: string): void {
     const collection = this.require(name);
     for (const index of derivedIndexes(name, collection.fields.map((f) => f.def))) for (const sql of index.drop) this.#db.exec(sql);
+    for (const field of collection.apartFields) this.#db.exec(`DROP TABLE ${field.apart!}`);
     this.#db.exec(`DROP TABLE ${collection.table}`);
     this.#db.prepare('DELETE FROM _fenec_collections WHERE name = ?').run(name);
     this.#collections.delete(name);
@@ -268,6 +352,11 @@ export class Catalog {
       });
     }
     this.#alter(collection, [...collection.fields.map((f) => f.def), stored], () => {
+      if (isApart(stored)) {
+        for (const sql of apartCreate(name, stored)) this.#db.exec(sql);
+        if (fill !== null) this.#db.prepare(`INSERT INTO ${vectorTable(name, stored.name)} ("id", ${ident(stored.name)}) SELECT "id", ? FROM ${collection.table}`).run(fill);
+        return;
+      }
       this.#db.exec(`ALTER TABLE ${collection.table} ADD COLUMN ${columnSql(stored, zeroOf(stored.type))}`);
       if (fill !== null) this.#db.prepare(`UPDATE ${collection.table} SET ${ident(def.name)} = ?`).run(fill);
       for (const sql of indexStatements(name, stored)) this.#db.exec(sql);
@@ -279,7 +368,13 @@ export class Catalog {
     if (!collection.byName.has(field)) {
       throw new FenecError('unknown_field', field === 'id' ? 'id cannot be dropped: every collection has it' : `${name} has no field ${field}`);
     }
+    const dropped = collection.byName.get(field)!;
     this.#alter(collection, collection.fields.filter((f) => f.name !== field).map((f) => f.def), () => {
+      if (dropped.apart !== undefined) {
+        this.#db.exec(`DROP TRIGGER ${apartTrigger(name, field)}`);
+        this.#db.exec(`DROP TABLE ${dropped.apart}`);
+        return;
+      }
       this.#db.exec(`DROP INDEX IF EXISTS ${indexName('u', name, field)}`);
       this.#db.exec(`DROP INDEX IF EXISTS ${indexName('i', name, field)}`);
       this.#db.exec(`ALTER TABLE ${collection.table} DROP COLUMN ${ident(field)}`);
@@ -301,7 +396,7 @@ export class Catalog {
   }
 
   #save(name: string, defs: readonly FieldDef[]): void {
-    this.#db.prepare('UPDATE _fenec_collections SET definition = ? WHERE name = ?').run(JSON.stringify({ fields: defs }), name);
+    this.#db.prepare('UPDATE _fenec_collections SET definition = ? WHERE name = ?').run(JSON.stringify({ fields: defs, vectors: 'apart' } satisfies StoredDefinition), name);
     this.#collections.set(name, buildCollection(name, defs));
     this.#version++;
   }

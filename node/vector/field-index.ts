@@ -135,7 +135,7 @@ export class FieldIndex {
     this.key = fieldKey(spec.collection, spec.field);
     this.#spec = spec;
     this.#ctx = ctx;
-    this.#rows = new VectorRows(ctx.db, spec.collection, spec.field);
+    this.#rows = new VectorRows(ctx.db, spec.table, spec.field);
   }
 
   get spec(): VectorFieldSpec {

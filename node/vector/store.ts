@@ -325,7 +325,7 @@ export class VectorStore {
       trusted = false;
       if (!this.#readOnly) {
         this.#event({ ...names(spec), kind: 'triggers_missing', message: `${spec.collection}.${spec.field} had no vector log triggers; created, and the index built from the rows` });
-        const { create } = vectorFieldSql(spec.collection, spec.field);
+        const { create } = vectorFieldSql(spec.collection, spec.field, spec.table);
         this.#db.transaction(() => create.forEach((sql) => this.#db.exec(sql)))();
       }
     }

@@ -8,6 +8,11 @@ import type { Metric } from '../../shared/fenecql/ast.js';
 export interface VectorFieldSpec {
   readonly collection: string;
   readonly field: string;
+  /**
+   * The quoted table whose `id` and column named as the field hold the vectors: the field's own
+   * (catalog.ts), or the collection's for a file of the older layout opened read-only.
+   */
+  readonly table: string;
   readonly dims: number;
   readonly metric: Metric;
   /** HNSW links per node; default DEFAULT_M. */

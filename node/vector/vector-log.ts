@@ -8,10 +8,11 @@
  * `seq` is AUTOINCREMENT: never handed out twice, even after entries are deleted, so "entries after
  * seq S" means the same thing before and after a snapshot trims the log.
  *
- * Each `@hnsw` field of a collection `notes` has three triggers on `c_notes`, `v.notes.F.insert`,
- * `v.notes.F.update` and `v.notes.F.delete` (a '.' cannot occur in a FenecQL name: no clash with a
- * collection's table or another index's names). The update trigger watches `id` too, so that a row
- * whose id changes is looked at under both ids.
+ * Each `@hnsw` field F of a collection `notes` has three triggers on its table `c_notes.F`
+ * (catalog.ts), `v.notes.F.insert`, `v.notes.F.update` and `v.notes.F.delete` (a '.' cannot occur in
+ * a FenecQL name: no clash with a collection's table or another index's names). A row deleted from
+ * `c_notes` takes its vector's row with it (the catalogue's trigger), which the delete trigger logs.
+ * The update trigger watches `id` too, so that a row whose id changes is looked at under both ids.
  *
  * Writes must not use INSERT OR REPLACE: its implicit delete fires no trigger (unless
  * recursive_triggers is on), and a row it replaces would stay in the index. put's ON CONFLICT DO
@@ -42,8 +43,15 @@ export interface VectorFieldSql {
    * field's name (a dropped collection's, whose drop SQL was not run), and the three triggers (IF NOT EXISTS).
    */
   readonly create: string[];
+  /** The three triggers alone (IF NOT EXISTS): what moving the field's table needs (Catalog.upgradeLayout). */
+  readonly triggers: string[];
   /** The triggers, then the field's log entries and snapshot. Before ALTER TABLE … DROP COLUMN: SQLite refuses to drop a column a trigger names. */
   readonly drop: string[];
+}
+
+/** The quoted name of a vector field's own table (catalog.ts): `c_notes.F`. */
+export function vectorTable(collection: string, field: string): string {
+  return ident(`c_${collection}.${field}`);
 }
 
 function sqlString(text: string): string {
@@ -56,24 +64,26 @@ export function triggerNames(collection: string, field: string): [string, string
   return [name('insert'), name('update'), name('delete')];
 }
 
-/** The SQL that starts and stops logging a vector field. Run it inside the schema change's transaction. */
-export function vectorFieldSql(collection: string, field: string): VectorFieldSql {
-  const table = ident(`c_${collection}`);
+/**
+ * The SQL that starts and stops logging a vector field whose values are in `table` (quoted; its
+ * `id` and a column named as the field). Run it inside the schema change's transaction.
+ */
+export function vectorFieldSql(collection: string, field: string, table: string): VectorFieldSql {
   const column = ident(field);
   const [insert, update, remove] = triggerNames(collection, field);
   const names = `${sqlString(collection)}, ${sqlString(field)}`;
   const log = `INSERT INTO ${LOG_TABLE} (collection, field, row_id)`;
   const where = `collection = ${sqlString(collection)} AND field = ${sqlString(field)}`;
   const forget = [`DELETE FROM ${LOG_TABLE} WHERE ${where}`, `DELETE FROM ${SNAPSHOT_PART_TABLE} WHERE ${where}`, `DELETE FROM ${SNAPSHOT_TABLE} WHERE ${where}`];
+  const triggers = [
+    `CREATE TRIGGER IF NOT EXISTS ${insert} AFTER INSERT ON ${table} WHEN new.${column} IS NOT NULL BEGIN ${log} VALUES (${names}, new."id"); END`,
+    `CREATE TRIGGER IF NOT EXISTS ${update} AFTER UPDATE OF "id", ${column} ON ${table} WHEN new.${column} IS NOT old.${column} OR new."id" IS NOT old."id" BEGIN ` +
+      `${log} VALUES (${names}, old."id"); ${log} SELECT ${names}, new."id" WHERE new."id" IS NOT old."id"; END`,
+    `CREATE TRIGGER IF NOT EXISTS ${remove} AFTER DELETE ON ${table} WHEN old.${column} IS NOT NULL BEGIN ${log} VALUES (${names}, old."id"); END`,
+  ];
   return {
-    create: [
-      ...VECTOR_TABLES_SQL,
-      ...forget,
-      `CREATE TRIGGER IF NOT EXISTS ${insert} AFTER INSERT ON ${table} WHEN new.${column} IS NOT NULL BEGIN ${log} VALUES (${names}, new."id"); END`,
-      `CREATE TRIGGER IF NOT EXISTS ${update} AFTER UPDATE OF "id", ${column} ON ${table} WHEN new.${column} IS NOT old.${column} OR new."id" IS NOT old."id" BEGIN ` +
-        `${log} VALUES (${names}, old."id"); ${log} SELECT ${names}, new."id" WHERE new."id" IS NOT old."id"; END`,
-      `CREATE TRIGGER IF NOT EXISTS ${remove} AFTER DELETE ON ${table} WHEN old.${column} IS NOT NULL BEGIN ${log} VALUES (${names}, old."id"); END`,
-    ],
+    create: [...VECTOR_TABLES_SQL, ...forget, ...triggers],
+    triggers,
     drop: [
       ...VECTOR_TABLES_SQL,
       `DROP TRIGGER IF EXISTS ${insert}`,

@@ -14,7 +14,7 @@ export interface StoredVector {
 /** Consecutive ids from which one range read serves them better than a read by id each. */
 const RANGE_READ = 8;
 
-/** One vector field's column in `c_<collection>`. Statements are prepared on first use. */
+/** One vector field's column in its table (VectorFieldSpec.table). Statements are prepared on first use. */
 export class VectorRows {
   readonly #db: Connection;
   readonly #table: string;
@@ -24,9 +24,10 @@ export class VectorRows {
   #ids: Statement | undefined;
   #range: Statement | undefined;
 
-  constructor(db: Connection, collection: string, field: string) {
+  /** `table`: quoted, as VectorFieldSpec.table. */
+  constructor(db: Connection, table: string, field: string) {
     this.#db = db;
-    this.#table = ident(`c_${collection}`);
+    this.#table = table;
     this.#column = ident(field);
   }
 

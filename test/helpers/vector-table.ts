@@ -1,20 +1,25 @@
 /**
- * Collections with `@hnsw` fields over a real `.fenec` file, made by the catalogue as the product
- * makes them, with the vector log's triggers; and the brute-force reference that vector searches are
- * held to. Shared by the vector store's tests and the crash fixture.
+ * Tables of rows with `@hnsw` vector columns over a real `.fenec` file, with the vector log's
+ * triggers, for the vector store's tests; and the brute-force reference that vector searches are held
+ * to. Shared by the vector store's tests and the crash fixture.
+ *
+ * The store reads the vectors of a field from the table its spec names (VectorFieldSpec.table): the
+ * product keeps each vector field in a table of its own (catalog.ts), and a file of the older layout
+ * in the row's table. These tests keep them in the row's table, `c_docs (id, vec, tag)`, so that one
+ * SQL statement writes a row and its vectors.
  */
 import { expect } from 'chai';
 import type { CreateCollectionStmt, Metric } from '../../shared/fenecql/ast.js';
 import { parseStatement } from '../../shared/fenecql/parser.js';
-import { Catalog } from '../../node/storage/catalog.js';
+import { columnType } from '../../node/storage/codec.js';
 import { ident, type Connection } from '../../node/storage/sqlite.js';
 import { vectorFieldSql, type VectorFieldSpec } from '../../node/vector/store.js';
 
 /** The collection test/fixtures/vector-writer.ts writes, and its fields as the store takes them. */
 export const WRITER_DEFINITION = 'docs (a vector<16> @hnsw(cosine, m = 16), b vector<8> @hnsw(l2), tag int)';
 export const WRITER_SPECS: readonly VectorFieldSpec[] = [
-  { collection: 'docs', field: 'a', dims: 16, metric: 'cosine', m: 16 },
-  { collection: 'docs', field: 'b', dims: 8, metric: 'l2' },
+  { collection: 'docs', field: 'a', table: '"c_docs"', dims: 16, metric: 'cosine', m: 16 },
+  { collection: 'docs', field: 'b', table: '"c_docs"', dims: 8, metric: 'l2' },
 ];
 /** The writer keeps about this many rows, so that a search with efSearch ≥ ntotal stays exact. */
 export const WRITER_TARGET_ROWS = 1500;
@@ -25,17 +30,23 @@ export interface Scored {
 }
 
 /**
- * Creates a collection from its FenecQL definition (`docs (vec vector<16> @hnsw(cosine), tag int)`)
- * with the triggers of its `@hnsw` fields, in one transaction; returns the specs of those fields.
+ * Creates the table `c_<name>` of a FenecQL definition (`docs (vec vector<16> @hnsw(cosine), tag
+ * int)`), every field a column of it, with the triggers of its `@hnsw` fields, in one transaction;
+ * returns the specs of those fields.
  */
 export function createCollection(db: Connection, definition: string): VectorFieldSpec[] {
   const stmt = parseStatement(`create collection ${definition}`) as CreateCollectionStmt;
   const specs = specsOf(stmt);
+  const columns = ['"id" INTEGER PRIMARY KEY AUTOINCREMENT', ...stmt.fields.map((def) => `${ident(def.name)} ${columnType(def.type)}`)];
   db.transaction(() => {
-    new Catalog(db).create(stmt.name, stmt.fields);
-    for (const spec of specs) for (const sql of vectorFieldSql(spec.collection, spec.field).create) db.exec(sql);
+    db.exec(`CREATE TABLE ${tableOf(stmt.name)} (${columns.join(', ')}) STRICT`);
+    for (const spec of specs) for (const sql of vectorFieldSql(spec.collection, spec.field, spec.table).create) db.exec(sql);
   })();
   return specs;
+}
+
+function tableOf(collection: string): string {
+  return ident(`c_${collection}`);
 }
 
 /** The `@hnsw` fields of a definition, as the store takes them. */
@@ -44,7 +55,7 @@ export function specsOf(stmt: CreateCollectionStmt): VectorFieldSpec[] {
   for (const def of stmt.fields) {
     const hnsw = def.annotations.find((a) => a.kind === 'hnsw');
     if (hnsw === undefined || hnsw.kind !== 'hnsw' || def.type.kind !== 'vector') continue;
-    specs.push({ collection: stmt.name, field: def.name, dims: def.type.dims, metric: hnsw.metric, m: hnsw.m, ef: hnsw.ef });
+    specs.push({ collection: stmt.name, field: def.name, table: tableOf(stmt.name), dims: def.type.dims, metric: hnsw.metric, m: hnsw.m, ef: hnsw.ef });
   }
   return specs;
 }

@@ -48,7 +48,7 @@ function runBulk(plan: BulkPlan, ctx: BindContext, cache: StatementCache, db: Co
       // The rows the ids name, where they exist, must be the token's to replace.
       verify(plan.check, rows.map((row, i) => idOf(bind, row, i, plan)), ctx, cache);
     }
-    const ids = plan.staged !== undefined && rows.length > 1 ? writeStaged(plan, plan.staged, rows, bind, cache) : writeEach(plan, rows, bind, cache);
+    const ids = plan.staged !== undefined && (rows.length > 1 || plan.sql === undefined) ? writeStaged(plan, plan.staged, rows, bind, cache, db) : writeEach(plan, rows, bind, cache);
     if (plan.check !== undefined) verify(plan.check, ids, ctx, cache);
     return { count: ids.length, ids };
   })();
@@ -56,13 +56,30 @@ function runBulk(plan: BulkPlan, ctx: BindContext, cache: StatementCache, db: Co
 
 type BindRow = (row: unknown) => SqlValue[];
 
-/** Each row by its own statement; a refusal names its row. The ids in the rows' order. */
+/**
+ * Each row by its own statement (or, where a row is more than one, staged alone); a refusal names its
+ * row. The ids in the rows' order.
+ */
 function writeEach(plan: BulkPlan, rows: readonly unknown[], bind: BindRow, cache: StatementCache): number[] {
-  const statement = cache.get(plan.sql);
   const ids = new Array<number>(rows.length);
+  if (plan.sql === undefined) {
+    cache.get(plan.staged!.create).run();
+    for (let i = 0; i < rows.length; i++) {
+      const args = bindAt(bind, rows[i], plan, i);
+      try {
+        ids[i] = writeRows(plan, plan.staged!, [args], cache, i)[0]!;
+      } catch (err) {
+        throw err instanceof FenecError ? err : atRow(fromSqliteError(err), plan, i);
+      } finally {
+        cache.get(plan.staged!.clear).run();
+      }
+    }
+    return ids;
+  }
+  const statement = cache.get(plan.sql);
   for (let i = 0; i < rows.length; i++) {
+    const args = bindAt(bind, rows[i], plan, i);
     try {
-      const args = bind(rows[i]);
       const result = statement.run(args);
       ids[i] = plan.verb === 'put' ? (args[0] as number) : Number(result.lastInsertRowid);
     } catch (err) {
@@ -72,39 +89,59 @@ function writeEach(plan: BulkPlan, rows: readonly unknown[], bind: BindRow, cach
   return ids;
 }
 
+function bindAt(bind: BindRow, row: unknown, plan: BulkPlan, i: number): SqlValue[] {
+  try {
+    return bind(row);
+  } catch (err) {
+    throw atRow(fromSqliteError(err), plan, i);
+  }
+}
+
+/**
+ * Stages rows already bound (the first of them the parameter's row `first`) and writes them into the
+ * collection and the vectors' tables; answers their ids in the rows' order. A row refused as it is
+ * staged is named; the writes' errors are SQLite's as they are. The caller has made the stage (not
+ * inside a savepoint that may roll back) and clears it.
+ */
+function writeRows(plan: BulkPlan, staged: StagedSql, rows: readonly SqlValue[][], cache: StatementCache, first = 0): number[] {
+  const stage = cache.get(staged.stage);
+  for (let i = 0; i < rows.length; i++) {
+    try {
+      stage.run(rows[i]);
+    } catch (err) {
+      throw atRow(fromSqliteError(err), plan, first + i);
+    }
+  }
+  if (plan.verb === 'put') {
+    cache.get(staged.write).run();
+    for (const sql of staged.apart) cache.get(sql).run();
+    return rows.map((args) => args[0] as number);
+  }
+  const ids = (cache.get(staged.write).pluck(true).all() as number[]).sort((a, b) => a - b);
+  if (staged.apart.length > 0) {
+    const json = JSON.stringify(ids);
+    for (const sql of staged.apart) cache.get(sql).run(json);
+  }
+  return ids;
+}
+
 /**
  * The rows into the temporary table, then into the collection by one statement (plan/bulk.ts, why).
  * A row the collection refuses (a unique value taken) fails that statement, which SQLite undoes alone:
  * the rows are then written one by one, so that the refusal names the row as it always has.
  */
-function writeStaged(plan: BulkPlan, staged: StagedSql, rows: readonly unknown[], bind: BindRow, cache: StatementCache): number[] {
+function writeStaged(plan: BulkPlan, staged: StagedSql, rows: readonly unknown[], bind: BindRow, cache: StatementCache, db: Connection): number[] {
+  const bound = rows.map((row, i) => bindAt(bind, row, plan, i));
   cache.get(staged.create).run();
-  const stage = cache.get(staged.stage);
   try {
-    const ids = new Array<number>(rows.length);
-    for (let i = 0; i < rows.length; i++) {
-      try {
-        const args = bind(rows[i]);
-        stage.run(args);
-        ids[i] = args[0] as number; // a put's id; an insert's are known once written
-      } catch (err) {
-        throw atRow(fromSqliteError(err), plan, i);
-      }
-    }
-    try {
-      if (plan.verb === 'put') {
-        cache.get(staged.write).run();
-        return ids;
-      }
-      return (cache.get(staged.write).pluck(true).all() as number[]).sort((a, b) => a - b);
-    } catch (err) {
-      if (!isConstraintError(err)) throw fromSqliteError(err);
-    }
-    cache.get(staged.clear).run();
-    return writeEach(plan, rows, bind, cache);
+    // A savepoint: a refusal by a vector's table comes after the rows were written, and undoes them too.
+    return db.transaction(() => writeRows(plan, staged, bound, cache))();
+  } catch (err) {
+    if (!isConstraintError(err)) throw fromSqliteError(err);
   } finally {
     cache.get(staged.clear).run();
   }
+  return writeEach(plan, rows, bind, cache);
 }
 
 
@@ -150,7 +187,17 @@ export function run(plan: Plan, ctx: BindContext, cache: StatementCache, db: Con
       if (plan.guard !== undefined && !plan.guard(ctx)) return { count: 0 };
       return { count: measure(plan.step, ctx, cache) };
     case 'change': {
-      const { check } = plan;
+      const { check, byIds } = plan;
+      if (byIds !== undefined) {
+        return db.transaction(() => {
+          const ids = cache.get(plan.step.sql).pluck(true).all(bind(plan.step, ctx)) as number[];
+          if (ids.length === 0) return { count: 0 };
+          const json = JSON.stringify(ids);
+          for (const step of byIds) cache.get(step.sql).run([...bind(step, ctx), json]);
+          if (check !== undefined) verify(check, ids, ctx, cache);
+          return { count: ids.length };
+        })();
+      }
       if (check === undefined) return { count: cache.get(plan.step.sql).run(bind(plan.step, ctx)).changes };
       return db.transaction(() => {
         const ids = cache.get(plan.step.sql).pluck(true).all(bind(plan.step, ctx)) as number[];
@@ -162,14 +209,19 @@ export function run(plan: Plan, ctx: BindContext, cache: StatementCache, db: Con
       const { check } = plan;
       const args = bind(plan.step, ctx);
       const id = args[0] as number;
-      if (check === undefined) {
+      const write = (): void => {
         cache.get(plan.step.sql).run(args);
+        for (const step of plan.apart) cache.get(step.sql).run(bind(step, ctx));
+      };
+      if (check === undefined) {
+        if (plan.apart.length === 0) write();
+        else db.transaction(write)();
         return { count: 1, ids: [id] };
       }
       return db.transaction(() => {
         // The row the id names, if there is one, must be the token's to replace; the new row too.
         verify(check, [id], ctx, cache);
-        cache.get(plan.step.sql).run(args);
+        write();
         verify(check, [id], ctx, cache);
         return { count: 1, ids: [id] };
       })();
@@ -179,7 +231,11 @@ export function run(plan: Plan, ctx: BindContext, cache: StatementCache, db: Con
     case 'insert': {
       // All or nothing: one transaction for every row of the statement.
       return db.transaction(() => {
-        const ids = plan.rows.map((step) => Number(cache.get(step.sql).run(bind(step, ctx)).lastInsertRowid));
+        const ids = plan.rows.map((row) => {
+          const id = Number(cache.get(row.step.sql).run(bind(row.step, ctx)).lastInsertRowid);
+          for (const step of row.apart) cache.get(step.sql).run(bind(step, ctx));
+          return id;
+        });
         if (plan.check !== undefined) verify(plan.check, ids, ctx, cache);
         return { count: ids.length, ids };
       })();

@@ -17,7 +17,8 @@ export function isConstraintError(err: unknown): boolean {
 export function fromSqliteError(err: unknown): unknown {
   const code = (err as { code?: unknown }).code;
   const message = err instanceof Error ? err.message : '';
-  const field = /failed: [^.]+\.(\S+)/.exec(message)?.[1];
+  // The column after the table's name, the last part of the name (a vector's table is `c_notes.F`).
+  const field = /failed: \S*\.([^.\s]+)/.exec(message)?.[1];
   if (code === 'SQLITE_CONSTRAINT_UNIQUE') {
     return new FenecError('unique_violation', `another row has this ${field ?? 'value'}; ${field ?? 'the field'} is unique`, { cause: err });
   }

@@ -55,7 +55,8 @@ export function planBulk(verb: 'insert' | 'put', param: ParamExpr, collection: C
     }
   }
   const columns = collection.fields.map((f) => f.column);
-  const sql = verb === 'insert' ? insertSql(collection, columns, values) : upsertSql(collection, columns, values);
+  // One row, one statement: possible while every field is a column of the collection's table.
+  const sql = collection.apartFields.length > 0 ? undefined : verb === 'insert' ? insertSql(collection, columns, values) : upsertSql(collection, columns, values);
   const known = new Set(collection.fields.map((f) => f.name));
   const name = `$${param.index}`;
 
@@ -114,7 +115,7 @@ export function planBulk(verb: 'insert' | 'put', param: ParamExpr, collection: C
     verb,
     param: name,
     sql,
-    staged: columns.length === 0 ? undefined : stagedSql(verb, collection, columns, values),
+    staged: columns.length === 0 ? undefined : stagedSql(verb, collection, values),
     check,
     rows(ctx) {
       if (param.index > ctx.params.length) {
@@ -140,20 +141,38 @@ export function planBulk(verb: 'insert' | 'put', param: ParamExpr, collection: C
 /**
  * The staged form of a bulk write (see the top of this file). The temporary table is named by its
  * number of columns and has neither types nor constraints: it holds each row's values as the row
- * statement would have written them, and the collection's own INSERT then checks them as it checks
- * any row. It lives as long as the connection, empty between writes.
+ * statement would have written them — a put's id first, then one column per field — and the
+ * collection's own INSERT then checks them as it checks any row. It lives as long as the connection,
+ * empty between writes.
  */
-function stagedSql(verb: 'insert' | 'put', collection: Collection, columns: readonly string[], values: readonly { readonly sql: string }[]): StagedSql {
-  const written = verb === 'put' ? ['"id"', ...columns] : columns;
+function stagedSql(verb: 'insert' | 'put', collection: Collection, values: readonly { readonly sql: string }[]): StagedSql {
   const rowValues = verb === 'put' ? [{ sql: '?' }, ...values] : values;
-  const stage = `temp.${ident(`fenec.stage.${written.length}`)}`;
-  const staged = written.map((_, i) => `c${i}`);
-  const select = `SELECT ${staged.join(', ')} FROM ${stage} WHERE true ORDER BY rowid`;
+  const stage = `temp.${ident(`fenec.stage.${rowValues.length}`)}`;
+  const staged = rowValues.map((_, i) => `c${i}`);
+  const first = verb === 'put' ? 1 : 0;
+  const stagedOf = (field: Field): string => `c${first + collection.fields.indexOf(field)}`;
+  const rowColumns = collection.rowFields.map((f) => f.column);
+  const written = verb === 'put' ? ['"id"', ...rowColumns] : rowColumns;
+  const select = `SELECT ${[...(verb === 'put' ? ['c0'] : []), ...collection.rowFields.map(stagedOf)].join(', ')} FROM ${stage} WHERE true ORDER BY rowid`;
+  const write =
+    written.length === 0
+      ? `INSERT INTO ${collection.table} ("id") SELECT NULL FROM ${stage} ORDER BY rowid RETURNING "id"`
+      : `INSERT INTO ${collection.table} (${written.join(', ')}) ${select}${verb === 'put' ? upsertConflict(collection, rowColumns) : ' RETURNING "id"'}`;
   return {
     create: `CREATE TEMP TABLE IF NOT EXISTS ${stage} (${staged.join(', ')})`,
     stage: `INSERT INTO ${stage} (${staged.join(', ')}) VALUES (${rowValues.map((v) => v.sql).join(', ')})`,
     // The ids an insert gives in the order of the rows: AUTOINCREMENT hands them out increasing, so sorted.
-    write: `INSERT INTO ${collection.table} (${written.join(', ')}) ${select}${verb === 'put' ? upsertConflict(collection, columns) : ' RETURNING "id"'}`,
+    write,
+    apart: collection.apartFields.map((field) => {
+      const target = `INSERT INTO ${field.apart!} ("id", ${field.column})`;
+      if (verb === 'put') {
+        return `${target} SELECT c0, ${stagedOf(field)} FROM ${stage} WHERE true ORDER BY rowid ON CONFLICT ("id") DO UPDATE SET ${field.column} = excluded.${field.column}`;
+      }
+      // The k-th row staged took the k-th smallest id the insert answered (given as a JSON array).
+      const rows = `(SELECT ${stagedOf(field)} AS v, row_number() OVER (ORDER BY rowid) AS n FROM ${stage}) AS s`;
+      const ids = `(SELECT value AS id, row_number() OVER (ORDER BY value) AS n FROM json_each(?)) AS i`;
+      return `${target} SELECT i.id, s.v FROM ${rows} JOIN ${ids} ON i.n = s.n WHERE s.v IS NOT NULL`;
+    }),
     clear: `DELETE FROM ${stage}`,
   };
 }

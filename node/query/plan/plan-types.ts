@@ -18,6 +18,12 @@ export interface SqlStep {
   readonly args: readonly ArgSource[];
 }
 
+/** One row of an `insert`: the row, then its vectors kept apart (catalog.ts), which take its id as `last_insert_rowid()`. */
+export interface RowWrite {
+  readonly step: SqlStep;
+  readonly apart: readonly SqlStep[];
+}
+
 /**
  * The rows a token's write touched must meet its policy condition. The step counts, among the rows
  * whose ids its first argument holds (a JSON array), those that do not; its other arguments follow.
@@ -42,11 +48,24 @@ export type Plan =
       readonly scoped?: ScopedRank;
     }
   | { readonly kind: 'count'; readonly step: SqlStep; readonly guard?: Guard }
-  | { readonly kind: 'insert'; readonly rows: readonly SqlStep[]; readonly check?: PolicyCheck }
-  | { readonly kind: 'put'; readonly step: SqlStep; readonly id: ArgSource; readonly check?: PolicyCheck }
+  | { readonly kind: 'insert'; readonly rows: readonly RowWrite[]; readonly check?: PolicyCheck }
+  | {
+      readonly kind: 'put';
+      readonly step: SqlStep;
+      /** Then each vector kept apart (catalog.ts): its value written, or its row deleted when the put leaves it out. */
+      readonly apart: readonly SqlStep[];
+      readonly id: ArgSource;
+      readonly check?: PolicyCheck;
+    }
   | {
       readonly kind: 'change';
+      /** The change; with `byIds`, the select of the ids of the rows it changes. */
       readonly step: SqlStep;
+      /**
+       * A `set` of a vector kept apart (catalog.ts): the changes of the rows `step` chose — the row's
+       * own fields, then each vector's table — each given their ids (a JSON array) as its last argument.
+       */
+      readonly byIds?: readonly SqlStep[];
       readonly check?: PolicyCheck;
       /**
        * A `set`'s: how many bytes its new values add to the rows it changes (negative when they
@@ -63,8 +82,8 @@ export interface BulkPlan {
   readonly verb: 'insert' | 'put';
   /** The parameter, as messages name it: `$1`. */
   readonly param: string;
-  /** One row's statement. */
-  readonly sql: string;
+  /** One row's statement; undefined when a row is more than one (a collection with vectors kept apart, catalog.ts). */
+  readonly sql: string | undefined;
   /** All rows in one statement (node/query/plan/bulk.ts); undefined for a collection without fields. */
   readonly staged: StagedSql | undefined;
   readonly check?: PolicyCheck;
@@ -83,6 +102,11 @@ export interface StagedSql {
   readonly stage: string;
   /** Every staged row into the collection, in their order; an insert answers the ids (`RETURNING`). */
   readonly write: string;
+  /**
+   * Then each vector kept apart into its table (catalog.ts): an insert's take the ids `write` answered
+   * (a JSON array), a put's nothing.
+   */
+  readonly apart: readonly string[];
   /** Empties the temporary table. */
   readonly clear: string;
 }

@@ -7,7 +7,7 @@ import { FenecError } from '../../../shared/errors.js';
 import { withIdTies } from '../../../shared/fenecql/order.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
 import { matchExpression, textSearchSql } from '../../search/text-index.js';
-import { ID_TYPE, type Collection, type Field } from '../../storage/catalog.js';
+import { fieldSql, ID_TYPE, type Collection, type Field } from '../../storage/catalog.js';
 import { ident } from '../../storage/sqlite.js';
 import { bindValue, Compiler, type Fragment } from '../compile/compiler.js';
 import type { OutputColumn, Plan } from './plan-types.js';
@@ -158,7 +158,7 @@ export function planGet(stmt: GetStmt, collection: Collection, policy?: Cond): P
   const args = [...(filter?.args ?? []), ...page.args];
   if (stmt.count) return { kind: 'count', step: { sql: `SELECT count(*) FROM (SELECT 1${from})`, args } };
   const fields = selectedFields(stmt, collection);
-  const list = ['"id"', ...fields.map((f) => f.column)].join(', ');
+  const list = ['"id"', ...fields.map((f) => fieldSql(f, collection.table))].join(', ');
   return { kind: 'read', step: { sql: `SELECT ${list}${from}`, args }, columns: outputColumns(fields) };
 }
 
@@ -221,7 +221,7 @@ function planMatch(stmt: GetStmt, query: MatchQuery, collection: Collection, fil
     return { kind: 'count', step: { sql, args: [...filterArgs, query.expression, ...page.args] }, guard };
   }
   const fields = selectedFields(stmt, collection);
-  const list = ['c."id"', ...fields.map((f) => `c.${f.column}`), `${search.snippet} AS "_snippet"`, `${search.score} AS "_score"`].join(', ');
+  const list = ['c."id"', ...fields.map((f) => fieldSql(f, 'c')), `${search.snippet} AS "_snippet"`, `${search.score} AS "_score"`].join(', ');
   const columns: OutputColumn[] = [...outputColumns(fields), { key: 'snippet', decode: null }, { key: '_score', decode: null }];
   const sql = `SELECT ${list} FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${order}${page.sql}`;
   const args = [...filterArgs, query.expression, query.rank.arg, ...page.args];

@@ -8,7 +8,7 @@ import type { GetStmt, Metric } from '../../../shared/fenecql/ast.js';
 import { FenecError } from '../../../shared/errors.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
 import { textSearchSql } from '../../search/text-index.js';
-import type { Collection, Field } from '../../storage/catalog.js';
+import { fieldSql, type Collection, type Field } from '../../storage/catalog.js';
 import type { Fragment } from '../compile/compiler.js';
 import type { OutputColumn, VectorPlan } from './plan-types.js';
 import type { MatchQuery } from './text-rank.js';
@@ -60,7 +60,7 @@ export function planVector(
   const vector = near.vector;
   const { metric, indexed } = metricOf(field);
   const where = filter === undefined ? '' : ` WHERE ${filter.sql}`;
-  const list = ['"id"', ...shape.fields.map((f) => f.column)].join(', ');
+  const list = ['"id"', ...shape.fields.map((f) => fieldSql(f, collection.table))].join(', ');
   let text: VectorPlan['text'];
   if (stmt.match !== undefined && textQuery !== undefined) {
     const search = textSearchSql(collection.name, collection.textFields, stmt.match.field, filter?.sql);
@@ -82,10 +82,7 @@ export function planVector(
     indexed,
     vector: (ctx) => evaluate(vector, ctx),
     passing: filter === undefined ? undefined : { sql: `SELECT "id" FROM ${collection.table}${where}`, args: filter.args },
-    scan: {
-      sql: `SELECT "id", ${field.column} FROM ${collection.table} WHERE ${field.column} IS NOT NULL${filter === undefined ? '' : ` AND ${filter.sql}`}`,
-      args: filter?.args ?? [],
-    },
+    scan: { sql: scanSql(collection, field, filter), args: filter?.args ?? [] },
     text,
     read: `SELECT ${list} FROM ${collection.table} WHERE "id" IN (SELECT value FROM json_each(?))${shape.order === undefined ? '' : ` ORDER BY ${shape.order}`}`,
     columns: shape.columns,
@@ -94,4 +91,13 @@ export function planVector(
     offset: shape.offset,
     count: stmt.count,
   };
+}
+
+/** Ids and vectors of the rows the filter passes: from the vector's own table, joined to the rows for the filter. */
+function scanSql(collection: Collection, field: Field, filter: Fragment | undefined): string {
+  const and = filter === undefined ? '' : ` AND ${filter.sql}`;
+  if (field.apart === undefined) return `SELECT "id", ${field.column} FROM ${collection.table} WHERE ${field.column} IS NOT NULL${and}`;
+  const v = `${field.apart}.${field.column}`;
+  if (filter === undefined) return `SELECT "id", ${v} FROM ${field.apart} WHERE ${v} IS NOT NULL`;
+  return `SELECT ${field.apart}."id", ${v} FROM ${field.apart} JOIN ${collection.table} ON ${collection.table}."id" = ${field.apart}."id" WHERE ${v} IS NOT NULL${and}`;
 }

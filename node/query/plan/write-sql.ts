@@ -28,8 +28,9 @@ export function insertSql(collection: Collection, columns: readonly string[], va
 }
 
 /**
- * A put's SQL: the insert, and on an existing id the row replaced whole — each of the collection's
- * fields takes the new row's value when `columns` holds it, else null.
+ * A put's SQL: the insert, and on an existing id the row replaced whole — each of the fields in the
+ * collection's table takes the new row's value when `columns` holds it, else null (the vectors kept
+ * apart are written by statements of their own).
  */
 export function upsertSql(collection: Collection, columns: readonly string[], values: readonly { readonly sql: string }[]): string {
   return insertSql(collection, ['"id"', ...columns], [{ sql: '?' }, ...values]) + upsertConflict(collection, columns);
@@ -37,6 +38,6 @@ export function upsertSql(collection: Collection, columns: readonly string[], va
 
 /** A put's ` ON CONFLICT ("id") …`: what an existing row becomes (upsertSql). */
 export function upsertConflict(collection: Collection, columns: readonly string[]): string {
-  const assignments = collection.fields.map((f) => (columns.includes(f.column) ? `${f.column} = excluded.${f.column}` : `${f.column} = NULL`));
+  const assignments = collection.rowFields.map((f) => (columns.includes(f.column) ? `${f.column} = excluded.${f.column}` : `${f.column} = NULL`));
   return assignments.length === 0 ? ' ON CONFLICT ("id") DO NOTHING' : ` ON CONFLICT ("id") DO UPDATE SET ${assignments.join(', ')}`;
 }

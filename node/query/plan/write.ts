@@ -6,12 +6,12 @@
 import type { Cond, DelStmt, Expr, InsertStmt, ObjectExpr, ParamExpr, PutStmt, SetStmt } from '../../../shared/fenecql/ast.js';
 import { FenecError } from '../../../shared/errors.js';
 import { printCondition, printExpr, printFieldType } from '../../../shared/fenecql/print.js';
-import { ID_TYPE, type Collection, type Field } from '../../storage/catalog.js';
+import { fieldSql, ID_TYPE, type Collection, type Field } from '../../storage/catalog.js';
 import { Compiler, type Fragment } from '../compile/compiler.js';
 import { isValue, type ArgSource } from '../compile/evaluate.js';
 import { isScalar, typeName } from '../compile/expr-types.js';
 import { fieldOf, rowFilter } from './read.js';
-import type { Plan, PolicyCheck, SqlStep } from './plan-types.js';
+import type { Plan, PolicyCheck, RowWrite, SqlStep } from './plan-types.js';
 import { insertSql, pinnedFields, upsertSql } from './write-sql.js';
 import { planBulk } from './bulk.js';
 
@@ -81,21 +81,32 @@ function valueFor(field: Field, expr: Expr, compiler: Compiler): Fragment {
   return fragment;
 }
 
-/** Every column of a new row: the value given, else the field's default, else null. */
-function rowValues(row: ObjectExpr, collection: Collection, compiler: Compiler): { columns: string[]; values: Fragment[] } {
+/** A value written to a vector field's own table (catalog.ts). */
+interface ApartValue {
+  readonly field: Field;
+  readonly value: Fragment;
+}
+
+/**
+ * Every column of a new row: the value given, else the field's default, else null (left out). The
+ * vectors kept apart are `apart`, written by statements of their own.
+ */
+function rowValues(row: ObjectExpr, collection: Collection, compiler: Compiler): { columns: string[]; values: Fragment[]; apart: ApartValue[] } {
   const given = new Map(row.entries.map((e) => [e.key, e]));
   for (const entry of row.entries) {
     if (entry.key !== 'id') fieldOf(collection, entry.key, entry.pos);
   }
   const columns: string[] = [];
   const values: Fragment[] = [];
+  const apart: ApartValue[] = [];
   const defaults = new Compiler(null);
   for (const field of collection.fields) {
     const entry = given.get(field.name);
+    let value: Fragment;
     if (entry !== undefined) {
-      values.push(valueFor(field, entry.value, compiler));
+      value = valueFor(field, entry.value, compiler);
     } else if (field.def.default !== undefined) {
-      values.push(valueFor(field, field.def.default, defaults));
+      value = valueFor(field, field.def.default, defaults);
     } else if (field.def.required) {
       throw new FenecError('missing_required', `field ${field.name} is required`, {
         position: row.pos,
@@ -104,12 +115,17 @@ function rowValues(row: ObjectExpr, collection: Collection, compiler: Compiler):
     } else {
       continue;
     }
-    columns.push(field.column);
+    if (field.apart === undefined) {
+      columns.push(field.column);
+      values.push(value);
+    } else {
+      apart.push({ field, value });
+    }
   }
-  return { columns, values };
+  return { columns, values, apart };
 }
 
-function planInsertRow(row: ObjectExpr, collection: Collection): SqlStep {
+function planInsertRow(row: ObjectExpr, collection: Collection): RowWrite {
   const idEntry = row.entries.find((e) => e.key === 'id');
   if (idEntry !== undefined) {
     throw new FenecError('invalid_statement', 'insert assigns id itself; a row given one is written with put', {
@@ -118,8 +134,12 @@ function planInsertRow(row: ObjectExpr, collection: Collection): SqlStep {
     });
   }
   // Insert values are values: `now()`, `$1`, `now() + 7d`, never another row's field.
-  const { columns, values } = rowValues(row, collection, new Compiler(null));
-  return { sql: insertSql(collection, columns, values), args: values.flatMap((v) => v.args) };
+  const { columns, values, apart } = rowValues(row, collection, new Compiler(null));
+  return {
+    step: { sql: insertSql(collection, columns, values), args: values.flatMap((v) => v.args) },
+    // The row's id is the last one inserted: the row's own, then the same id in each vector's table.
+    apart: apart.map(({ field, value }) => ({ sql: `INSERT INTO ${field.apart!} ("id", ${field.column}) VALUES (last_insert_rowid(), ${value.sql})`, args: value.args })),
+  };
 }
 
 function planPutRow(row: ObjectExpr, collection: Collection, check: PolicyCheck | undefined): Plan {
@@ -140,9 +160,14 @@ function planPutRow(row: ObjectExpr, collection: Collection, check: PolicyCheck 
     }
     return value;
   };
-  const { columns, values } = rowValues(row, collection, compiler);
+  const { columns, values, apart } = rowValues(row, collection, compiler);
   // "Replaces that row": a field the object leaves out takes its default or null, as in a new row.
-  return { kind: 'put', step: { sql: upsertSql(collection, columns, values), args: [id, ...values.flatMap((v) => v.args)] }, id, check };
+  const vectors = collection.apartFields.map((field): SqlStep => {
+    const given = apart.find((a) => a.field === field);
+    if (given === undefined) return { sql: `DELETE FROM ${field.apart!} WHERE "id" = ?`, args: [id] };
+    return { sql: upsertApartSql(field, `VALUES (?, ${given.value.sql})`), args: [id, ...given.value.args] };
+  });
+  return { kind: 'put', step: { sql: upsertSql(collection, columns, values), args: [id, ...values.flatMap((v) => v.args)] }, apart: vectors, id, check };
 }
 
 export function planSet(stmt: SetStmt, collection: Collection, policy: Cond | undefined, check: PolicyCheck | undefined): Plan {
@@ -153,26 +178,51 @@ export function planSet(stmt: SetStmt, collection: Collection, policy: Cond | un
   const assignments: string[] = [];
   const growths: string[] = [];
   const args: ArgSource[] = [];
+  const growthArgs: ArgSource[] = [];
+  const apart: ApartValue[] = [];
   for (const entry of stmt.changes.entries) {
     if (entry.key === 'id') {
       throw new FenecError('invalid_statement', 'id cannot be changed', { position: entry.pos, hint: 'put writes a row under the id you choose' });
     }
     const field = fieldOf(collection, entry.key, entry.pos);
     const value = valueFor(field, entry.value, compiler);
+    growths.push(`fenec_size(${value.sql}) - fenec_size(${fieldSql(field, collection.table)})`);
+    growthArgs.push(...value.args);
+    if (field.apart !== undefined) {
+      apart.push({ field, value });
+      continue;
+    }
     assignments.push(`${field.column} = ${value.sql}`);
-    growths.push(`fenec_size(${value.sql}) - fenec_size(${field.column})`);
     args.push(...value.args);
   }
   // Expired rows are out of every statement: set and del no more touch them than get reads them.
   const where = rowFilter(stmt.where, collection, compiler, policy)!;
+  const growth: SqlStep = {
+    sql: `SELECT coalesce(sum(${growths.join(' + ')}), 0) FROM ${collection.table} WHERE ${where.sql}`,
+    args: [...growthArgs, ...where.args],
+  };
+  if (apart.length > 0) {
+    // The rows are chosen once, before any is changed: a filter on a field the set changes must not
+    // choose again between the row's table and a vector's. The row's fields first, whose new values
+    // may read the vectors as they were; a vector takes a value, never an expression of the row.
+    const ids = ' WHERE "id" IN (SELECT value FROM json_each(?))';
+    const byIds: SqlStep[] = assignments.length === 0 ? [] : [{ sql: `UPDATE ${collection.table} SET ${assignments.join(', ')}${ids}`, args }];
+    for (const { field, value } of apart) byIds.push({ sql: upsertApartSql(field, `SELECT value, ${value.sql} FROM json_each(?) WHERE true`), args: value.args });
+    return { kind: 'change', step: { sql: `SELECT "id" FROM ${collection.table} WHERE ${where.sql}`, args: where.args }, byIds, check, growth };
+  }
   // Under a policy the rows changed are checked afterwards, so the update names them.
   const returning = check === undefined ? '' : ' RETURNING "id"';
   return {
     kind: 'change',
     step: { sql: `UPDATE ${collection.table} SET ${assignments.join(', ')} WHERE ${where.sql}${returning}`, args: [...args, ...where.args] },
     check,
-    growth: { sql: `SELECT coalesce(sum(${growths.join(' + ')}), 0) FROM ${collection.table} WHERE ${where.sql}`, args: [...args, ...where.args] },
+    growth,
   };
+}
+
+/** Writes a vector field's value for rows given by `source` (`VALUES (?, …)` or a `SELECT` of id and value): inserted, or replacing the one there. */
+function upsertApartSql(field: Field, source: string): string {
+  return `INSERT INTO ${field.apart!} ("id", ${field.column}) ${source} ON CONFLICT ("id") DO UPDATE SET ${field.column} = excluded.${field.column}`;
 }
 
 export function planDel(stmt: DelStmt, collection: Collection, policy: Cond | undefined): Plan {

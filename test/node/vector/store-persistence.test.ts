@@ -6,7 +6,7 @@ import { seededRandom } from '../../helpers/vectors.js';
 import { blob, bruteForce, createCollection, expectSameAnswer, randomVector } from '../../helpers/vector-table.js';
 
 const DIMS = 16;
-const SPEC: VectorFieldSpec = { collection: 'docs', field: 'vec', dims: DIMS, metric: 'cosine' };
+const SPEC: VectorFieldSpec = { collection: 'docs', field: 'vec', table: '"c_docs"', dims: DIMS, metric: 'cosine' };
 /** Exact on these sizes: at least every node of the graph is visited. */
 const EF_EXACT = 8192;
 

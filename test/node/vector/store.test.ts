@@ -1,7 +1,6 @@
 import { expect } from 'chai';
 import { FenecError } from '../../../shared/errors.js';
 import type { Metric } from '../../../shared/fenecql/ast.js';
-import { Catalog } from '../../../node/storage/catalog.js';
 import { openWritable, type Connection } from '../../../node/storage/sqlite.js';
 import { VectorStore, vectorFieldSql, type VectorFieldSpec, type VectorStoreOptions } from '../../../node/vector/store.js';
 import { tempDir } from '../../helpers/temp.js';
@@ -83,7 +82,7 @@ describe('VectorStore (node/vector/store)', function () {
       setup.open().close(); // stores both snapshots
       const { db } = setup;
       db.prepare('INSERT INTO c_docs (vec, other) VALUES (?, ?)').run(blob([5, 6]), blob([7, 8]));
-      const { drop } = vectorFieldSql('docs', 'vec');
+      const { drop } = vectorFieldSql('docs', 'vec', '"c_docs"');
       db.transaction(() => {
         drop.forEach((sql) => db.exec(sql));
         db.exec('ALTER TABLE c_docs DROP COLUMN vec');
@@ -100,7 +99,7 @@ describe('VectorStore (node/vector/store)', function () {
       setup.open().close(); // a snapshot of the old rows
       setup.store = undefined;
       const { db } = setup;
-      db.transaction(() => new Catalog(db).drop('docs'))(); // DROP TABLE takes the triggers, not the snapshot
+      db.exec('DROP TABLE c_docs'); // takes the triggers, not the snapshot
       forgetLastId(db);
       createCollection(db, 'docs (vec vector<4> @hnsw(l2))');
       setup.insert('vec', vectors(30, 4, random)); // ids 1… again, other vectors (too few to set off a rebuild)
@@ -298,13 +297,13 @@ describe('VectorStore (node/vector/store)', function () {
       const update = db.prepare('UPDATE c_docs SET extra = ? WHERE id = ?');
       db.transaction(() => { for (let id = 1; id <= 100; id += 2) update.run(blob(randomVector(4, random)), id); })();
       // The lead's alter: the triggers in the schema transaction, then sync with the fields now.
-      db.transaction(() => vectorFieldSql('docs', 'extra').create.forEach((sql) => db.exec(sql)))();
-      const extra: VectorFieldSpec = { collection: 'docs', field: 'extra', dims: 4, metric: 'ip' };
+      db.transaction(() => vectorFieldSql('docs', 'extra', '"c_docs"').create.forEach((sql) => db.exec(sql)))();
+      const extra: VectorFieldSpec = { collection: 'docs', field: 'extra', table: '"c_docs"', dims: 4, metric: 'ip' };
       store.sync([...setup.specs, extra]);
       expect(store.info('docs', 'extra')).to.include({ serving: true, live: 50 });
       const q = randomVector(4, random);
       expectSameAnswer(store.search('docs', 'extra', q, 7), bruteForce(db, 'docs', 'extra', q, 'ip', 7), 'new field');
-      db.transaction(() => vectorFieldSql('docs', 'vec').drop.forEach((sql) => db.exec(sql)))();
+      db.transaction(() => vectorFieldSql('docs', 'vec', '"c_docs"').drop.forEach((sql) => db.exec(sql)))();
       store.sync([extra]);
       expect(store.info('docs', 'vec')).to.equal(undefined);
       expect(() => store.search('docs', 'vec', randomVector(8, random), 1)).to.throw(/not an @hnsw field/);
