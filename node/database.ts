@@ -125,8 +125,9 @@ export class FenecDatabase {
     this.#db = db;
     this.#lock = lock;
     this.#catalog = new Catalog(db);
-    // A file from before vectors were kept in tables of their own is moved to that layout once (catalog.ts).
-    if (!options.readOnly) db.transaction(() => this.#catalog.upgradeLayout())();
+    // A file from before vectors were kept in tables of their own is moved to that layout once
+    // (catalog.ts); its vectors are held twice until their columns are dropped: compact's room.
+    if (!options.readOnly) this.#room('compact', () => db.transaction(() => this.#catalog.upgradeLayout())());
     this.#statements = new StatementCache(db);
     this.#deadline = new Deadline(db);
     this.#cacheVersion = this.#catalog.version;

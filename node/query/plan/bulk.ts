@@ -168,10 +168,11 @@ function stagedSql(verb: 'insert' | 'put', collection: Collection, values: reado
       if (verb === 'put') {
         return `${target} SELECT c0, ${stagedOf(field)} FROM ${stage} WHERE true ORDER BY rowid ON CONFLICT ("id") DO UPDATE SET ${field.column} = excluded.${field.column}`;
       }
-      // The k-th row staged took the k-th smallest id the insert answered (given as a JSON array).
-      const rows = `(SELECT ${stagedOf(field)} AS v, row_number() OVER (ORDER BY rowid) AS n FROM ${stage}) AS s`;
-      const ids = `(SELECT value AS id, row_number() OVER (ORDER BY value) AS n FROM json_each(?)) AS i`;
-      return `${target} SELECT i.id, s.v FROM ${rows} JOIN ${ids} ON i.n = s.n WHERE s.v IS NOT NULL`;
+      // The k-th row staged took the k-th smallest id the insert answered, given sorted as a JSON array
+      // (json_each's key is k). The stage is filled empty, one row after another: its rowids run on
+      // from the first without a gap. (Pairing by row_number() windows cost ten times as much.)
+      const start = `(SELECT min(rowid) FROM ${stage})`;
+      return `${target} SELECT i.value, s.${stagedOf(field)} FROM json_each(?) AS i JOIN ${stage} AS s ON s.rowid = i.key + ${start} WHERE s.${stagedOf(field)} IS NOT NULL`;
     }),
     clear: `DELETE FROM ${stage}`,
   };
