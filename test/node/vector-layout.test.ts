@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
+import { parseCondition } from '../../shared/fenecql/parser.js';
+import type { Policy } from '../../shared/auth/policy.js';
 import { FenecDatabase } from '../../node/database.js';
 import { openReader } from '../../node/storage/sqlite.js';
 import type { VectorStoreEvent } from '../../node/vector/store.js';
@@ -81,6 +83,12 @@ describe('vectors kept in tables of their own (storage/catalog)', function () {
         const near = rows('get notes select id near vec $1 limit 3', query).map((r) => r.id);
         expect(near, `${step}: near ${query}`).to.deep.equal(exact.slice(0, 3).map((r) => r.id));
       }
+      // raw has no index: an exact scan of its table, joined to the rows for the filter.
+      const cosine = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i]!, 0) / (Math.hypot(...a) * Math.hypot(...b) || 1);
+      const scan = want.filter((r) => r.raw !== null && r.grp !== null && (r.grp as number) < 3).map((r) => ({ id: r.id, s: Math.fround(cosine(r.raw as number[], [1, 2, 2])) }));
+      scan.sort((a, b) => b.s - a.s || (a.id as number) - (b.id as number));
+      const scanned = rows('get notes select id near raw [1, 2, 2] where grp < 3 limit 4');
+      expect(scanned.map((r) => r.id), `${step}: near raw`).to.have.members(scan.slice(0, 4).map((r) => r.id));
     };
 
     // insert written out: a vector given, one left out (null), the default of a required one.
@@ -142,6 +150,21 @@ describe('vectors kept in tables of their own (storage/catalog)', function () {
     } finally {
       reader.close();
     }
+  });
+
+  it('holds a set of a vector to the token\'s policy: rows outside it are neither chosen nor left behind', () => {
+    open();
+    run('create collection notes (owner text, v vector<2>)');
+    run('insert into notes $1', [{ owner: 'ann', v: [1, 0] }, { owner: 'bob', v: [0, 1] }, { owner: 'ann' }]);
+    const policy: Policy = { rules: new Map([['notes', { collection: 'notes', read: true, write: true, where: parseCondition('owner = $jwt.sub'), source: 'test' }]]) };
+    const ann = { jwt: { sub: 'ann' }, policy };
+    expect(db.execute('set notes {v: [5, 5]} where id > 0', [], ann)).to.deep.equal({ count: 2 });
+    expect(refusal(() => db.execute('set notes {v: [9, 9], owner: "bob"} where id = 1', [], ann)).code).to.equal('forbidden');
+    expect(rows('get notes select * order id')).to.deep.equal([
+      { id: 1, owner: 'ann', v: [5, 5] },
+      { id: 2, owner: 'bob', v: [0, 1] },
+      { id: 3, owner: 'ann', v: [5, 5] },
+    ]);
   });
 
   it('refuses a required vector left null on every path, naming the row, and writes nothing', () => {
