@@ -65,10 +65,14 @@ describe('reliability: kill -9 under mixed writes', function () {
     /** What the database must hold: every acknowledged write applied. */
     const model = new Map<number, Row>();
     let version = 0;
-    /** A fresh word and vector for each version of a row: each is held by one row at most, ever. */
+    /**
+     * A fresh word and vector for each version of a row: each is held by one row at most, ever. The
+     * vector spells the version out whole (a full run passes 10 403 versions, where the first two
+     * coordinates alone would repeat: two rows at distance 0, and near answering the lower id).
+     */
     const fresh = (writer: number): Pick<Fields, 'title' | 'n' | 'v'> => {
       version += 1;
-      return { title: `w${writer}x${version}q note`, n: version, v: [version % 101, Math.floor(version / 101) % 103, writer, 1] };
+      return { title: `w${writer}x${version}q note`, n: version, v: [version % 101, Math.floor(version / 101) % 103, writer, 1 + Math.floor(version / 10_403)] };
     };
     const totals = { acknowledged: 0, inFlight: 0, inFlightApplied: 0, rowsChecked: 0, matchChecks: 0, nearChecks: 0 };
 
