@@ -176,7 +176,9 @@ export class FieldIndex {
     const labels = this.#served?.labels;
     const backlog = this.backlog;
     const building = this.#rebuild !== null;
-    const state: FieldState = building ? 'building' : backlog > 0 || this.#job !== null ? 'adding' : this.#failed ? 'failed' : 'ready';
+    // A snapshot being stored leaves it ready: the index holds every row, and `schema` (which a loader
+    // waits on) must not say that a build runs while the bytes of a finished one are written.
+    const state: FieldState = building ? 'building' : backlog > 0 || this.#job?.kind === 'add' ? 'adding' : this.#failed ? 'failed' : 'ready';
     return {
       state,
       serving: this.accepting,

@@ -289,14 +289,12 @@ export class VectorStore {
 
   /** Resolves when no background job runs (each has been settled). Not inside a write transaction. */
   async idle(): Promise<void> {
-    for (;;) {
-      const jobs = [...this.#fields.values()].flatMap((f) => (f.pending === undefined ? [] : [f.pending]));
-      if (jobs.length === 0 || this.#closed) {
-        if (!this.#closed) this.catchUp();
-        return;
-      }
-      await Promise.all(jobs);
+    // A catch-up may start work (the snapshot due once a build ends): idle only when one started none.
+    while (!this.#closed) {
       this.catchUp();
+      const jobs = [...this.#fields.values()].flatMap((f) => (f.pending === undefined ? [] : [f.pending]));
+      if (jobs.length === 0) return;
+      await Promise.all(jobs);
     }
   }
 

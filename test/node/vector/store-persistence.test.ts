@@ -304,6 +304,24 @@ describe('VectorStore persistence (node/vector/store)', () => {
       f.check(20, 'built');
     });
 
+    it('stays ready while it stores a snapshot in the background, and idle() waits for the snapshot', async () => {
+      f.insert(6000); // over 1 MB of index: its snapshot is serialized on Faiss's thread, not on the spot
+      const store = f.open({ ...small, snapshotMinBacklog: 5, snapshotShare: 0, snapshotQuietMs: 0 });
+      await store.idle();
+      const built = store.info('docs', 'vec')!;
+      expect(built).to.include({ state: 'ready', pending: 0, snapshotSeq: built.seq });
+      expect(f.snapshotRow()!.seq, 'the build stored before idle() resolved').to.equal(built.seq);
+      f.insert(10); // added on the spot, and past the snapshot rule: a snapshot starts in the background
+      const storing = store.info('docs', 'vec')!;
+      expect(storing.snapshotSeq, 'the new snapshot is not stored yet').to.be.below(storing.seq);
+      // Every row is in the index: a loader waiting on `schema` must not be told a build runs.
+      expect(storing).to.include({ state: 'ready', pending: 0 });
+      await store.idle();
+      const stored = store.info('docs', 'vec')!;
+      expect(stored.snapshotSeq).to.equal(stored.seq);
+      expect(f.snapshotRow()!.seq).to.equal(stored.seq);
+    });
+
     it('adds a large batch in the background, and answers exactly meanwhile', async () => {
       f.insert(2000);
       const store = f.open(small);
