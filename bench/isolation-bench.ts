@@ -7,7 +7,8 @@
  *   (b) a loop of heavy reads past the answer cap (heavy's maxAnswerBytes set to 1 MB);
  *   (c) a BENCH_ROWS-row load into a new heavy collection through `fenec import` (its own process, as a
  *       loader is), until its HNSW index holds every row — quiet is measured for the whole of it;
- *   (d) heavy statements hitting the time limit (heavy's statementTimeoutMs set to 1 s).
+ *   (d) heavy statements hitting the time limit (heavy's statementTimeoutMs set to 1 s, or to a third
+ *       of what the statement takes unstopped when that is less: at a small BENCH_ROWS).
  * heavy's own collection is loaded the same way, and its index built, before any phase. Throughout,
  * the serving thread's event-loop delay max is read from /_metrics (prom-client's
  * nodejs_eventloop_lag_max_seconds, monitorEventLoopDelay, reset at each scrape).
@@ -67,8 +68,8 @@ async function main(): Promise<void> {
     phases.b_answer_cap = await quietBeside(node, '(b) reads past the answer cap', () => loop(node, SECONDS + 1, JSON.stringify({ statement: 'get docs select *' }), 413));
     await admin(node, 'heavy', {});
     phases.c_load = await quietBeside(node, '(c) a load with its HNSW build and snapshot', () => loadHeavy(node, 'more', rows), { whole: true });
-    await admin(node, 'heavy', { statementTimeoutMs: 1000 });
     const slow = `get docs where ${Array.from({ length: 30 }, (_, i) => `${'lower('.repeat(10)}body${')'.repeat(10)} like "%never-${i}%"`).join(' or ')} count`;
+    await admin(node, 'heavy', { statementTimeoutMs: await timeLimitFor(node, slow) });
     phases.d_time_limit = await quietBeside(node, '(d) statements hitting the time limit', () => loop(node, SECONDS + 1, JSON.stringify({ statement: slow }), 504));
     await admin(node, 'heavy', {});
 
@@ -160,6 +161,20 @@ async function loop(node: Program, seconds: number, body: string, status: number
     await response.arrayBuffer();
     if (response.status !== status && response.status !== 429) throw new Error(`heavy answered ${response.status}, not ${status}`);
   }
+}
+
+/**
+ * Heavy's time limit for phase (d): 1 s, or a third of what `slow` takes unstopped when that is less
+ * (its cost grows with heavy's rows: at a small BENCH_ROWS it would end inside 1 s, and never be stopped).
+ */
+async function timeLimitFor(node: Program, slow: string): Promise<number> {
+  const t0 = performance.now();
+  const response = await fetch(`${node.url}/t/heavy/query`, { method: 'POST', headers: AUTH, body: JSON.stringify({ statement: slow }) });
+  await response.arrayBuffer();
+  const ms = performance.now() - t0;
+  // 504: past the default limit of 5 s, so well past 1 s.
+  if (response.status !== 200 && response.status !== 504) throw new Error(`heavy answered ${response.status} to the slow statement`);
+  return response.status === 504 ? 1000 : Math.max(1, Math.min(1000, Math.floor(ms / 3)));
 }
 
 function rowById(url: string, clients: number): Promise<Measure> {
