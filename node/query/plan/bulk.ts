@@ -24,7 +24,7 @@ import { toSql, type SqlValue } from '../../storage/codec.js';
 import { bindValue, Compiler } from '../compile/compiler.js';
 import type { BulkPlan, PolicyCheck, StagedSql } from './plan-types.js';
 import { ident } from '../../storage/sqlite.js';
-import { insertSql, pinnedFields, upsertConflict, upsertSql } from './write-sql.js';
+import { insertSql, pinnedFields, upsertApartSql, upsertConflict, upsertSql } from './write-sql.js';
 import type { ArgSource } from '../compile/evaluate.js';
 
 /** How one field's SQL arguments come from a row: `given` its value, or undefined when the row leaves it out. */
@@ -164,15 +164,12 @@ function stagedSql(verb: 'insert' | 'put', collection: Collection, values: reado
     // The ids an insert gives in the order of the rows: AUTOINCREMENT hands them out increasing, so sorted.
     write,
     apart: collection.apartFields.map((field) => {
-      const target = `INSERT INTO ${field.apart!} ("id", ${field.column})`;
-      if (verb === 'put') {
-        return `${target} SELECT c0, ${stagedOf(field)} FROM ${stage} WHERE true ORDER BY rowid ON CONFLICT ("id") DO UPDATE SET ${field.column} = excluded.${field.column}`;
-      }
+      if (verb === 'put') return upsertApartSql(field, `SELECT c0, ${stagedOf(field)} FROM ${stage} WHERE true ORDER BY rowid`);
       // The k-th row staged took the k-th smallest id the insert answered, given sorted as a JSON array
       // (json_each's key is k). The stage is filled empty, one row after another: its rowids run on
       // from the first without a gap. (Pairing by row_number() windows cost ten times as much.)
       const start = `(SELECT min(rowid) FROM ${stage})`;
-      return `${target} SELECT i.value, s.${stagedOf(field)} FROM json_each(?) AS i JOIN ${stage} AS s ON s.rowid = i.key + ${start} WHERE s.${stagedOf(field)} IS NOT NULL`;
+      return `INSERT INTO ${field.apart!} ("id", ${field.column}) SELECT i.value, s.${stagedOf(field)} FROM json_each(?) AS i JOIN ${stage} AS s ON s.rowid = i.key + ${start} WHERE s.${stagedOf(field)} IS NOT NULL`;
     }),
     clear: `DELETE FROM ${stage}`,
   };

@@ -3,7 +3,7 @@
  * (`insert into c {…}`) or bound as one parameter (`insert into c $1`).
  */
 import type { Cond, Expr } from '../../../shared/fenecql/ast.js';
-import type { Collection } from '../../storage/catalog.js';
+import type { Collection, Field } from '../../storage/catalog.js';
 
 /** The fields a policy condition pins to a claim: the `field = $jwt.claim` among its top-level `and`s. */
 export function pinnedFields(policy: Cond): Map<string, Expr> {
@@ -40,4 +40,12 @@ export function upsertSql(collection: Collection, columns: readonly string[], va
 export function upsertConflict(collection: Collection, columns: readonly string[]): string {
   const assignments = collection.rowFields.map((f) => (columns.includes(f.column) ? `${f.column} = excluded.${f.column}` : `${f.column} = NULL`));
   return assignments.length === 0 ? ' ON CONFLICT ("id") DO NOTHING' : ` ON CONFLICT ("id") DO UPDATE SET ${assignments.join(', ')}`;
+}
+
+/**
+ * Writes a vector field's value into its own table (catalog.ts) for the rows `source` gives (`VALUES
+ * (?, …)` or a `SELECT` of id and value, in that order): inserted, or replacing the one there.
+ */
+export function upsertApartSql(field: Field, source: string): string {
+  return `INSERT INTO ${field.apart!} ("id", ${field.column}) ${source} ON CONFLICT ("id") DO UPDATE SET ${field.column} = excluded.${field.column}`;
 }

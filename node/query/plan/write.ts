@@ -12,7 +12,7 @@ import { isValue, type ArgSource } from '../compile/evaluate.js';
 import { isScalar, typeName } from '../compile/expr-types.js';
 import { fieldOf, rowFilter } from './read.js';
 import type { Plan, PolicyCheck, RowWrite, SqlStep } from './plan-types.js';
-import { insertSql, pinnedFields, upsertSql } from './write-sql.js';
+import { insertSql, pinnedFields, upsertApartSql, upsertSql } from './write-sql.js';
 import { planBulk } from './bulk.js';
 
 /** `insert`: rows written out, each its own step, or bound as one parameter. */
@@ -218,11 +218,6 @@ export function planSet(stmt: SetStmt, collection: Collection, policy: Cond | un
     check,
     growth,
   };
-}
-
-/** Writes a vector field's value for rows given by `source` (`VALUES (?, …)` or a `SELECT` of id and value): inserted, or replacing the one there. */
-function upsertApartSql(field: Field, source: string): string {
-  return `INSERT INTO ${field.apart!} ("id", ${field.column}) ${source} ON CONFLICT ("id") DO UPDATE SET ${field.column} = excluded.${field.column}`;
 }
 
 export function planDel(stmt: DelStmt, collection: Collection, policy: Cond | undefined): Plan {
