@@ -89,7 +89,7 @@ function buildCollection(name: string, defs: readonly FieldDef[], vectorsApart =
     name: def.name,
     type: def.type,
     column: ident(def.name),
-    apart: vectorsApart && def.type.kind === 'vector' ? vectorTable(name, def.name) : undefined,
+    apart: vectorsApart && isApart(def) ? vectorTable(name, def.name) : undefined,
     decode: decoderFor(def.type),
     isVector: def.type.kind === 'vector',
   }));
@@ -105,6 +105,7 @@ function buildCollection(name: string, defs: readonly FieldDef[], vectorsApart =
   });
 }
 
+/** Whether the field's values are kept in a table of their own (every vector, since that layout). */
 function isApart(def: FieldDef): boolean {
   return def.type.kind === 'vector';
 }
