@@ -3,7 +3,8 @@
  * their fields, snippet and _score) against raw FTS5's `SELECT rowid, bm25(t) … ORDER BY rank LIMIT 10`
  * (ids and scores only), and against the raw query that answers what fenecdb answers (each row's text
  * and FTS5's snippet()), at MATCH_ROWS rows (default 50 000), in one process. Target: p50 ≤ 1.3× the
- * ids-and-bm25 query.
+ * ids-and-bm25 query. Also shown: the same ids ranked by SQLite's sorter (`ORDER BY bm25(t), rowid
+ * LIMIT 10`), the ranking fenecdb's `match` uses (node/search/text-index.ts, textTopSelect).
  *
  * Data: make search-bench's (bench/search-data.ts, seeded): 8–20 Zipf-drawn words a row from a 5 000-word
  * vocabulary, a 384-dim clustered vector and grp = i % 100, in a `.fenec` file as `docs (body text
@@ -95,6 +96,7 @@ async function main(): Promise<void> {
       { name: 'raw FTS5: ids, bm25, text, snippet()', run: ([a, b]) => raw.matchWithSnippets(`"${a}" OR "${b}"`, K) },
       { name: 'fenecdb: match, rows with a vector', run: ([a, b]) => db.execute(`get docs match body $1 limit ${K}`, [`${a} ${b}`]) },
       { name: 'fenecdb: match, rows of text', run: ([a, b]) => db.execute(`get notes match body $1 limit ${K}`, [`${a} ${b}`]) },
+      { name: "raw FTS5: ids, bm25 by SQLite's sorter", run: ([a, b]) => raw.matchSorted(`"${a}" OR "${b}"`, K) },
     ];
     const random = seededRandom(SEED + 1);
     const pick = (): string => work.vocabulary[Math.floor(random() * VOCABULARY)]!;

@@ -21,10 +21,16 @@ export function openRawSqlite(file: string): Database.Database {
 /** The raw FTS5 table of the rows' texts, `t (body)`, with fenecdb's tokenizer; rowid = row id. */
 export const RAW_TEXT_TABLE = `CREATE VIRTUAL TABLE t USING fts5(body, tokenize = '${TEXT_TOKENIZER}')`;
 
-/** Raw FTS5's top k: the query fenecdb itself sends for `match`, ranked by FTS5's own bm25(). */
-const RAW_MATCH = 'SELECT rowid, bm25(t) FROM t WHERE t MATCH ? ORDER BY rank LIMIT ?';
+/**
+ * Raw FTS5's top k as FTS5's documentation writes it, ranked by FTS5's own bm25(), the limit written in:
+ * a limit bound as `?` is read by SQLite's planner, and binding it again re-prepares the statement at
+ * each run (about a tenth of this query's time; node/query/plan/read.ts, countSql).
+ */
+const rawMatch = (k: number): string => `SELECT rowid, bm25(t) FROM t WHERE t MATCH ? ORDER BY rank LIMIT ${k}`;
 /** The same with what fenecdb answers besides the ids: each row's text and its snippet (the database's 20 tokens). */
-const RAW_MATCH_SNIPPET = `SELECT rowid, body, snippet(t, 0, '**', '**', '…', ${SNIPPET_TOKENS}), bm25(t) FROM t WHERE t MATCH ? ORDER BY rank LIMIT ?`;
+const rawMatchSnippet = (k: number): string => `SELECT rowid, body, snippet(t, 0, '**', '**', '…', ${SNIPPET_TOKENS}), bm25(t) FROM t WHERE t MATCH ? ORDER BY rank LIMIT ${k}`;
+/** The top k by SQLite's sorter, not FTS5's: what fenecdb's `match` ranks with (node/search/text-index.ts, textTopSelect). */
+const rawMatchSorted = (k: number): string => `SELECT rowid, bm25(t) AS s FROM t WHERE t MATCH ? ORDER BY s, rowid LIMIT ${k}`;
 
 /** A raw Faiss HNSW index of `vectors` with the database's M, efConstruction and efSearch, and the ms its addAsync took. */
 export async function rawHnsw(dims: number, vectors: Float32Array): Promise<{ index: VectorIndex; ms: number }> {
@@ -44,8 +50,7 @@ export interface RawRow {
 export class RawDocs {
   private readonly db: Database.Database;
   private readonly insertRows: (from: number, to: number) => void;
-  private readonly matchStatement: Database.Statement;
-  private readonly snippetStatement: Database.Statement;
+  private readonly statements = new Map<string, Database.Statement>();
 
   constructor(file: string, row: (i: number) => RawRow) {
     this.db = openRawSqlite(file);
@@ -59,8 +64,6 @@ export class RawDocs {
         insertText.run(i + 1, body);
       }
     });
-    this.matchStatement = this.db.prepare(RAW_MATCH).raw(true);
-    this.snippetStatement = this.db.prepare(RAW_MATCH_SNIPPET).raw(true);
   }
 
   /** Rows from … to-1 (ids from+1 …) in one transaction. */
@@ -70,12 +73,26 @@ export class RawDocs {
 
   /** The ids of FTS5's top k for an FTS5 query. */
   match(query: string, k: number): number[] {
-    return (this.matchStatement.all(query, k) as [number, number][]).map(([id]) => id);
+    return this.#ids(rawMatch(k), query);
   }
 
   /** The same top k, each row also read with its text and snippet, as fenecdb answers a `match`. */
   matchWithSnippets(query: string, k: number): number[] {
-    return (this.snippetStatement.all(query, k) as [number, string, string, number][]).map(([id]) => id);
+    return this.#ids(rawMatchSnippet(k), query);
+  }
+
+  /** The same top k (ties in id order), ranked by SQLite's sorter over FTS5's matches in rowid order. */
+  matchSorted(query: string, k: number): number[] {
+    return this.#ids(rawMatchSorted(k), query);
+  }
+
+  #ids(sql: string, query: string): number[] {
+    let statement = this.statements.get(sql);
+    if (statement === undefined) {
+      statement = this.db.prepare(sql).raw(true);
+      this.statements.set(sql, statement);
+    }
+    return (statement.all(query) as [number, ...unknown[]][]).map(([id]) => id);
   }
 
   /** Reads every row's text once (its pages into the connection's cache): make match-bench's warm pass. */

@@ -37,7 +37,7 @@ import type { FieldType } from '../../shared/fenecql/ast.js';
 import { ident } from '../storage/sqlite.js';
 import { textColumn } from './text-query.js';
 
-export { MAX_QUERY_WORDS, matchExpression, queryWords, textColumn, textQuery, wordExpressions } from './text-query.js';
+export { MAX_QUERY_WORDS, matchExpression, queryWords, snippetWords, textColumn, textQuery, wordExpressions } from './text-query.js';
 
 export const TEXT_TOKENIZER = 'porter unicode61 remove_diacritics 2';
 /** How many tokens a snippet holds at most (FTS5 allows 1 to 64). */
@@ -208,6 +208,46 @@ function snippetSql(fts: string, column: number, field: TextField | undefined): 
   return `CASE WHEN fenec_fits(${fts}, ${column}, ${SNIPPET_TOKENS}) THEN ${whole} ELSE ${snippet} END`;
 }
 
+/**
+ * A ranked read of one text field's matches that snips after its limit, or undefined for `match *` and
+ * a [text] field (their snippets need FTS5's snippet() on a cursor of the index: textSearchSql):
+ *
+ *     SELECT <columns>, fenec_snippet(c."body", ?, …) AS "_snippet", (- top.s) AS "_score"
+ *     FROM (SELECT <fts>.rowid AS r, <fts>.rank AS s FROM <fts> WHERE <match> AND <rank>
+ *           ORDER BY s, r LIMIT … OFFSET …) AS top
+ *     JOIN c_<name> AS c ON c."id" = top.r ORDER BY top.s, top.r
+ *
+ * FTS5 hands the matches out in rowid order and SQLite's sorter keeps the best `LIMIT` of them; only
+ * those are joined to their rows and snipped, by fenec_snippet from the joined text (snippet()'s
+ * bytes, native/fts5/src/snippet.c). `ORDER BY rank` would have FTS5 sort every match itself, through
+ * a statement it prepares each query, and snip on its own cursor: a quarter more for the ranking alone
+ * (docs/performance.md). With a `where`, the rows it keeps are joined inside, before the limit.
+ * Arguments in text order: the words (snippetWords), the where's, the MATCH expression, the rank
+ * function when `scoped`, then those of `page` (`LIMIT … OFFSET …`, or '').
+ */
+export function textTopSelect(collection: string, fields: readonly TextField[], field: string, columns: readonly string[], page: string, options: TopOptions = {}): string | undefined {
+  const column = fields.findIndex((f) => f.name === field);
+  const type = fields[column]?.type;
+  if (type === undefined || type.kind !== 'scalar' || type.scalar !== 'text') return undefined;
+  const search = textSearchSql(collection, fields, field, options.where);
+  const fts = textIndexName(collection);
+  const matches = options.where === undefined ? fts : search.from;
+  // Called in the select list, the rank function takes its arguments as SQL; through `rank MATCH ?`,
+  // FTS5 prepares a statement to read them, each query (about 5 µs).
+  const rank = options.scoped === true ? { score: `${fts}.rank`, match: ` AND ${search.rank}` } : { score: rankFunction(column, undefined, fts), match: '' };
+  const top = `SELECT ${fts}.rowid AS r, ${rank.score} AS s FROM ${matches} WHERE ${search.match}${rank.match} ORDER BY s, r${page}`;
+  const snippet = `fenec_snippet(c.${ident(field)}, ?, ${sqlString(TEXT_TOKENIZER)}, '**', '**', '…', ${SNIPPET_TOKENS})`;
+  const list = [...columns, `${snippet} AS "_snippet"`, '(- top.s) AS "_score"'].join(', ');
+  return `SELECT ${list} FROM (${top}) AS top JOIN ${tableName(collection)} AS c ON c."id" = top.r ORDER BY top.s, top.r`;
+}
+
+export interface TopOptions {
+  /** The rows' condition (over the table's columns), applied before the limit. */
+  readonly where?: string;
+  /** The rank function is bound (`rank MATCH ?`: rankFunction with statistics), not written in. */
+  readonly scoped?: boolean;
+}
+
 /** The whole ranked read over `columns` (SQL expressions, `c."body"`), with `LIMIT +? OFFSET +?` (never a bare `?`: node/query/plan/read.ts, countSql). */
 export function textSearchSelect(search: TextSearchSql, columns: readonly string[]): string {
   const list = [...columns, `${search.score} AS "_score"`, `${search.snippet} AS "_snippet"`].join(', ');
@@ -227,12 +267,13 @@ export interface TextStats {
 
 /**
  * The rank function `rank MATCH ?` binds: `fenec_bm25(column)` over the whole collection's statistics,
- * or with `stats`, over theirs (native/fts5/src/fenec_fts5.c). Every argument is a whole number.
+ * or with `stats`, over theirs (native/fts5/src/fenec_fts5.c). Every argument is a whole number. With
+ * `fts`, the call itself, for a select list: `fenec_bm25(<fts>, column)`.
  */
-export function rankFunction(column: number, stats?: TextStats): string {
+export function rankFunction(column: number, stats?: TextStats, fts?: string): string {
   const args = stats === undefined ? [column] : [column, stats.rows, stats.tokens, ...stats.hits];
   assert(args.every(Number.isSafeInteger), 'the rank function takes whole numbers');
-  return `fenec_bm25(${args.join(', ')})`;
+  return `fenec_bm25(${[...(fts === undefined ? [] : [fts]), ...args].join(', ')})`;
 }
 
 export interface TextStatsSql {

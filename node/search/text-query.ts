@@ -64,6 +64,16 @@ export function textQuery(userText: string): string | null {
 }
 
 /**
+ * The user's words as fenec_snippet takes them (native/fts5/src/snippet.c): the words of textQuery's
+ * query, in its order (FTS5 numbers its phrases so), '\n' between them — a word never holds one.
+ * null when the text holds no word.
+ */
+export function snippetWords(userText: string): string | null {
+  const words = queryWords(userText);
+  return words.length === 0 ? null : words.join('\n');
+}
+
+/**
  * The MATCH argument of `match FIELD "…"` or `match * "…"`: the user's words, restricted to the
  * field's column for a named field. `fields` are the collection's `@text` fields, in index order.
  * null when the text holds no word: the caller answers no rows.

@@ -41,6 +41,9 @@
  *   `_docsize` shadow table (one varint per column), in `column` or (-1) in all: the summand of
  *   `tokens` above.
  *
+ * - fenec_snippet(text, words, tokenizer, open, close, ellipsis, tokens), in snippet.c: snippet()
+ *   without an FTS5 cursor, for a `match` whose top rows SQLite's sorter chose.
+ *
  * - fenec_deadline(ms), in deadline.c: the time limit a worker holds a request's statements to.
  *
  * All are registered on the connection that loads the extension, and on no other. Nothing in this file
@@ -53,6 +56,7 @@
 SQLITE_EXTENSION_INIT1
 
 #include "deadline.h"
+#include "snippet.h"
 
 #define K1 1.2
 #define B 0.75
@@ -363,6 +367,7 @@ int sqlite3_fenecfts_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routin
   if (rc == SQLITE_OK) {
     rc = sqlite3_create_function(db, "fenec_doclen", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, 0, doclenFunction, 0, 0);
   }
+  if (rc == SQLITE_OK) rc = fenecRegisterSnippet(db, fts5);
   if (rc == SQLITE_OK) rc = fenecRegisterDeadline(db);
   return rc;
 }

@@ -6,7 +6,7 @@ import type { Cond, Expr, GetStmt, Position } from '../../../shared/fenecql/ast.
 import { FenecError } from '../../../shared/errors.js';
 import { withIdTies } from '../../../shared/fenecql/order.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
-import { matchExpression, textSearchSql } from '../../search/text-index.js';
+import { matchExpression, snippetWords, textSearchSql, textTopSelect } from '../../search/text-index.js';
 import { fieldSql, ID_TYPE, type Collection, type Field } from '../../storage/catalog.js';
 import { ident } from '../../storage/sqlite.js';
 import { bindValue, Compiler, type Fragment } from '../compile/compiler.js';
@@ -190,17 +190,21 @@ function matchQuery(match: NonNullable<GetStmt['match']>, collection: Collection
   // last: reading the words (a Unicode scan, NFC, case folding) once per new text spares both.
   let lastText: string | undefined;
   let lastExpression: string | null = null;
+  let lastWords: string | null = null;
+  const read = (ctx: BindContext): boolean => {
+    const text = words(ctx);
+    if (text === null) return false;
+    if (text !== lastText) {
+      lastExpression = matchExpression(text, match.field, textFields);
+      lastWords = snippetWords(text);
+      lastText = text;
+    }
+    return true;
+  };
   return {
     field: match.field,
-    expression: (ctx) => {
-      const text = words(ctx);
-      if (text === null) return null;
-      if (text !== lastText) {
-        lastExpression = matchExpression(text, match.field, textFields);
-        lastText = text;
-      }
-      return lastExpression;
-    },
+    expression: (ctx) => (read(ctx) ? lastExpression : null),
+    snippetWords: (ctx) => (read(ctx) ? lastWords : null),
     rank: textRank(collection, match.field, column, words, compiler, policy),
   };
 }
@@ -221,9 +225,17 @@ function planMatch(stmt: GetStmt, query: MatchQuery, collection: Collection, fil
     return { kind: 'count', step: { sql, args: [...filterArgs, query.expression, ...page.args] }, guard };
   }
   const fields = selectedFields(stmt, collection);
-  const list = ['c."id"', ...fields.map((f) => fieldSql(f, 'c')), `${search.snippet} AS "_snippet"`, `${search.score} AS "_score"`].join(', ');
+  const selected = ['c."id"', ...fields.map((f) => fieldSql(f, 'c'))];
   const columns: OutputColumn[] = [...outputColumns(fields), { key: 'snippet', decode: null }, { key: '_score', decode: null }];
+  const searchArgs = [...filterArgs, query.expression, query.rank.arg, ...page.args];
+  // Best first, a text field: the top rows by SQLite's sorter, snipped after the limit (textTopSelect).
+  const scoped = query.rank.scoped !== undefined;
+  const top = stmt.order.length === 0 ? textTopSelect(collection.name, collection.textFields, query.field, selected, page.sql, { where: filter?.sql, scoped }) : undefined;
+  if (top !== undefined) {
+    const args = [query.snippetWords, ...filterArgs, query.expression, ...(scoped ? [query.rank.arg] : []), ...page.args];
+    return { kind: 'read', step: { sql: top, args }, columns, guard, scoped: query.rank.scoped };
+  }
+  const list = [...selected, `${search.snippet} AS "_snippet"`, `${search.score} AS "_score"`].join(', ');
   const sql = `SELECT ${list} FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${order}${page.sql}`;
-  const args = [...filterArgs, query.expression, query.rank.arg, ...page.args];
-  return { kind: 'read', step: { sql, args }, columns, guard, scoped: query.rank.scoped };
+  return { kind: 'read', step: { sql, args: searchArgs }, columns, guard, scoped: query.rank.scoped };
 }

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { matchExpression, rankFunction, SNIPPET_TOKENS, textIndexName, textQuery, textSearchSelect, textSearchSql } from '../../../node/search/text-index.js';
+import { matchExpression, rankFunction, snippetWords, SNIPPET_TOKENS, TEXT_TOKENIZER, textIndexName, textQuery, textSearchSelect, textSearchSql } from '../../../node/search/text-index.js';
 import { bm25Term } from '../../helpers/bm25.js';
 import { tempDir } from '../../helpers/temp.js';
 import { seededRandom } from '../../helpers/vectors.js';
@@ -144,6 +144,46 @@ describe('text search', () => {
       expect(() => store.db.prepare(`SELECT fenec_highlight(${fts}, ${column}, 'fox', '*', '*') FROM ${fts} WHERE ${fts} MATCH 'fox'`).all()).to.throw(/fenec_highlight: no such column/);
     }
     expect(() => store.db.prepare(`SELECT fenec_highlight(${fts}, 0, 'fox') FROM ${fts} WHERE ${fts} MATCH 'fox'`).all()).to.throw(/fenec_highlight: give the column/);
+  });
+
+  it("fenec_snippet makes snippet()'s bytes from the text and the words, with no cursor of the index", () => {
+    // What a `match` of a text field snips its top rows with (text-index.ts, textTopSelect): the
+    // phrases' places found by tokenizing the text, not read from the index. Texts of 1 to 200 tokens
+    // (shorter and longer than every snippet length), sentences ended by '.' and ':' with and without
+    // a space after, words repeated and side by side, stems, accents, a word the tokenizer splits
+    // into a phrase of several tokens (Devanagari), words that no row holds; marks of every length.
+    const random = seededRandom(44);
+    const words = ['fox', 'den', 'runs', 'running', 'the', 'café', 'Zürich', 'deploys', 'x1', 'नमस्ते', '東京', 'on-call'];
+    const pick = (): string => words[Math.floor(random() * words.length)]!;
+    const separators = [' ', ' ', ' ', ', ', '. ', ': ', '.', ' — ', '\n', '  '];
+    for (let i = 0; i < 400; i++) {
+      const n = 1 + Math.floor(random() * 200 * random());
+      store.insert(Array.from({ length: n }, pick).reduce((out, word) => `${out}${separators[Math.floor(random() * separators.length)]}${word}`));
+    }
+    const fts = textIndexName(store.name);
+    let compared = 0;
+    const lengths = new Set<number>();
+    for (const query of ['fox', 'den fox', 'runs the', 'run', 'cafe zurich deploy', 'नमस्ते x1', 'the fox den runs café', 'on call 東京', 'fox nowhere']) {
+      const expression = matchExpression(query, 'text', store.fields);
+      for (const [open, close, ellipsis] of [['**', '**', '…'], ['<b>', '</b>', '...'], ['', '', '']]) {
+        for (const tokens of [1, 5, SNIPPET_TOKENS, 64]) {
+          const sql = `SELECT snippet(${fts}, 0, ?, ?, ?, ${tokens}), fenec_snippet(c."text", ?, ?, ?, ?, ?, ${tokens}), c."text" FROM ${fts} JOIN c_notes AS c ON c."id" = ${fts}.rowid WHERE ${fts} MATCH ?`;
+          const rows = store.db.prepare(sql).raw(true).all(open, close, ellipsis, snippetWords(query), TEXT_TOKENIZER, open, close, ellipsis, expression) as [string, string, string][];
+          for (const [theirs, ours, text] of rows) {
+            expect(ours, `${query} / ${tokens} / ${open}: ${JSON.stringify(text)}`).to.equal(theirs);
+            compared++;
+            lengths.add(text.split(/[^\p{L}\p{N}]+/u).length > SNIPPET_TOKENS ? 1 : 0);
+          }
+        }
+      }
+    }
+    expect(compared).to.be.greaterThan(10_000);
+    expect([...lengths]).to.have.members([0, 1], 'texts that fit a snippet and texts that do not');
+    const one = (sql: string, ...args: unknown[]): unknown => (store.db.prepare(sql).raw(true).get(...args) as unknown[])[0];
+    expect(one(`SELECT fenec_snippet(NULL, 'fox', ?, '*', '*', '…', 20)`, TEXT_TOKENIZER)).to.equal(null);
+    expect(one(`SELECT fenec_snippet('', 'fox', ?, '*', '*', '…', 20)`, TEXT_TOKENIZER)).to.equal('');
+    expect(one(`SELECT fenec_snippet('The Fox ran.', 'fox', ?, '[', ']', '…', 20)`, TEXT_TOKENIZER)).to.equal('The [Fox] ran.');
+    expect(() => one(`SELECT fenec_snippet('fox', 'fox', 'nosuch', '*', '*', '…', 20)`)).to.throw(/fenec_snippet: no such tokenizer/);
   });
 
   it('searches a [text] field by its elements, its snippet free of JSON', () => {

@@ -1,0 +1,102 @@
+/**
+ * A `match` of a text field ranks its top rows by SQLite's sorter and snips them after the limit
+ * (node/search/text-index.ts, textTopSelect). It must answer what FTS5's own ranked read answers — the
+ * shape `match *`, [text] fields and `order` still take (textSearchSql) — row for row: the same rows,
+ * in the same order (ties in id order), the same scores and snippets, with a where, a limit and an
+ * offset, under a token's policy too. The reference runs FTS5's ranked read on a connection of its own
+ * to the same file.
+ */
+import { expect } from 'chai';
+import { FenecDatabase } from '../../../node/database.js';
+import { matchExpression, rankFunction, textSearchSelect, textSearchSql, type TextField } from '../../../node/search/text-index.js';
+import { openSnapshot, type Connection } from '../../../node/storage/sqlite.js';
+import { parsePolicy } from '../../../shared/auth/policy.js';
+import type { Answer } from '../../../shared/answer.js';
+import { tempDir } from '../../helpers/temp.js';
+import { seededRandom } from '../../helpers/vectors.js';
+
+const FIELDS: readonly TextField[] = [
+  { name: 'body', type: { kind: 'scalar', scalar: 'text' } },
+  { name: 'tags', type: { kind: 'array', element: 'text' } },
+];
+
+interface Answered {
+  readonly id: number;
+  readonly snippet: string;
+  readonly _score: number;
+}
+
+describe('match of a text field, ranked by SQLite and snipped after the limit', () => {
+  let temp: ReturnType<typeof tempDir>;
+  let db: FenecDatabase;
+  let reference: Connection;
+
+  before(() => {
+    temp = tempDir('fenec-match-top-');
+    db = FenecDatabase.open({ file: temp.file('m.fenec'), readOnly: false, program: 'test', sweepIntervalMs: 0 });
+    db.execute('create collection docs (body text @text, tags [text] @text, grp int, owner text)');
+    const random = seededRandom(7);
+    const vocabulary = ['fox', 'den', 'runs', 'the', 'deploy', 'café', 'night', 'owl', 'river', 'stone'];
+    const pick = (): string => vocabulary[Math.floor(random() * vocabulary.length)]!;
+    const texts = Array.from({ length: 60 }, () => Array.from({ length: 1 + Math.floor(random() * 45) }, pick).join(random() < 0.3 ? '. ' : ' '));
+    // Each text many times over: ties of score, which must come in id order.
+    const rows = Array.from({ length: 1_500 }, (_, i) => ({ body: texts[Math.floor(random() * texts.length)]!, tags: [pick()], grp: i % 7, owner: i % 3 === 0 ? 'ann' : 'bob' }));
+    db.execute('insert into docs $1', [rows]);
+    reference = openSnapshot(temp.file('m.fenec'));
+  });
+
+  after(() => {
+    reference.close();
+    db.close();
+    temp.remove();
+  });
+
+  /** FTS5's ranked read of `match body`, its own sorter and snippets (the shape before). */
+  function fts5(words: string, limit: number, offset: number, where?: { sql: string; args: unknown[] }): Answered[] {
+    const search = textSearchSql('docs', FIELDS, 'body', where?.sql);
+    const sql = textSearchSelect(search, ['c."id" AS id']);
+    const rows = reference.prepare(sql).all(...(where?.args ?? []), matchExpression(words, 'body', FIELDS), rankFunction(0), limit, offset) as { id: number; _score: number; _snippet: string }[];
+    return rows.map((r) => ({ id: r.id, snippet: r._snippet, _score: r._score }));
+  }
+
+  /** A read's rows. */
+  const rowsOf = (answer: Answer): Record<string, unknown>[] => answer.rows as Record<string, unknown>[];
+  const answered = (answer: Answer): Answered[] => rowsOf(answer).map((r) => ({ id: r.id as number, snippet: r.snippet as string, _score: r._score as number }));
+
+  it('answers the rows, order, scores and snippets of FTS5 ranking them itself', () => {
+    let compared = 0;
+    for (const words of ['fox', 'den fox', 'the', 'river owl stone', 'deploy cafe', 'runs night the fox']) {
+      for (const [limit, offset] of [[10, 0], [3, 0], [25, 7], [1_000, 0]] as const) {
+        const ours = answered(db.execute(`get docs select id match body $1 limit ${limit} offset ${offset}`, [words]));
+        expect(ours, `${words} ${limit} ${offset}`).to.deep.equal(fts5(words, limit, offset));
+        const filtered = answered(db.execute(`get docs select id match body $1 where grp = $2 limit $3 offset $4`, [words, 3, limit, offset]));
+        expect(filtered, `${words} where`).to.deep.equal(fts5(words, limit, offset, { sql: '"grp" = ?', args: [3] }));
+        compared += ours.length + filtered.length;
+      }
+    }
+    expect(compared).to.be.greaterThan(3_000);
+  });
+
+  it('ranks ties in id order', () => {
+    const rows = rowsOf(db.execute('get docs select id match body $1 limit 1000', ['fox']));
+    for (let i = 1; i < rows.length; i++) {
+      const [a, b] = [rows[i - 1]!, rows[i]!];
+      expect((a._score as number) > (b._score as number) || (a._score === b._score && (a.id as number) < (b.id as number)), `rows ${i - 1} and ${i}`).to.equal(true);
+    }
+  });
+
+  it("under a token's policy, scores over the token's rows as before", () => {
+    const policy = parsePolicy('docs read where owner = $jwt.sub', 'policy.txt');
+    const jwt = { sub: 'ann' };
+    for (const words of ['fox', 'deploy cafe the']) {
+      const ours = answered(db.execute('get docs select id match body $1 limit 20', [words], { policy, jwt }));
+      expect(ours.length).to.be.greaterThan(0);
+      for (const row of ours) expect(row.id % 3, 'only ann\'s rows').to.equal(1);
+      // The same statement through `order` (FTS5's ranked read, which the policy's statistics feed
+      // alike) gives the same scores for the same rows.
+      const viaFts5 = rowsOf(db.execute('get docs select id match body $1 order id limit 1000', [words], { policy, jwt }));
+      const score = new Map(viaFts5.map((r) => [r.id as number, r._score as number]));
+      for (const row of ours) expect(row._score).to.equal(score.get(row.id));
+    }
+  });
+});
