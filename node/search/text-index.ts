@@ -209,23 +209,19 @@ function snippetSql(fts: string, column: number, field: TextField | undefined): 
 }
 
 /**
- * A ranked read of one text field's matches that snips after its limit, or undefined for `match *` and
- * a [text] field (their snippets need FTS5's snippet() on a cursor of the index: textSearchSql):
+ * The best matches of one text field, by SQLite's sorter, or undefined for `match *` and a [text]
+ * field (their snippets need FTS5's snippet() on a cursor of the index: textSearchSql):
  *
- *     SELECT <columns>, fenec_snippet(c."body", ?, …) AS "_snippet", (- top.s) AS "_score"
- *     FROM (SELECT <fts>.rowid AS r, <fts>.rank AS s FROM <fts> WHERE <match> AND <rank>
- *           ORDER BY s, r LIMIT … OFFSET …) AS top
- *     JOIN c_<name> AS c ON c."id" = top.r ORDER BY top.s, top.r
+ *     SELECT <fts>.rowid AS r, fenec_bm25(<fts>, column) AS s FROM <fts> WHERE <match> ORDER BY s, r LIMIT …
  *
- * FTS5 hands the matches out in rowid order and SQLite's sorter keeps the best `LIMIT` of them; only
- * those are joined to their rows and snipped, by fenec_snippet from the joined text (snippet()'s
- * bytes, native/fts5/src/snippet.c). `ORDER BY rank` would have FTS5 sort every match itself, through
- * a statement it prepares each query, and snip on its own cursor: a quarter more for the ranking alone
- * (docs/performance.md). With a `where`, the rows it keeps are joined inside, before the limit.
- * Arguments in text order: the words (snippetWords), the where's, the MATCH expression, the rank
- * function when `scoped`, then those of `page` (`LIMIT … OFFSET …`, or '').
+ * FTS5 hands the matches out in rowid order and SQLite's sorter keeps the best `LIMIT` of them (s is
+ * lower-better, as FTS5 ranks; ties in id order). `ORDER BY rank` would have FTS5 sort every match
+ * itself, through a statement it prepares each query: a quarter more for the ranking alone, and more
+ * the more rows match (docs/performance.md). With a `where`, the rows it keeps are joined, before the
+ * limit. Arguments in text order: the where's, the MATCH expression, the rank function when `scoped`,
+ * then those of `page` (`LIMIT … OFFSET …`).
  */
-export function textTopSelect(collection: string, fields: readonly TextField[], field: string, columns: readonly string[], page: string, options: TopOptions = {}): string | undefined {
+export function textTopSql(collection: string, fields: readonly TextField[], field: string, page: string, options: TopOptions = {}): string | undefined {
   const column = fields.findIndex((f) => f.name === field);
   const type = fields[column]?.type;
   if (type === undefined || type.kind !== 'scalar' || type.scalar !== 'text') return undefined;
@@ -235,9 +231,31 @@ export function textTopSelect(collection: string, fields: readonly TextField[], 
   // Called in the select list, the rank function takes its arguments as SQL; through `rank MATCH ?`,
   // FTS5 prepares a statement to read them, each query (about 5 µs).
   const rank = options.scoped === true ? { score: `${fts}.rank`, match: ` AND ${search.rank}` } : { score: rankFunction(column, undefined, fts), match: '' };
-  const top = `SELECT ${fts}.rowid AS r, ${rank.score} AS s FROM ${matches} WHERE ${search.match}${rank.match} ORDER BY s, r${page}`;
-  const snippet = `fenec_snippet(c.${ident(field)}, ?, ${sqlString(TEXT_TOKENIZER)}, '**', '**', '…', ${SNIPPET_TOKENS})`;
-  const list = [...columns, `${snippet} AS "_snippet"`, '(- top.s) AS "_score"'].join(', ');
+  return `SELECT ${fts}.rowid AS r, ${rank.score} AS s FROM ${matches} WHERE ${search.match}${rank.match} ORDER BY s, r${page}`;
+}
+
+/**
+ * The snippet of a text field's `value` (SQL: `c."body"`) for the words bound at its one `?`
+ * (snippetWords): fenec_snippet, snippet()'s bytes made from the text (native/fts5/src/snippet.c),
+ * for rows a ranking has chosen, with no cursor of the index on them.
+ */
+export function snippetCall(value: string): string {
+  return `fenec_snippet(${value}, ?, ${sqlString(TEXT_TOKENIZER)}, '**', '**', '…', ${SNIPPET_TOKENS})`;
+}
+
+/**
+ * A ranked read of one text field's matches that snips after its limit (textTopSql's rows, joined to
+ * theirs and snipped by snippetCall), or undefined where textTopSql is:
+ *
+ *     SELECT <columns>, fenec_snippet(c."body", ?, …) AS "_snippet", (- top.s) AS "_score"
+ *     FROM (<textTopSql>) AS top JOIN c_<name> AS c ON c."id" = top.r ORDER BY top.s, top.r
+ *
+ * Arguments: the words (snippetWords), then textTopSql's.
+ */
+export function textTopSelect(collection: string, fields: readonly TextField[], field: string, columns: readonly string[], page: string, options: TopOptions = {}): string | undefined {
+  const top = textTopSql(collection, fields, field, page, options);
+  if (top === undefined) return undefined;
+  const list = [...columns, `${snippetCall(`c.${ident(field)}`)} AS "_snippet"`, '(- top.s) AS "_score"'].join(', ');
   return `SELECT ${list} FROM (${top}) AS top JOIN ${tableName(collection)} AS c ON c."id" = top.r ORDER BY top.s, top.r`;
 }
 

@@ -78,9 +78,17 @@ function fuse(rankings: readonly (readonly number[])[]): ScoredRow[] {
   return [...scores].map(([rowId, score]) => ({ rowId, score })).sort(byScoreThenId);
 }
 
-/** The chosen rows, read in one statement, in the ranking's order unless `order` gave another. */
-function readRows(plan: VectorPlan, chosen: readonly ScoredRow[], snippets: ReadonlyMap<number, string | null> | undefined, runner: VectorRunner): Record<string, unknown>[] {
-  const raw = runner.statements.get(plan.read).raw(true).all(JSON.stringify(chosen.map((r) => r.rowId))) as unknown[][];
+/**
+ * The chosen rows, read in one statement, in the ranking's order unless `order` gave another. With
+ * `words`, the read makes the snippets (the column after the row's), kept for the rows the text found.
+ */
+function readRows(plan: VectorPlan, chosen: readonly ScoredRow[], snippets: Map<number, string | null> | undefined, runner: VectorRunner, words: string | null | undefined): Record<string, unknown>[] {
+  const ids = JSON.stringify(chosen.map((r) => r.rowId));
+  const raw = runner.statements.get(plan.read).raw(true).all(words === undefined ? [ids] : [words, ids]) as unknown[][];
+  if (words !== undefined && snippets !== undefined) {
+    const snipped = plan.columns.length;
+    for (const values of raw) if (snippets.has(values[0] as number)) snippets.set(values[0] as number, values[snipped] as string | null);
+  }
   const scores = new Map(chosen.map((r) => [r.rowId, r.score]));
   const rows = raw.map((values) => toRow(plan.columns, values, snippets, scores));
   if (plan.ordered) return rows;
@@ -115,7 +123,8 @@ export function runVector(plan: VectorPlan, ctx: BindContext, runner: VectorRunn
     let textRows: [number, string | null][] = [];
     if (match !== null) {
       const scored = withScopedRank(plan.text.scoped, ctx, runner.statements);
-      textRows = runner.statements.get(plan.text.sql).raw(true).all([...bind(plan.text.filterArgs, ctx), match, plan.text.rank(scored), depth]) as [number, string | null][];
+      const rank = plan.text.rank === undefined ? [] : [plan.text.rank(scored)];
+      textRows = runner.statements.get(plan.text.sql).raw(true).all([...bind(plan.text.filterArgs, ctx), match, ...rank, depth]) as [number, string | null][];
     }
     for (const [rowId, snippet] of textRows) snippets.set(rowId, snippet);
     const vectorRows = vectorRanking(plan, query, depth, runner, ctx);
@@ -124,6 +133,6 @@ export function runVector(plan: VectorPlan, ctx: BindContext, runner: VectorRunn
   chosen = chosen.slice(offset, wanted);
   if (plan.count) return { count: chosen.length };
   if (chosen.length === 0) return { rows: [], count: 0 };
-  const rows = readRows(plan, chosen, plan.text === undefined ? undefined : snippets, runner);
+  const rows = readRows(plan, chosen, plan.text === undefined ? undefined : snippets, runner, plan.text?.words?.(ctx));
   return { rows, count: rows.length };
 }

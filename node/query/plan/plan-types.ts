@@ -128,18 +128,24 @@ export interface VectorPlan {
   readonly scan: SqlStep;
   /**
    * With fuse: the text ranking's candidates (id, snippet), best first. Its arguments: the filter's, the
-   * MATCH expression, the rank function, the LIMIT.
+   * MATCH expression, the rank function (when `rank` is given), the LIMIT. With `words`, the snippet
+   * is not the ranking's (null) but the read's, made for the chosen rows only.
    */
   readonly text:
     | {
         readonly sql: string;
         readonly filterArgs: readonly ArgSource[];
         readonly query: (ctx: BindContext) => string | null;
-        readonly rank: ArgSource;
+        readonly rank: ArgSource | undefined;
         readonly scoped: ScopedRank | undefined;
+        /** The words the read's snippet binds (snippetWords), when the read makes the snippets. */
+        readonly words: ((ctx: BindContext) => string | null) | undefined;
       }
     | undefined;
-  /** Reads the chosen rows: its one argument is their ids as a JSON array. */
+  /**
+   * Reads the chosen rows: its last argument is their ids as a JSON array. With `text.words`, the
+   * words come first, and each row's snippet follows its columns.
+   */
   readonly read: string;
   readonly columns: readonly OutputColumn[];
   /** The statement has `order`: rows come in the read's order, not the ranking's. */

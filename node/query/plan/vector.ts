@@ -7,7 +7,8 @@
 import type { GetStmt, Metric } from '../../../shared/fenecql/ast.js';
 import { FenecError } from '../../../shared/errors.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
-import { textSearchSql } from '../../search/text-index.js';
+import { snippetCall, textSearchSql, textTopSql } from '../../search/text-index.js';
+import { ident } from '../../storage/sqlite.js';
 import { fieldSql, type Collection, type Field } from '../../storage/catalog.js';
 import type { Fragment } from '../compile/compiler.js';
 import type { OutputColumn, VectorPlan } from './plan-types.js';
@@ -60,19 +61,26 @@ export function planVector(
   const vector = near.vector;
   const { metric, indexed } = metricOf(field);
   const where = filter === undefined ? '' : ` WHERE ${filter.sql}`;
-  const list = ['"id"', ...shape.fields.map((f) => fieldSql(f, collection.table))].join(', ');
+  const columns = ['"id"', ...shape.fields.map((f) => fieldSql(f, collection.table))];
   let text: VectorPlan['text'];
   if (stmt.match !== undefined && textQuery !== undefined) {
-    const search = textSearchSql(collection.name, collection.textFields, stmt.match.field, filter?.sql);
+    const field = stmt.match.field;
+    const scoped = textQuery.rank.scoped !== undefined;
+    // `+?`, not `?`: a bare `?` LIMIT is read while planning, and binding it expires the statement (read.ts, countSql).
+    const top = textTopSql(collection.name, collection.textFields, field, ' LIMIT +?', { where: filter?.sql, scoped });
+    const search = textSearchSql(collection.name, collection.textFields, field, filter?.sql);
     text = {
-      // `+?`, not `?`: a bare `?` LIMIT is read while planning, and binding it expires the statement (read.ts, countSql).
-      sql: `SELECT c."id", ${search.snippet} AS "_snippet" FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${search.order} LIMIT +?`,
+      // A text field's candidates by SQLite's sorter, their snippets made by the read for the rows kept.
+      sql: top !== undefined ? `SELECT r, NULL FROM (${top})` : `SELECT c."id", ${search.snippet} AS "_snippet" FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${search.order} LIMIT +?`,
       filterArgs: filter?.args ?? [],
       query: textQuery.expression,
-      rank: textQuery.rank.arg,
+      rank: top === undefined || scoped ? textQuery.rank.arg : undefined,
       scoped: textQuery.rank.scoped,
+      words: top !== undefined ? textQuery.snippetWords : undefined,
     };
+    if (top !== undefined) columns.push(snippetCall(ident(field)));
   }
+  const list = columns.join(', ');
   return {
     kind: 'vector',
     collection: collection.name,
