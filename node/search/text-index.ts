@@ -37,7 +37,7 @@ import type { FieldType } from '../../shared/fenecql/ast.js';
 import { ident } from '../storage/sqlite.js';
 import { textColumn } from './text-query.js';
 
-export { MAX_QUERY_WORDS, matchExpression, queryWords, snippetWords, textColumn, textQuery, wordExpressions } from './text-query.js';
+export { MAX_QUERY_WORDS, matchExpression, matchTerms, queryWords, textColumn, wordExpressions } from './text-query.js';
 
 export const TEXT_TOKENIZER = 'porter unicode61 remove_diacritics 2';
 /** How many tokens a snippet holds at most (FTS5 allows 1 to 64). */
@@ -236,7 +236,7 @@ export function textTopSql(collection: string, fields: readonly TextField[], fie
 
 /**
  * The snippet of a text field's `value` (SQL: `c."body"`) for the words bound at its one `?`
- * (snippetWords): fenec_snippet, snippet()'s bytes made from the text (native/fts5/src/snippet.c),
+ * (matchTerms): fenec_snippet, snippet()'s bytes made from the text (native/fts5/src/snippet.c),
  * for rows a ranking has chosen, with no cursor of the index on them.
  */
 export function snippetCall(value: string): string {
@@ -250,7 +250,7 @@ export function snippetCall(value: string): string {
  *     SELECT <columns>, fenec_snippet(c."body", ?, …) AS "_snippet", (- top.s) AS "_score"
  *     FROM (<textTopSql>) AS top JOIN c_<name> AS c ON c."id" = top.r ORDER BY top.s, top.r
  *
- * Arguments: the words (snippetWords), then textTopSql's.
+ * Arguments: the words (matchTerms), then textTopSql's.
  */
 export function textTopSelect(collection: string, fields: readonly TextField[], field: string, columns: readonly string[], page: string, options: TopOptions = {}): string | undefined {
   const top = textTopSql(collection, fields, field, page, options);

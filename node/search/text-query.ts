@@ -55,37 +55,28 @@ export function queryWords(userText: string): string[] {
 }
 
 /**
- * The user's words as an FTS5 query over every column: `"when" OR "do" OR "we" OR "deploy"`.
- * null when the text holds no word (`""`, `"?!"`, an emoji): the caller answers no rows.
- */
-export function textQuery(userText: string): string | null {
-  const words = queryWords(userText);
-  return words.length === 0 ? null : words.map(fts5String).join(' OR ');
-}
-
-/**
- * The user's words as fenec_snippet takes them (native/fts5/src/snippet.c): the words of textQuery's
- * query, in its order (FTS5 numbers its phrases so), '\n' between them — a word never holds one.
- * null when the text holds no word.
- */
-export function snippetWords(userText: string): string | null {
-  const words = queryWords(userText);
-  return words.length === 0 ? null : words.join('\n');
-}
-
-/**
- * The MATCH argument of `match FIELD "…"` or `match * "…"`: the user's words, restricted to the
- * field's column for a named field. `fields` are the collection's `@text` fields, in index order.
- * null when the text holds no word: the caller answers no rows.
+ * The MATCH argument of `match FIELD "…"` or `match * "…"`: the user's words as an FTS5 query,
+ * `"when" OR "do" OR "we" OR "deploy"`, restricted to the field's column for a named field. `fields`
+ * are the collection's `@text` fields, in index order. null when the text holds no word (`""`, `"?!"`,
+ * an emoji): the caller answers no rows.
  *
  * Throws `invalid_statement` when `field` is not an `@text` field (the planner should refuse it first,
  * with the statement's position).
  */
 export function matchExpression(userText: string, field: string, fields: readonly { readonly name: string }[]): string | null {
+  return matchTerms(userText, field, fields)?.expression ?? null;
+}
+
+/**
+ * matchExpression of one text, and its words as fenec_snippet takes them (native/fts5/src/snippet.c):
+ * the query's words in its order (FTS5 numbers its phrases so), '\n' between them, a word never
+ * holding one. The words are read once for both; null when the text holds none.
+ */
+export function matchTerms(userText: string, field: string, fields: readonly { readonly name: string }[]): { readonly expression: string; readonly snippetWords: string } | null {
   checkField(field, fields);
-  const query = textQuery(userText);
-  if (query === null) return null;
-  return inField(query, field);
+  const words = queryWords(userText);
+  if (words.length === 0) return null;
+  return { expression: inField(words.map(fts5String).join(' OR '), field), snippetWords: words.join('\n') };
 }
 
 /**

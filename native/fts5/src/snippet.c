@@ -24,13 +24,7 @@ SQLITE_EXTENSION_INIT3
 
 #include "snippet.h"
 
-/* The tokenizer named by the last `tokenizer` argument, kept for the connection (created once). */
-typedef struct Snipper {
-  fts5_api *pApi;
-  char *zSpec;
-  fts5_tokenizer x;
-  Fts5Tokenizer *pTok;
-} Snipper;
+typedef struct Snipper Snipper;
 
 /* Tokens as a tokenizer gives them: their bytes in one buffer, and where each lies in its text. */
 typedef struct Tokens {
@@ -53,6 +47,29 @@ typedef struct Query {
   int nPhrase;
   int *aPhrase; /* phrase i is tokens aPhrase[i] .. aPhrase[i + 1] - 1 */
 } Query;
+
+/* A phrase's place in the text: the instances xInst would list, in its order (position, then phrase). */
+typedef struct Inst {
+  int iPhrase;
+  int iPos;
+} Inst;
+
+/*
+ * The tokenizer named by the last `tokenizer` argument, kept for the connection (created once), and
+ * room for a row's tokens and places, reused from row to row (a connection runs one statement at a
+ * time, and the function finishes with a row before the next).
+ */
+struct Snipper {
+  fts5_api *pApi;
+  char *zSpec;
+  fts5_tokenizer x;
+  Fts5Tokenizer *pTok;
+  Tokens text;
+  Inst *aInst;
+  int nInstAlloc;
+  unsigned char *aSeen;
+  int nSeenAlloc;
+};
 
 static void tokensFree(Tokens *p) {
   sqlite3_free(p->aOff);
@@ -190,19 +207,13 @@ static int queryOf(Snipper *s, const char *zWords, int nWords, Query **ppQuery) 
   return SQLITE_OK;
 }
 
-/* A phrase's place in the text: the instances xInst would list, in its order (position, then phrase). */
-typedef struct Inst {
-  int iPhrase;
-  int iPos;
-} Inst;
-
 static int sameToken(const Tokens *a, int i, const Tokens *b, int j) {
   return a->aLen[i] == b->aLen[j] && memcmp(a->zBuf + a->aOff[i], b->zBuf + b->aOff[j], a->aLen[i]) == 0;
 }
 
-static int instancesOf(const Query *q, const Tokens *t, Inst **paInst, int *pnInst) {
-  Inst *a = 0;
-  int n = 0, nAlloc = 0;
+/* The places of the query's phrases in `t`, into s->aInst. */
+static int instancesOf(Snipper *s, const Query *q, const Tokens *t, int *pnInst) {
+  int n = 0;
   for (int iPos = 0; iPos < t->n; iPos++) {
     for (int ip = 0; ip < q->nPhrase; ip++) {
       int iFirst = q->aPhrase[ip];
@@ -211,16 +222,12 @@ static int instancesOf(const Query *q, const Tokens *t, Inst **paInst, int *pnIn
       int k = 0;
       while (k < nTok && sameToken(&q->tokens, iFirst + k, t, iPos + k)) k++;
       if (k < nTok) continue;
-      if (grow((void **)&a, &nAlloc, n + 1, sizeof(Inst)) != SQLITE_OK) {
-        sqlite3_free(a);
-        return SQLITE_NOMEM;
-      }
-      a[n].iPhrase = ip;
-      a[n].iPos = iPos;
+      if (grow((void **)&s->aInst, &s->nInstAlloc, n + 1, sizeof(Inst)) != SQLITE_OK) return SQLITE_NOMEM;
+      s->aInst[n].iPhrase = ip;
+      s->aInst[n].iPos = iPos;
       n++;
     }
   }
-  *paInst = a;
   *pnInst = n;
   return SQLITE_OK;
 }
@@ -337,12 +344,13 @@ static const char *textOr(sqlite3_value *v, const char *zDefault) {
 }
 
 /* fts5SnippetFunction for one column, over the places found by tokenizing the text. */
-static int snip(const Query *q, const Tokens *t, const char *zIn, int nIn, const char *zOpen, const char *zClose, const char *zEllips, int nToken, sqlite3_str *out) {
-  Inst *aInst = 0;
+static int snip(Snipper *s, const Query *q, const char *zIn, int nIn, const char *zOpen, const char *zClose, const char *zEllips, int nToken, sqlite3_str *out) {
+  const Tokens *t = &s->text;
   int nInst = 0;
-  int rc = instancesOf(q, t, &aInst, &nInst);
-  unsigned char *aSeen = rc == SQLITE_OK ? sqlite3_malloc64(q->nPhrase + 1) : 0;
-  if (rc == SQLITE_OK && aSeen == 0) rc = SQLITE_NOMEM;
+  int rc = instancesOf(s, q, t, &nInst);
+  if (rc == SQLITE_OK) rc = grow((void **)&s->aSeen, &s->nSeenAlloc, q->nPhrase + 1, 1);
+  const Inst *aInst = s->aInst;
+  unsigned char *aSeen = s->aSeen;
   int nDocsize = t->n;
   int iBestStart = 0;
   int nBestScore = 0;
@@ -392,8 +400,6 @@ static int snip(const Query *q, const Tokens *t, const char *zIn, int nIn, const
       sqlite3_str_appendall(out, zEllips);
     }
   }
-  sqlite3_free(aSeen);
-  sqlite3_free(aInst);
   return rc;
 }
 
@@ -423,15 +429,16 @@ static void snippetFunction(sqlite3_context *pCtx, int nVal, sqlite3_value **apV
       return;
     }
   }
-  Tokens t;
-  memset(&t, 0, sizeof(t));
-  t.zText = zIn;
-  rc = tokenize(s, FTS5_TOKENIZE_DOCUMENT, zIn, nIn, &t);
+  Tokens *t = &s->text;
+  t->n = 0;
+  t->nBuf = 0;
+  t->nFirst = 0;
+  t->zText = zIn;
+  rc = tokenize(s, FTS5_TOKENIZE_DOCUMENT, zIn, nIn, t);
   sqlite3_str *out = sqlite3_str_new(0);
   if (rc == SQLITE_OK) {
-    rc = snip(q, &t, zIn, nIn, textOr(apVal[3], ""), textOr(apVal[4], ""), textOr(apVal[5], ""), sqlite3_value_int(apVal[6]), out);
+    rc = snip(s, q, zIn, nIn, textOr(apVal[3], ""), textOr(apVal[4], ""), textOr(apVal[5], ""), sqlite3_value_int(apVal[6]), out);
   }
-  tokensFree(&t);
   if (rc == SQLITE_OK) rc = sqlite3_str_errcode(out);
   int n = sqlite3_str_length(out);
   char *z = sqlite3_str_finish(out);
@@ -446,6 +453,9 @@ static void snippetFunction(sqlite3_context *pCtx, int nVal, sqlite3_value **apV
 static void snipperFree(void *p) {
   Snipper *s = (Snipper *)p;
   if (s->pTok != 0) s->x.xDelete(s->pTok);
+  tokensFree(&s->text);
+  sqlite3_free(s->aInst);
+  sqlite3_free(s->aSeen);
   sqlite3_free(s->zSpec);
   sqlite3_free(s);
 }

@@ -138,7 +138,7 @@ export interface VectorPlan {
         readonly query: (ctx: BindContext) => string | null;
         readonly rank: ArgSource | undefined;
         readonly scoped: ScopedRank | undefined;
-        /** The words the read's snippet binds (snippetWords), when the read makes the snippets. */
+        /** The words the read's snippet binds (matchTerms), when the read makes the snippets. */
         readonly words: ((ctx: BindContext) => string | null) | undefined;
       }
     | undefined;

@@ -6,7 +6,7 @@ import type { Cond, Expr, GetStmt, Position } from '../../../shared/fenecql/ast.
 import { FenecError } from '../../../shared/errors.js';
 import { withIdTies } from '../../../shared/fenecql/order.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
-import { matchExpression, snippetWords, textSearchSql, textTopSelect } from '../../search/text-index.js';
+import { matchTerms, textSearchSql, textTopSelect } from '../../search/text-index.js';
 import { fieldSql, ID_TYPE, type Collection, type Field } from '../../storage/catalog.js';
 import { ident } from '../../storage/sqlite.js';
 import { bindValue, Compiler, type Fragment } from '../compile/compiler.js';
@@ -189,22 +189,20 @@ function matchQuery(match: NonNullable<GetStmt['match']>, collection: Collection
   // Asked twice an execution (the guard, then the MATCH argument), and often for the words asked
   // last: reading the words (a Unicode scan, NFC, case folding) once per new text spares both.
   let lastText: string | undefined;
-  let lastExpression: string | null = null;
-  let lastWords: string | null = null;
-  const read = (ctx: BindContext): boolean => {
+  let lastTerms: ReturnType<typeof matchTerms> = null;
+  const terms = (ctx: BindContext): ReturnType<typeof matchTerms> => {
     const text = words(ctx);
-    if (text === null) return false;
+    if (text === null) return null;
     if (text !== lastText) {
-      lastExpression = matchExpression(text, match.field, textFields);
-      lastWords = snippetWords(text);
+      lastTerms = matchTerms(text, match.field, textFields);
       lastText = text;
     }
-    return true;
+    return lastTerms;
   };
   return {
     field: match.field,
-    expression: (ctx) => (read(ctx) ? lastExpression : null),
-    snippetWords: (ctx) => (read(ctx) ? lastWords : null),
+    expression: (ctx) => terms(ctx)?.expression ?? null,
+    snippetWords: (ctx) => terms(ctx)?.snippetWords ?? null,
     rank: textRank(collection, match.field, column, words, compiler, policy),
   };
 }

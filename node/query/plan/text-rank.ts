@@ -39,7 +39,7 @@ export interface MatchQuery {
   readonly field: string;
   /** The MATCH expression when bound: null when the words hold no word, and the statement answers no rows. */
   readonly expression: (ctx: BindContext) => string | null;
-  /** The words as fenec_snippet takes them (snippetWords), null with the expression. */
+  /** The words as fenec_snippet takes them (matchTerms), null with the expression. */
   readonly snippetWords: (ctx: BindContext) => string | null;
   readonly rank: TextRank;
 }

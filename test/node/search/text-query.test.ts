@@ -1,8 +1,10 @@
 import { expect } from 'chai';
 import { refusal } from '../../helpers/assertions.js';
-import { MAX_QUERY_WORDS, matchExpression, queryWords, textQuery } from '../../../node/search/text-query.js';
+import { MAX_QUERY_WORDS, matchExpression, queryWords } from '../../../node/search/text-query.js';
 
 const FIELDS = [{ name: 'text' }, { name: 'tags' }];
+/** The words as an FTS5 query over every column (`match *`). */
+const textQuery = (text: string): string | null => matchExpression(text, '*', FIELDS);
 
 describe('queryWords', () => {
   it('splits at everything but letters, digits and marks, as unicode61 does', () => {

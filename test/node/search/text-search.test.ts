@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { matchExpression, rankFunction, snippetWords, SNIPPET_TOKENS, TEXT_TOKENIZER, textIndexName, textQuery, textSearchSelect, textSearchSql } from '../../../node/search/text-index.js';
+import { matchExpression, rankFunction, matchTerms, SNIPPET_TOKENS, TEXT_TOKENIZER, textIndexName, textSearchSelect, textSearchSql } from '../../../node/search/text-index.js';
 import { bm25Term } from '../../helpers/bm25.js';
 import { tempDir } from '../../helpers/temp.js';
 import { seededRandom } from '../../helpers/vectors.js';
@@ -164,11 +164,11 @@ describe('text search', () => {
     let compared = 0;
     const lengths = new Set<number>();
     for (const query of ['fox', 'den fox', 'runs the', 'run', 'cafe zurich deploy', 'नमस्ते x1', 'the fox den runs café', 'on call 東京', 'fox nowhere']) {
-      const expression = matchExpression(query, 'text', store.fields);
+      const { expression, snippetWords } = matchTerms(query, 'text', store.fields)!;
       for (const [open, close, ellipsis] of [['**', '**', '…'], ['<b>', '</b>', '...'], ['', '', '']]) {
         for (const tokens of [1, 5, SNIPPET_TOKENS, 64]) {
           const sql = `SELECT snippet(${fts}, 0, ?, ?, ?, ${tokens}), fenec_snippet(c."text", ?, ?, ?, ?, ?, ${tokens}), c."text" FROM ${fts} JOIN c_notes AS c ON c."id" = ${fts}.rowid WHERE ${fts} MATCH ?`;
-          const rows = store.db.prepare(sql).raw(true).all(open, close, ellipsis, snippetWords(query), TEXT_TOKENIZER, open, close, ellipsis, expression) as [string, string, string][];
+          const rows = store.db.prepare(sql).raw(true).all(open, close, ellipsis, snippetWords, TEXT_TOKENIZER, open, close, ellipsis, expression) as [string, string, string][];
           for (const [theirs, ours, text] of rows) {
             expect(ours, `${query} / ${tokens} / ${open}: ${JSON.stringify(text)}`).to.equal(theirs);
             compared++;
@@ -410,7 +410,7 @@ describe('text search', () => {
       for (let i = 0; i < 1_000; i++) {
         const length = Math.floor(random() * 12);
         const query = Array.from({ length }, () => pieces[Math.floor(random() * pieces.length)]).join('');
-        const expression = textQuery(query);
+        const expression = matchExpression(query, '*', store.fields);
         if (expression !== null) expect(expression).to.match(/^"[^"\u0000]+"( OR "[^"\u0000]+")*$/);
         expect(() => store.search(query), JSON.stringify(query)).not.to.throw();
         expect(() => store.search(query, 'text'), JSON.stringify(query)).not.to.throw();
