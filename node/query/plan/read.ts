@@ -225,7 +225,6 @@ function planMatch(stmt: GetStmt, query: MatchQuery, collection: Collection, fil
   const fields = selectedFields(stmt, collection);
   const selected = ['c."id"', ...fields.map((f) => fieldSql(f, 'c'))];
   const columns: OutputColumn[] = [...outputColumns(fields), { key: 'snippet', decode: null }, { key: '_score', decode: null }];
-  const searchArgs = [...filterArgs, query.expression, query.rank.arg, ...page.args];
   // Best first, a text field: the top rows by SQLite's sorter, snipped after the limit (textTopSelect).
   const scoped = query.rank.scoped !== undefined;
   const top = stmt.order.length === 0 ? textTopSelect(collection.name, collection.textFields, query.field, selected, page.sql, { where: filter?.sql, scoped }) : undefined;
@@ -235,5 +234,6 @@ function planMatch(stmt: GetStmt, query: MatchQuery, collection: Collection, fil
   }
   const list = [...selected, `${search.snippet} AS "_snippet"`, `${search.score} AS "_score"`].join(', ');
   const sql = `SELECT ${list} FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${order}${page.sql}`;
-  return { kind: 'read', step: { sql, args: searchArgs }, columns, guard, scoped: query.rank.scoped };
+  const args = [...filterArgs, query.expression, query.rank.arg, ...page.args];
+  return { kind: 'read', step: { sql, args }, columns, guard, scoped: query.rank.scoped };
 }
