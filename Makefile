@@ -24,7 +24,7 @@ help:
 	@echo "make mcp-bench       MCP tool calls against the same statements through /query"
 	@echo "make isolation-bench a quiet tenant's reads beside a heavy tenant's fuse, oversized reads, load, timed-out statements; --workers 1/2/4 (BENCH_ROWS=100000)"
 	@echo "make mcp-detail      the bytes a 10-row search answers at each detail (ids, fields, full)"
-	@echo "make ingest-bench    fenec import over HTTP until near answers from the index, against raw SQLite + FTS5 and raw Faiss (INGEST_ROWS=5000 for a short run)"
+	@echo "make ingest-bench    fenec import over HTTP until near answers from the index, against raw SQLite + FTS5 and raw Faiss, the full load 3 times (INGEST_ROWS=5000 INGEST_ROUNDS=1 for a short run)"
 	@echo "make bench        every bench"
 
 # Dependencies, the build, and fenec, fenec-server and fenec-router on the PATH (scripts/link-bins.sh).

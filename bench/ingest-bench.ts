@@ -18,18 +18,25 @@
  * with the same parameters (M, efConstruction) with every core, timed apart and added. The target
  * is fenecdb ≤ 1.3× the raw total for the full load.
  *
- *     INGEST_ROWS=5000 node dist/bench/ingest-bench.js
+ * Each load's raw Faiss build is measured right before it: the same build took 21–27 s on this machine
+ * within the hour, which moved a ratio taken against a build measured minutes earlier by a fifth. The
+ * full load runs INGEST_ROUNDS times (default 3), each round its own baselines and a fresh collection
+ * (the last one dropped), and the target holds the median of its ratios.
+ *
+ *     INGEST_ROWS=5000 INGEST_ROUNDS=1 node dist/bench/ingest-bench.js
  */
 import * as fs from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { faiss } from '../node/vector/faiss.js';
 import { call, fenecImport, intEnv, Programs, progress, verdict, writeNdjson, writeResults } from './harness.js';
+import { median } from './stats.js';
 import { DIMS, VOCABULARY, ZIPF_EXPONENT, vectorBlob, vectorJson, zipfWorkload } from './search-data.js';
 import { openRawSqlite, RAW_TEXT_TABLE, rawHnsw } from './search-raw.js';
 
 
 const ROWS = intEnv('INGEST_ROWS', 100_000, 100);
+const ROUNDS = intEnv('INGEST_ROUNDS', 3, 1);
 const CLUSTERS = 1_000;
 const SPREAD = 0.5;
 const RAW_TRANSACTION = 10_000;
@@ -108,6 +115,8 @@ async function rawFaiss(data: Data): Promise<number> {
 
 interface PartResult {
   readonly part: Part;
+  /** The collection loaded: the part's name, and the round's for the full load (both1, both2, …). */
+  readonly collection: string;
   readonly fenecSeconds: number;
   readonly importSeconds: number;
   readonly indexSeconds: number | null;
@@ -118,62 +127,68 @@ interface PartResult {
   readonly rowsPerSecond: number;
 }
 
+/** Loads one part into a fresh collection, with its raw baselines measured right before; drops it after. */
+async function load(data: Data, dir: string, url: string, part: Part, collection: string): Promise<PartResult> {
+  const file = path.join(dir, `${collection}.ndjson`);
+  writeRows(data, part, file);
+  progress(`${collection}: raw SQLite${part === 'vector' ? '' : ' + FTS5'}, ${RAW_TRANSACTION} rows a transaction${part === 'text' ? '' : ', then raw Faiss: HNSW of the same vectors'}`);
+  const rawSqliteSeconds = rawSqlite(data, part, path.join(dir, `raw-${collection}.sqlite`));
+  const rawFaissSeconds = part === 'text' ? null : await rawFaiss(data);
+  progress(`${collection}: fenec import over HTTP until the index holds every row`);
+  await query(url, definition(part, collection));
+  const { seconds, summary } = await fenecImport(url, collection, file, TOKEN);
+  if (part !== 'text') {
+    const near = await query(url, `get ${collection} select year near vec $1 limit 10`, [vectorJson(data.vectors, 17, DIMS)]);
+    if (near.rows[0]?.id !== 18) throw new Error(`near did not find row 18 first: ${JSON.stringify(near.rows[0])}`);
+    const schema = await query(url, `schema ${collection}`);
+    const index = schema.collections[0].fields.find((f: { name: string }) => f.name === 'vec').index;
+    if (index.pending !== 0 || index.building || index.rows !== ROWS) throw new Error(`the index does not hold every row: ${JSON.stringify(index)}`);
+  }
+  await query(url, `drop collection ${collection}`);
+  fs.rmSync(file);
+  fs.rmSync(path.join(dir, `raw-${collection}.sqlite`), { force: true });
+  const raw = rawSqliteSeconds + (rawFaissSeconds ?? 0);
+  return {
+    part,
+    collection,
+    fenecSeconds: seconds,
+    importSeconds: summary.seconds!,
+    indexSeconds: summary.index_seconds ?? null,
+    rawSqliteSeconds,
+    rawFaissSeconds,
+    rawSeconds: raw,
+    ratio: seconds / raw,
+    rowsPerSecond: ROWS / seconds,
+  };
+}
+
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(tmpdir(), 'fenec-ingest-'));
   const programs = new Programs();
   const results: PartResult[] = [];
   try {
-    progress(`data: ${ROWS} rows, Zipf text, ${DIMS}-dim clustered vectors`);
+    progress(`data: ${ROWS} rows, Zipf text, ${DIMS}-dim clustered vectors; the full load ${ROUNDS} times`);
     const data = makeData();
-    progress('raw Faiss: HNSW of the same vectors');
-    const rawFaissSeconds = await rawFaiss(data);
     const server = await programs.start('dist/node/cli/fenec-server.js', ['--file', path.join(dir, 'ingest.fenec'), '--port', '0', '--http-token', TOKEN, '--sweep-interval', '0']);
-    for (const part of PARTS) {
-      const file = path.join(dir, `${part}.ndjson`);
-      writeRows(data, part, file);
-      progress(`${part}: raw SQLite${part === 'vector' ? '' : ' + FTS5'}, ${RAW_TRANSACTION} rows a transaction`);
-      const rawSqliteSeconds = rawSqlite(data, part, path.join(dir, `raw-${part}.sqlite`));
-      progress(`${part}: fenec import over HTTP until the index holds every row`);
-      await query(server.url, definition(part, part));
-      const { seconds, summary } = await fenecImport(server.url, part, file, TOKEN);
-      if (part !== 'text') {
-        const near = await query(server.url, `get ${part} select year near vec $1 limit 10`, [vectorJson(data.vectors, 17, DIMS)]);
-        if (near.rows[0]?.id !== 18) throw new Error(`near did not find row 18 first: ${JSON.stringify(near.rows[0])}`);
-        const schema = await query(server.url, `schema ${part}`);
-        const index = schema.collections[0].fields.find((f: { name: string }) => f.name === 'vec').index;
-        if (index.pending !== 0 || index.building || index.rows !== ROWS) throw new Error(`the index does not hold every row: ${JSON.stringify(index)}`);
-      }
-      const raw = rawSqliteSeconds + (part === 'text' ? 0 : rawFaissSeconds);
-      results.push({
-        part,
-        fenecSeconds: seconds,
-        importSeconds: summary.seconds!,
-        indexSeconds: summary.index_seconds ?? null,
-        rawSqliteSeconds,
-        rawFaissSeconds: part === 'text' ? null : rawFaissSeconds,
-        rawSeconds: raw,
-        ratio: seconds / raw,
-        rowsPerSecond: ROWS / seconds,
-      });
-      fs.rmSync(file);
-    }
+    for (const part of PARTS.filter((p) => p !== 'both')) results.push(await load(data, dir, server.url, part, part));
+    for (let round = 1; round <= ROUNDS; round++) results.push(await load(data, dir, server.url, 'both', `both${round}`));
   } finally {
     await programs.stopAll();
     fs.rmSync(dir, { recursive: true, force: true });
   }
   const report = { rows: ROWS, dims: DIMS, cores: availableParallelism(), target: TARGET_RATIO, parts: results };
   process.stdout.write(`ingest-bench: ${ROWS} rows, ${DIMS} dims, ${availableParallelism()} cores\n`);
-  process.stdout.write('part     fenec s   (import + index)   raw s   (sqlite + faiss)   ratio   rows/s\n');
+  process.stdout.write('load     fenec s   (import + index)   raw s   (sqlite + faiss)   ratio   rows/s\n');
   for (const r of results) {
     process.stdout.write(
-      `${r.part.padEnd(8)} ${r.fenecSeconds.toFixed(2).padStart(7)}   (${r.importSeconds.toFixed(2)} + ${(r.indexSeconds ?? 0).toFixed(2)})`.padEnd(38) +
+      `${r.collection.padEnd(8)} ${r.fenecSeconds.toFixed(2).padStart(7)}   (${r.importSeconds.toFixed(2)} + ${(r.indexSeconds ?? 0).toFixed(2)})`.padEnd(38) +
         `${r.rawSeconds.toFixed(2).padStart(6)}   (${r.rawSqliteSeconds.toFixed(2)} + ${(r.rawFaissSeconds ?? 0).toFixed(2)})`.padEnd(30) +
         `${r.ratio.toFixed(2).padStart(5)}x  ${Math.round(r.rowsPerSecond)}\n`,
     );
   }
-  const both = results.find((r) => r.part === 'both')!;
-  process.stdout.write(`target: both ≤ ${TARGET_RATIO}x raw: ${verdict(both.ratio <= TARGET_RATIO)} (${both.ratio.toFixed(2)}x)\n`);
-  writeResults('ingest', report);
+  const both = median(results.filter((r) => r.part === 'both').map((r) => r.ratio));
+  process.stdout.write(`target: both ≤ ${TARGET_RATIO}x raw, the median of ${ROUNDS} rounds: ${verdict(both <= TARGET_RATIO)} (${both.toFixed(2)}x)\n`);
+  writeResults('ingest', { ...report, bothMedianRatio: both });
 }
 
 await main();
