@@ -209,29 +209,40 @@ function snippetSql(fts: string, column: number, field: TextField | undefined): 
 }
 
 /**
- * The best matches of one text field, by SQLite's sorter, or undefined for `match *` and a [text]
- * field (their snippets need FTS5's snippet() on a cursor of the index: textSearchSql):
+ * The field whose snippet a ranked read makes from its joined row (snippetCall): for `match FIELD` a
+ * text field, for `match *` the collection's one @text field when it has one and it is text; undefined
+ * otherwise — a [text] field's indexed text is its elements joined, and `match *` over several fields
+ * picks the field, which FTS5's snippet() does on a cursor of the index (textSearchSql).
+ */
+export function snippedField(fields: readonly TextField[], field: string): TextField | undefined {
+  const named = field === '*' ? (fields.length === 1 ? fields[0] : undefined) : fields.find((f) => f.name === field);
+  return named?.type.kind === 'scalar' && named.type.scalar === 'text' ? named : undefined;
+}
+
+/**
+ * The best matches of `match FIELD` or `match *`, by SQLite's sorter, and the field its rows are
+ * snipped from; undefined where snippedField is:
  *
  *     SELECT <fts>.rowid AS r, fenec_bm25(<fts>, column) AS s FROM <fts> WHERE <match> ORDER BY s, r LIMIT …
  *
  * FTS5 hands the matches out in rowid order and SQLite's sorter keeps the best `LIMIT` of them (s is
  * lower-better, as FTS5 ranks; ties in id order). `ORDER BY rank` would have FTS5 sort every match
  * itself, through a statement it prepares each query: a quarter more for the ranking alone, and more
- * the more rows match (docs/performance.md). With a `where`, the rows it keeps are joined, before the
- * limit. Arguments in text order: the where's, the MATCH expression, the rank function when `scoped`,
+ * the more rows match (docs/performance.md). With a `where` or an `order`, the rows are joined before
+ * the limit. Arguments in text order: the where's, the MATCH expression, the rank function when `scoped`,
  * then those of `page` (`LIMIT … OFFSET …`).
  */
-export function textTopSql(collection: string, fields: readonly TextField[], field: string, page: string, options: TopOptions = {}): string | undefined {
-  const column = fields.findIndex((f) => f.name === field);
-  const type = fields[column]?.type;
-  if (type === undefined || type.kind !== 'scalar' || type.scalar !== 'text') return undefined;
+export function textTopSql(collection: string, fields: readonly TextField[], field: string, page: string, options: TopOptions = {}): { readonly sql: string; readonly snipped: string } | undefined {
+  const snipped = snippedField(fields, field);
+  if (snipped === undefined) return undefined;
   const search = textSearchSql(collection, fields, field, options.where);
+  const column = search.column;
   const fts = textIndexName(collection);
-  const matches = options.where === undefined ? fts : search.from;
+  const matches = options.where === undefined && options.order === undefined ? fts : search.from;
   // Called in the select list, the rank function takes its arguments as SQL; through `rank MATCH ?`,
   // FTS5 prepares a statement to read them, each query (about 5 µs).
   const rank = options.scoped === true ? { score: `${fts}.rank`, match: ` AND ${search.rank}` } : { score: rankFunction(column, undefined, fts), match: '' };
-  return `SELECT ${fts}.rowid AS r, ${rank.score} AS s FROM ${matches} WHERE ${search.match}${rank.match} ORDER BY s, r${page}`;
+  return { sql: `SELECT ${fts}.rowid AS r, ${rank.score} AS s FROM ${matches} WHERE ${search.match}${rank.match} ORDER BY ${options.order ?? 's, r'}${page}`, snipped: snipped.name };
 }
 
 /**
@@ -255,13 +266,18 @@ export function snippetCall(value: string): string {
 export function textTopSelect(collection: string, fields: readonly TextField[], field: string, columns: readonly string[], page: string, options: TopOptions = {}): string | undefined {
   const top = textTopSql(collection, fields, field, page, options);
   if (top === undefined) return undefined;
-  const list = [...columns, `${snippetCall(`c.${ident(field)}`)} AS "_snippet"`, '(- top.s) AS "_score"'].join(', ');
-  return `SELECT ${list} FROM (${top}) AS top JOIN ${tableName(collection)} AS c ON c."id" = top.r ORDER BY top.s, top.r`;
+  const list = [...columns, `${snippetCall(`c.${ident(top.snipped)}`)} AS "_snippet"`, '(- top.s) AS "_score"'].join(', ');
+  return `SELECT ${list} FROM (${top.sql}) AS top JOIN ${tableName(collection)} AS c ON c."id" = top.r ORDER BY ${options.order ?? 'top.s, top.r'}`;
 }
 
 export interface TopOptions {
   /** The rows' condition (over the table's columns), applied before the limit. */
   readonly where?: string;
+  /**
+   * `order`'s sort, over the rows as `c` (`c."year" DESC, c."id" ASC`), in place of the score's:
+   * the rows are joined before the limit, and the chosen ones sorted again after theirs are read.
+   */
+  readonly order?: string;
   /** The rank function is bound (`rank MATCH ?`: rankFunction with statistics), not written in. */
   readonly scoped?: boolean;
 }

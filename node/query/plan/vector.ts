@@ -71,14 +71,14 @@ export function planVector(
     const search = textSearchSql(collection.name, collection.textFields, field, filter?.sql);
     text = {
       // A text field's candidates by SQLite's sorter, their snippets made by the read for the rows kept.
-      sql: top !== undefined ? `SELECT r, NULL FROM (${top})` : `SELECT c."id", ${search.snippet} AS "_snippet" FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${search.order} LIMIT +?`,
+      sql: top !== undefined ? `SELECT r, NULL FROM (${top.sql})` : `SELECT c."id", ${search.snippet} AS "_snippet" FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${search.order} LIMIT +?`,
       filterArgs: filter?.args ?? [],
       query: textQuery.expression,
       rank: top === undefined || scoped ? textQuery.rank.arg : undefined,
       scoped: textQuery.rank.scoped,
       words: top !== undefined ? textQuery.snippetWords : undefined,
     };
-    if (top !== undefined) columns.push(snippetCall(ident(field)));
+    if (top !== undefined) columns.push(snippetCall(ident(top.snipped)));
   }
   const list = columns.join(', ');
   return {
