@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds native/fts5/build/fenec_fts5.so, a SQLite loadable extension (fenec_bm25, fenec_fits, fenec_highlight, fenec_doclen, fenec_snippet, fenec_deadline: see
+# Builds native/fts5/build/fenec_fts5.so, a SQLite loadable extension (fenec_bm25, fenec_doclen, fenec_snippet, fenec_deadline: see
 # src/fenec_fts5.c) that node/storage/sqlite.ts loads into every connection it opens. Compiled against
 # the SQLite headers better-sqlite3 bundles, the SQLite it is loaded into.
 #

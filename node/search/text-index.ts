@@ -144,32 +144,18 @@ export interface TextSearchSql {
   /** `<fts> MATCH ?`: binds matchExpression(…); null from it means no rows, without a query. */
   readonly match: string;
   /**
-   * `<fts>.rank MATCH ?`, after `match`: binds rankFunction(column, …), the scoring of `score` and
-   * `order`. Without it FTS5 ranks by its own bm25().
+   * `<fts>.rank MATCH ?`, after `match`: binds rankFunction(column, …), the scoring of FTS5's `rank`
+   * column. Without it FTS5 ranks by its own bm25().
    */
   readonly rank: string;
   /** The FTS5 column the field is (its index among the `@text` fields), or -1 for `match *`. */
   readonly column: number;
-  /** Higher is better: fenec_bm25 negated (FTS5 ranks lower-better). Never negative. */
-  readonly score: string;
-  /** The best passage, matched words as `**word**`, `…` where the text was cut. */
-  readonly snippet: string;
-  /**
-   * Best first (ties in id order). FTS5 sorts by it itself, so a LIMIT stops early and snippets are
-   * made for the rows kept only; add no other sort key unless `order` asks for one.
-   */
-  readonly order: string;
 }
 
 /**
- * The fragments of a ranked read, `match FIELD …` (field named) or `match * …`:
- *
- *     SELECT c."id", c."body", <score> AS "_score", <snippet> AS "_snippet"
- *     FROM <from> WHERE <match> ORDER BY <order> LIMIT +? OFFSET +?
- *
- * Arguments bind in text order: the where's (inside `from`), the MATCH expression, limit, offset.
- * Qualify the selected columns (`c."body"`); alias score and snippet with `_` names, so that an `order`
- * naming a field called `snippet` cannot bind to the alias.
+ * The fragments of a search, `match FIELD …` (field named) or `match * …`, that textTopSql ranks and
+ * a count counts: the index joined to the rows (aliased `c`), the MATCH and the rank constraints.
+ * Arguments bind in text order: the where's (inside `from`), the MATCH expression, the rank function.
  */
 export function textSearchSql(collection: string, fields: readonly TextField[], field: string, where?: string): TextSearchSql {
   const fts = textIndexName(collection);
@@ -181,47 +167,11 @@ export function textSearchSql(collection: string, fields: readonly TextField[], 
     match: `${fts} MATCH ?`,
     rank: `${fts}.rank MATCH ?`,
     column,
-    score: `(- ${fts}.rank)`,
-    snippet: snippetSql(fts, column, column < 0 ? undefined : fields[column]),
-    order: `${fts}.rank`,
   };
 }
 
 /**
- * The best passage of a row, as FTS5's snippet() makes it. snippet() reads the text twice: once to
- * find where its sentences start, once to mark the words. A text of at most SNIPPET_TOKENS tokens is
- * its own best passage, and snippet() then returns what highlight() returns (the whole text marked,
- * no `…`), which reads it once: so a field's short texts are marked whole (fenec_fits, from the token
- * counts FTS5 keeps per row), for the same bytes at about half the cost. A text field's are marked by
- * fenec_highlight from the row the read has joined (`c`), which is what the index holds for it:
- * highlight() would look the row up again through the index's content view. A [text] field's indexed
- * text is its elements joined, which only the view computes: highlight(). `match *` chooses among the
- * fields, which only snippet() does.
- */
-function snippetSql(fts: string, column: number, field: TextField | undefined): string {
-  const snippet = `snippet(${fts}, ${column}, '**', '**', '…', ${SNIPPET_TOKENS})`;
-  if (field === undefined) return snippet;
-  const whole =
-    field.type.kind === 'scalar' && field.type.scalar === 'text'
-      ? `fenec_highlight(${fts}, ${column}, c.${ident(field.name)}, '**', '**')`
-      : `highlight(${fts}, ${column}, '**', '**')`;
-  return `CASE WHEN fenec_fits(${fts}, ${column}, ${SNIPPET_TOKENS}) THEN ${whole} ELSE ${snippet} END`;
-}
-
-/**
- * The field whose snippet a ranked read makes from its joined row (snippetCall): for `match FIELD` a
- * text field, for `match *` the collection's one @text field when it has one and it is text; undefined
- * otherwise — a [text] field's indexed text is its elements joined, and `match *` over several fields
- * picks the field, which FTS5's snippet() does on a cursor of the index (textSearchSql).
- */
-export function snippedField(fields: readonly TextField[], field: string): TextField | undefined {
-  const named = field === '*' ? (fields.length === 1 ? fields[0] : undefined) : fields.find((f) => f.name === field);
-  return named?.type.kind === 'scalar' && named.type.scalar === 'text' ? named : undefined;
-}
-
-/**
- * The best matches of `match FIELD` or `match *`, by SQLite's sorter, and the field its rows are
- * snipped from; undefined where snippedField is:
+ * The best matches of `match FIELD` or `match *`, by SQLite's sorter:
  *
  *     SELECT <fts>.rowid AS r, fenec_bm25(<fts>, column) AS s FROM <fts> WHERE <match> ORDER BY s, r LIMIT …
  *
@@ -229,45 +179,45 @@ export function snippedField(fields: readonly TextField[], field: string): TextF
  * lower-better, as FTS5 ranks; ties in id order). `ORDER BY rank` would have FTS5 sort every match
  * itself, through a statement it prepares each query: a quarter more for the ranking alone, and more
  * the more rows match (docs/performance.md). With a `where` or an `order`, the rows are joined before
- * the limit. Arguments in text order: the where's, the MATCH expression, the rank function when `scoped`,
- * then those of `page` (`LIMIT … OFFSET …`).
+ * the limit. Arguments in text order: the where's, the MATCH expression, the rank function when
+ * `scoped`, then those of `page` (`LIMIT … OFFSET …`).
  */
-export function textTopSql(collection: string, fields: readonly TextField[], field: string, page: string, options: TopOptions = {}): { readonly sql: string; readonly snipped: string } | undefined {
-  const snipped = snippedField(fields, field);
-  if (snipped === undefined) return undefined;
+export function textTopSql(collection: string, fields: readonly TextField[], field: string, page: string, options: TopOptions = {}): string {
   const search = textSearchSql(collection, fields, field, options.where);
-  const column = search.column;
   const fts = textIndexName(collection);
   const matches = options.where === undefined && options.order === undefined ? fts : search.from;
   // Called in the select list, the rank function takes its arguments as SQL; through `rank MATCH ?`,
   // FTS5 prepares a statement to read them, each query (about 5 µs).
-  const rank = options.scoped === true ? { score: `${fts}.rank`, match: ` AND ${search.rank}` } : { score: rankFunction(column, undefined, fts), match: '' };
-  return { sql: `SELECT ${fts}.rowid AS r, ${rank.score} AS s FROM ${matches} WHERE ${search.match}${rank.match} ORDER BY ${options.order ?? 's, r'}${page}`, snipped: snipped.name };
+  const rank = options.scoped === true ? { score: `${fts}.rank`, match: ` AND ${search.rank}` } : { score: rankFunction(search.column, undefined, fts), match: '' };
+  return `SELECT ${fts}.rowid AS r, ${rank.score} AS s FROM ${matches} WHERE ${search.match}${rank.match} ORDER BY ${options.order ?? 's, r'}${page}`;
 }
 
 /**
- * The snippet of a text field's `value` (SQL: `c."body"`) for the words bound at its one `?`
- * (matchTerms): fenec_snippet, snippet()'s bytes made from the text (native/fts5/src/snippet.c),
- * for rows a ranking has chosen, with no cursor of the index on them.
+ * The snippet of `match FIELD` (that field) or `match *` (the best passage of every @text field) for
+ * the row `row` (`c`, or the table's name), the words bound at its one `?` (matchTerms): fenec_snippet,
+ * FTS5's snippet() made from the row's indexed text (a [text] field's elements joined, as the index
+ * has them), for rows a ranking has chosen, with no cursor of the index on them
+ * (native/fts5/src/snippet.c).
  */
-export function snippetCall(value: string): string {
-  return `fenec_snippet(${value}, ?, ${sqlString(TEXT_TOKENIZER)}, '**', '**', '…', ${SNIPPET_TOKENS})`;
+export function snippetCall(fields: readonly TextField[], field: string, row: string): string {
+  const snipped = field === '*' ? fields : fields.filter((f) => f.name === field);
+  assert(snipped.length > 0, `${field} is not an @text field`);
+  return `fenec_snippet(?, ${sqlString(TEXT_TOKENIZER)}, '**', '**', '…', ${SNIPPET_TOKENS}, ${snipped.map((f) => indexedValue(row, f)).join(', ')})`;
 }
 
 /**
- * A ranked read of one text field's matches that snips after its limit (textTopSql's rows, joined to
- * theirs and snipped by snippetCall), or undefined where textTopSql is:
+ * A ranked read of `match FIELD` or `match *` that snips after its limit (textTopSql's rows, joined to
+ * theirs and snipped by snippetCall):
  *
- *     SELECT <columns>, fenec_snippet(c."body", ?, …) AS "_snippet", (- top.s) AS "_score"
+ *     SELECT <columns>, fenec_snippet(?, …, c."body") AS "_snippet", (- top.s) AS "_score"
  *     FROM (<textTopSql>) AS top JOIN c_<name> AS c ON c."id" = top.r ORDER BY top.s, top.r
  *
  * Arguments: the words (matchTerms), then textTopSql's.
  */
-export function textTopSelect(collection: string, fields: readonly TextField[], field: string, columns: readonly string[], page: string, options: TopOptions = {}): string | undefined {
+export function textTopSelect(collection: string, fields: readonly TextField[], field: string, columns: readonly string[], page: string, options: TopOptions = {}): string {
   const top = textTopSql(collection, fields, field, page, options);
-  if (top === undefined) return undefined;
-  const list = [...columns, `${snippetCall(`c.${ident(top.snipped)}`)} AS "_snippet"`, '(- top.s) AS "_score"'].join(', ');
-  return `SELECT ${list} FROM (${top.sql}) AS top JOIN ${tableName(collection)} AS c ON c."id" = top.r ORDER BY ${options.order ?? 'top.s, top.r'}`;
+  const list = [...columns, `${snippetCall(fields, field, 'c')} AS "_snippet"`, '(- top.s) AS "_score"'].join(', ');
+  return `SELECT ${list} FROM (${top}) AS top JOIN ${tableName(collection)} AS c ON c."id" = top.r ORDER BY ${options.order ?? 'top.s, top.r'}`;
 }
 
 export interface TopOptions {
@@ -280,12 +230,6 @@ export interface TopOptions {
   readonly order?: string;
   /** The rank function is bound (`rank MATCH ?`: rankFunction with statistics), not written in. */
   readonly scoped?: boolean;
-}
-
-/** The whole ranked read over `columns` (SQL expressions, `c."body"`), with `LIMIT +? OFFSET +?` (never a bare `?`: node/query/plan/read.ts, countSql). */
-export function textSearchSelect(search: TextSearchSql, columns: readonly string[]): string {
-  const list = [...columns, `${search.score} AS "_score"`, `${search.snippet} AS "_snippet"`].join(', ');
-  return `SELECT ${list} FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${search.order} LIMIT +? OFFSET +?`;
 }
 
 /**

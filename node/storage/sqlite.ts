@@ -30,7 +30,7 @@ export function ident(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
-/** Our SQLite extension (native/fts5, built by `make install`): fenec_bm25, fenec_fits, fenec_highlight and fenec_doclen. */
+/** Our SQLite extension (native/fts5, built by `make install`): fenec_bm25, fenec_doclen, fenec_snippet and fenec_deadline. */
 const EXTENSION = 'native/fts5/build/fenec_fts5.so';
 
 /** The extension's path, from the repository root (this file runs from dist/node/storage/ or node/storage/). */

@@ -6,7 +6,7 @@ import type { CreateCollectionStmt, FieldDef } from '../../shared/fenecql/ast.js
 import { parseStatement } from '../../shared/fenecql/parser.js';
 import { Catalog } from '../../node/storage/catalog.js';
 import { openWritable, type Connection } from '../../node/storage/sqlite.js';
-import { matchExpression, rankFunction, TEXT_TOKENIZER, textColumn, textIndexName, textIndexSql, textSearchSelect, textSearchSql, type TextIndexSql } from '../../node/search/text-index.js';
+import { matchTerms, TEXT_TOKENIZER, textColumn, textIndexName, textIndexSql, textTopSelect, type TextIndexSql } from '../../node/search/text-index.js';
 
 export interface Row {
   readonly id: number;
@@ -46,12 +46,12 @@ export class Store {
     this.db.transaction(() => this.ddl.drop.forEach((sql) => this.db.exec(sql)))();
   }
 
+  /** The product's ranked read (textTopSelect), as a `match` without a token's policy runs it. */
   search(text: string, field = '*', where?: Where, limit = 100): Row[] {
-    const expression = matchExpression(text, field, this.fields);
-    if (expression === null) return [];
-    const search = textSearchSql(this.name, this.fields, field, where?.sql);
-    const sql = textSearchSelect(search, ['c."id"', `c."text"`]);
-    return this.db.prepare(sql).all(...(where?.args ?? []), expression, rankFunction(search.column), limit, 0) as Row[];
+    const terms = matchTerms(text, field, this.fields);
+    if (terms === null) return [];
+    const sql = textTopSelect(this.name, this.fields, field, ['c."id"', `c."text"`], ` LIMIT ${limit}`, { where: where?.sql });
+    return this.db.prepare(sql).all(terms.snippetWords, ...(where?.args ?? []), terms.expression) as Row[];
   }
 
   ids(text: string, field = '*', where?: Where, limit = 100): number[] {

@@ -3,7 +3,8 @@
  *
  * - fenec_bm25(fts, column [, rows, tokens, n1, ..., nk]): an FTS5 auxiliary function, BM25 as Lucene
  *   (8 and later) and Elasticsearch compute it, lower-better as FTS5 ranks (it returns the score
- *   negated), for `ORDER BY rank` with `rank MATCH 'fenec_bm25(…)'`:
+ *   negated): in a select list, `fenec_bm25(fts, column)`, or as FTS5's rank with `rank MATCH
+ *   'fenec_bm25(…)'` (its arguments then read by FTS5):
  *
  *       score = sum over the query's phrases i found in the row of
  *               IDF_i * tf_i / (tf_i + k1 * (1 - b + b * len / avglen)),     k1 = 1.2, b = 0.75
@@ -23,26 +24,12 @@
  *   avglen = tokens / rows) and one n per phrase, counted over the rows a token may read, so that a
  *   score says nothing of rows the reader cannot see. Either all of them or none.
  *
- * - fenec_fits(fts, column, tokens): an FTS5 auxiliary function, 1 when the row's `column` holds at
- *   most `tokens` tokens, else 0. What a snippet costs: FTS5's snippet() reads the text twice (once
- *   to find where sentences start, once to mark the words), but when the whole text fits in the
- *   snippet it returns what highlight() returns, which reads it once: node/search/text-index.ts picks
- *   highlight() for those rows with `CASE WHEN fenec_fits(…)`.
- *
- * - fenec_highlight(fts, column, text, open, close): what highlight(fts, column, open, close) returns
- *   for the row, from `text`, the column's value as the caller has already read it (the row a `match`
- *   joins), where highlight() reads the row again through the index's content: for fenecdb's
- *   external-content tables, a second lookup of the row a result (docs/performance.md). `text` must be
- *   the value the column indexed: the marks come from the index's positions (xInst), the tokens from the
- *   table's tokenizer. The code is FTS5's own highlight() (sqlite3.c: fts5HighlightFunction,
- *   fts5HighlightCb, fts5CInstIter; public domain) with the text given, for the whole text (no range).
- *
  * - fenec_doclen(sz, column): the length in tokens of one row, from the `sz` blob of an FTS5 table's
  *   `_docsize` shadow table (one varint per column), in `column` or (-1) in all: the summand of
  *   `tokens` above.
  *
- * - fenec_snippet(text, words, tokenizer, open, close, ellipsis, tokens), in snippet.c: snippet()
- *   without an FTS5 cursor, for a `match` whose top rows SQLite's sorter chose.
+ * - fenec_snippet(words, tokenizer, open, close, ellipsis, tokens, text [, text …]), in snippet.c:
+ *   FTS5's snippet() without a cursor of the index, for the rows a `match` has chosen.
  *
  * - fenec_deadline(ms), in deadline.c: the time limit a worker holds a request's statements to.
  *
@@ -166,137 +153,6 @@ static void bm25Function(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite
   sqlite3_result_double(pCtx, -score);
 }
 
-/* The column an auxiliary function is given, or -1 once the call is refused with `zErr`. */
-static int columnArg(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_context *pCtx, sqlite3_value *pVal, const char *zErr) {
-  int column = sqlite3_value_int(pVal);
-  if (column >= 0 && column < pApi->xColumnCount(pFts)) return column;
-  sqlite3_result_error(pCtx, zErr, -1);
-  return -1;
-}
-
-static void fitsFunction(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_context *pCtx, int nVal, sqlite3_value **apVal) {
-  if (nVal != 2) {
-    sqlite3_result_error(pCtx, "fenec_fits: give the column and the number of tokens", -1);
-    return;
-  }
-  int column = columnArg(pApi, pFts, pCtx, apVal[0], "fenec_fits: no such column");
-  if (column < 0) return;
-  int nTok = 0;
-  int rc = pApi->xColumnSize(pFts, column, &nTok);
-  if (rc != SQLITE_OK) {
-    sqlite3_result_error_code(pCtx, rc);
-    return;
-  }
-  sqlite3_result_int(pCtx, nTok <= sqlite3_value_int(apVal[1]));
-}
-
-/* Phrase instances of one column, those that overlap coalesced, in token order (FTS5's CInstIter). */
-typedef struct InstIter {
-  const Fts5ExtensionApi *pApi;
-  Fts5Context *pFts;
-  int iCol;
-  int iInst;
-  int nInst;
-  int iStart; /* first token of the current coalesced instance, -1 when none is left */
-  int iEnd;   /* its last token */
-} InstIter;
-
-static int instNext(InstIter *p) {
-  int rc = SQLITE_OK;
-  p->iStart = -1;
-  p->iEnd = -1;
-  while (rc == SQLITE_OK && p->iInst < p->nInst) {
-    int ip, ic, io;
-    rc = p->pApi->xInst(p->pFts, p->iInst, &ip, &ic, &io);
-    if (rc != SQLITE_OK) break;
-    if (ic == p->iCol) {
-      int iEnd = io - 1 + p->pApi->xPhraseSize(p->pFts, ip);
-      if (p->iStart < 0) {
-        p->iStart = io;
-        p->iEnd = iEnd;
-      } else if (io <= p->iEnd) {
-        if (iEnd > p->iEnd) p->iEnd = iEnd;
-      } else {
-        break;
-      }
-    }
-    p->iInst++;
-  }
-  return rc;
-}
-
-typedef struct Highlight {
-  const char *zOpen;
-  const char *zClose;
-  const char *zIn;
-  InstIter iter;
-  int iPos;  /* the next token's position */
-  int iOff;  /* bytes of zIn copied to the output so far */
-  int bOpen; /* a mark is open */
-  sqlite3_str *out;
-} Highlight;
-
-static int highlightToken(void *pContext, int tflags, const char *pToken, int nToken, int iStartOff, int iEndOff) {
-  (void)pToken;
-  (void)nToken;
-  Highlight *p = (Highlight *)pContext;
-  if (tflags & FTS5_TOKEN_COLOCATED) return SQLITE_OK;
-  int iPos = p->iPos++;
-  /* Close the mark before a token past the phrase, unless the copy has already passed it. */
-  if (p->bOpen && (iPos <= p->iter.iStart || p->iter.iStart < 0) && iStartOff > p->iOff) {
-    sqlite3_str_appendall(p->out, p->zClose);
-    p->bOpen = 0;
-  }
-  if (iPos == p->iter.iStart && !p->bOpen) {
-    sqlite3_str_append(p->out, p->zIn + p->iOff, iStartOff - p->iOff);
-    sqlite3_str_appendall(p->out, p->zOpen);
-    p->iOff = iStartOff;
-    p->bOpen = 1;
-  }
-  if (iPos == p->iter.iEnd) {
-    sqlite3_str_append(p->out, p->zIn + p->iOff, iEndOff - p->iOff);
-    p->iOff = iEndOff;
-    return instNext(&p->iter);
-  }
-  return SQLITE_OK;
-}
-
-static void highlightFunction(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_context *pCtx, int nVal, sqlite3_value **apVal) {
-  if (nVal != 4) {
-    sqlite3_result_error(pCtx, "fenec_highlight: give the column, the text, and the opening and closing marks", -1);
-    return;
-  }
-  int column = columnArg(pApi, pFts, pCtx, apVal[0], "fenec_highlight: no such column");
-  if (column < 0) return;
-  const char *zIn = (const char *)sqlite3_value_text(apVal[1]);
-  if (zIn == 0) return; /* null, as highlight() answers for a null value */
-  int nIn = sqlite3_value_bytes(apVal[1]);
-  Highlight ctx;
-  memset(&ctx, 0, sizeof(ctx));
-  ctx.zIn = zIn;
-  ctx.zOpen = (const char *)sqlite3_value_text(apVal[2]);
-  ctx.zClose = (const char *)sqlite3_value_text(apVal[3]);
-  if (ctx.zOpen == 0) ctx.zOpen = "";
-  if (ctx.zClose == 0) ctx.zClose = "";
-  ctx.iter.pApi = pApi;
-  ctx.iter.pFts = pFts;
-  ctx.iter.iCol = column;
-  ctx.out = sqlite3_str_new(0);
-  int rc = pApi->xInstCount(pFts, &ctx.iter.nInst);
-  if (rc == SQLITE_OK) rc = instNext(&ctx.iter);
-  if (rc == SQLITE_OK) rc = pApi->xTokenize(pFts, zIn, nIn, (void *)&ctx, highlightToken);
-  if (ctx.bOpen) sqlite3_str_appendall(ctx.out, ctx.zClose);
-  sqlite3_str_append(ctx.out, zIn + ctx.iOff, nIn - ctx.iOff);
-  if (rc == SQLITE_OK) rc = sqlite3_str_errcode(ctx.out);
-  int n = sqlite3_str_length(ctx.out);
-  char *z = sqlite3_str_finish(ctx.out);
-  if (rc == SQLITE_OK) sqlite3_result_text(pCtx, z ? z : "", z ? n : 0, sqlite3_free);
-  else {
-    sqlite3_free(z);
-    sqlite3_result_error_code(pCtx, rc);
-  }
-}
-
 /* SQLite's varint: 7 bits a byte, high bit set on all but the last; a ninth byte gives 8 bits. */
 static int getVarint(const unsigned char *p, int n, sqlite3_uint64 *pValue) {
   sqlite3_uint64 v = 0;
@@ -362,8 +218,6 @@ int sqlite3_fenecfts_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routin
     return SQLITE_ERROR;
   }
   int rc = fts5->xCreateFunction(fts5, "fenec_bm25", 0, bm25Function, 0);
-  if (rc == SQLITE_OK) rc = fts5->xCreateFunction(fts5, "fenec_fits", 0, fitsFunction, 0);
-  if (rc == SQLITE_OK) rc = fts5->xCreateFunction(fts5, "fenec_highlight", 0, highlightFunction, 0);
   if (rc == SQLITE_OK) {
     rc = sqlite3_create_function(db, "fenec_doclen", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, 0, doclenFunction, 0, 0);
   }

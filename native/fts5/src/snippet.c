@@ -1,8 +1,9 @@
 /*
- * fenec_snippet(text, words, tokenizer, open, close, ellipsis, tokens): what FTS5's
- * snippet(fts, column, open, close, ellipsis, tokens) returns for a row whose `column` holds `text`,
- * matched by a query that is the OR of `words` (separated by '\n'; each an FTS5 string, a phrase of the
- * tokens the tokenizer makes of it), without an FTS5 cursor on the row.
+ * fenec_snippet(words, tokenizer, open, close, ellipsis, tokens, text [, text …]): what FTS5's
+ * snippet(fts, column, open, close, ellipsis, tokens) returns for a row whose column holds `text` —
+ * or with several texts, snippet(fts, -1, …) for a row whose columns hold them, in order: the best
+ * passage of any — matched by a query that is the OR of `words` (separated by '\n'; each an FTS5
+ * string, a phrase of the tokens the tokenizer makes of it), without an FTS5 cursor on the row.
  *
  * snippet() takes the phrases' places in the row from the index (xInst), which needs the row's position
  * lists: FTS5 has them for the rows of its cursor only, so the `match` that asked for snippets had to
@@ -11,12 +12,15 @@
  * comparing tokens, the places are the same — the index holds what the same tokenizer made of the same
  * text — and a `match` can take its top rows by SQLite's own sorter and snip those rows after the join
  * (docs/performance.md). For text matched by an OR of phrases, as fenecdb's `match` queries are
- * (node/search/text-query.ts): no NEAR, no NOT, no prefix, one column.
+ * (node/search/text-query.ts): no NEAR, no NOT, no prefix, no column filter inside.
  *
  * `tokenizer` is the table's `tokenize=` option ("porter unicode61 remove_diacritics 2"). The
  * selection of the passage, and the marking, are FTS5's (sqlite3.c: fts5SnippetFunction,
  * fts5SnippetScore, fts5SentenceFinderCb, fts5HighlightCb, fts5CInstIter; public domain), over the
- * places found here. A test compares the two over texts of every length and shape.
+ * places found here, with one change: a passage is scored over the places inside it, found by a
+ * binary search, where fts5SnippetScore reads every place of the row for each (its cost grows with
+ * the square of the places: 14 s for a row of 150 000 words a third of them the word searched). Tests
+ * compare the two, byte for byte, over texts of every length and shape.
  */
 #include <string.h>
 #include <sqlite3ext.h>
@@ -349,102 +353,128 @@ static const char *textOr(sqlite3_value *v, const char *zDefault) {
   return z ? z : zDefault;
 }
 
-/* fts5SnippetFunction for one column, over the places found by tokenizing the text. */
-static int snip(Snipper *s, const Query *q, const char *zIn, int nIn, const char *zOpen, const char *zClose, const char *zEllips, int nToken, sqlite3_str *out) {
+/* The best passage so far (fts5SnippetFunction's iBestCol, iBestStart, nBestScore). */
+typedef struct Best {
+  int iCol;
+  int iStart;
+  int nScore;
+} Best;
+
+/* Scores the passages of column iCol, tokenized into s->text, against the best so far. */
+static int choose(Snipper *s, const Query *q, int iCol, int nToken, Best *best) {
   const Tokens *t = &s->text;
   int nInst = 0;
   int rc = instancesOf(s, q, t, &nInst);
   if (rc == SQLITE_OK) rc = grow((void **)&s->aSeen, &s->nSeenAlloc, q->nPhrase + 1, 1);
+  if (rc != SQLITE_OK) return rc;
   const Inst *aInst = s->aInst;
-  unsigned char *aSeen = s->aSeen;
   int nDocsize = t->n;
-  int iBestStart = 0;
-  int nBestScore = 0;
-  for (int ii = 0; rc == SQLITE_OK && ii < nInst; ii++) {
+  for (int ii = 0; ii < nInst; ii++) {
     int io = aInst[ii].iPos;
     int iAdj;
-    int nScore = snippetScore(q, aInst, nInst, nDocsize, aSeen, io, nToken, &iAdj);
-    if (nScore > nBestScore) {
-      nBestScore = nScore;
-      iBestStart = iAdj;
-    }
+    int nScore = snippetScore(q, aInst, nInst, nDocsize, s->aSeen, io, nToken, &iAdj);
+    if (nScore > best->nScore) *best = (Best){iCol, iAdj, nScore};
     if (t->nFirst && nDocsize > nToken) {
       int jj;
       for (jj = 0; jj < (t->nFirst - 1); jj++) {
         if (t->aFirst[jj + 1] > io) break;
       }
       if (t->aFirst[jj] < io) {
-        nScore = snippetScore(q, aInst, nInst, nDocsize, aSeen, t->aFirst[jj], nToken, 0);
+        nScore = snippetScore(q, aInst, nInst, nDocsize, s->aSeen, t->aFirst[jj], nToken, 0);
         nScore += (t->aFirst[jj] == 0 ? 120 : 100);
-        if (nScore > nBestScore) {
-          nBestScore = nScore;
-          iBestStart = t->aFirst[jj];
-        }
+        if (nScore > best->nScore) *best = (Best){iCol, t->aFirst[jj], nScore};
       }
     }
   }
-  if (rc == SQLITE_OK) {
-    Marker m;
-    memset(&m, 0, sizeof(m));
-    m.zIn = zIn;
-    m.zOpen = zOpen;
-    m.zClose = zClose;
-    m.out = out;
-    m.runs.q = q;
-    m.runs.aInst = aInst;
-    m.runs.nInst = nInst;
-    runsNext(&m.runs);
-    m.iRangeStart = iBestStart;
-    m.iRangeEnd = iBestStart + nToken - 1;
-    if (iBestStart > 0) sqlite3_str_appendall(out, zEllips);
-    while (m.runs.iStart >= 0 && m.runs.iStart < iBestStart) runsNext(&m.runs);
-    for (int i = 0; i < t->n; i++) markToken(&m, i, t->aStart[i], t->aEnd[i]);
-    if (m.bOpen) sqlite3_str_appendall(out, zClose);
-    if (m.iRangeEnd >= (nDocsize - 1)) {
-      sqlite3_str_append(out, zIn + m.iOff, nIn - m.iOff);
-    } else {
-      sqlite3_str_appendall(out, zEllips);
-    }
-  }
-  return rc;
+  return SQLITE_OK;
 }
 
-static void snippetFunction(sqlite3_context *pCtx, int nVal, sqlite3_value **apVal) {
-  (void)nVal;
-  const char *zIn = (const char *)sqlite3_value_text(apVal[0]);
-  if (zIn == 0) return; /* null, as snippet() answers for a null value */
-  int nIn = sqlite3_value_bytes(apVal[0]);
-  Snipper *s = (Snipper *)sqlite3_user_data(pCtx);
-  int rc = snipperTokenizer(s, textOr(apVal[2], ""));
-  if (rc != SQLITE_OK) {
-    sqlite3_result_error(pCtx, "fenec_snippet: no such tokenizer", -1);
-    return;
+/* Writes the passage of nToken tokens from iStart of zIn, tokenized into s->text, its phrases marked. */
+static int mark(Snipper *s, const Query *q, const char *zIn, int nIn, int iStart, int nToken, const char *zOpen, const char *zClose, const char *zEllips, sqlite3_str *out) {
+  const Tokens *t = &s->text;
+  int nInst = 0;
+  int rc = instancesOf(s, q, t, &nInst);
+  if (rc != SQLITE_OK) return rc;
+  Marker m;
+  memset(&m, 0, sizeof(m));
+  m.zIn = zIn;
+  m.zOpen = zOpen;
+  m.zClose = zClose;
+  m.out = out;
+  m.runs.q = q;
+  m.runs.aInst = s->aInst;
+  m.runs.nInst = nInst;
+  runsNext(&m.runs);
+  m.iRangeStart = iStart;
+  m.iRangeEnd = iStart + nToken - 1;
+  if (iStart > 0) sqlite3_str_appendall(out, zEllips);
+  while (m.runs.iStart >= 0 && m.runs.iStart < iStart) runsNext(&m.runs);
+  for (int i = 0; i < t->n; i++) markToken(&m, i, t->aStart[i], t->aEnd[i]);
+  if (m.bOpen) sqlite3_str_appendall(out, zClose);
+  if (m.iRangeEnd >= (t->n - 1)) {
+    sqlite3_str_append(out, zIn + m.iOff, nIn - m.iOff);
+  } else {
+    sqlite3_str_appendall(out, zEllips);
   }
-  /* The query's phrases, made once a statement: the words are one bound value for all its rows. */
-  Query *q = (Query *)sqlite3_get_auxdata(pCtx, 1);
-  if (q == 0) {
-    rc = queryOf(s, textOr(apVal[1], ""), sqlite3_value_bytes(apVal[1]), &q);
-    if (rc != SQLITE_OK) {
-      sqlite3_result_error_code(pCtx, rc);
-      return;
-    }
-    sqlite3_set_auxdata(pCtx, 1, q, queryFree);
-    q = (Query *)sqlite3_get_auxdata(pCtx, 1);
-    if (q == 0) {
-      sqlite3_result_error_nomem(pCtx);
-      return;
-    }
-  }
+  return SQLITE_OK;
+}
+
+/* Tokenizes a column's text into s->text (a null text as the empty one, as FTS5 reads it). */
+static int tokenizeText(Snipper *s, const char *zIn, int nIn) {
   Tokens *t = &s->text;
   t->n = 0;
   t->nBuf = 0;
   t->nFirst = 0;
   t->zText = zIn;
-  rc = tokenize(s, FTS5_TOKENIZE_DOCUMENT, zIn, nIn, t);
-  sqlite3_str *out = sqlite3_str_new(0);
-  if (rc == SQLITE_OK) {
-    rc = snip(s, q, zIn, nIn, textOr(apVal[3], ""), textOr(apVal[4], ""), textOr(apVal[5], ""), sqlite3_value_int(apVal[6]), out);
+  return zIn == 0 ? SQLITE_OK : tokenize(s, FTS5_TOKENIZE_DOCUMENT, zIn, nIn, t);
+}
+
+/* The number of arguments before the texts. */
+#define SNIPPET_FIXED_ARGS 6
+
+static void snippetFunction(sqlite3_context *pCtx, int nVal, sqlite3_value **apVal) {
+  if (nVal <= SNIPPET_FIXED_ARGS) {
+    sqlite3_result_error(pCtx, "fenec_snippet: give the words, the tokenizer, the marks, the ellipsis, the tokens, then the texts", -1);
+    return;
   }
+  Snipper *s = (Snipper *)sqlite3_user_data(pCtx);
+  int rc = snipperTokenizer(s, textOr(apVal[1], ""));
+  if (rc != SQLITE_OK) {
+    sqlite3_result_error(pCtx, "fenec_snippet: no such tokenizer", -1);
+    return;
+  }
+  /* The query's phrases, made once a statement: the words are one bound value for all its rows. */
+  Query *q = (Query *)sqlite3_get_auxdata(pCtx, 0);
+  if (q == 0) {
+    rc = queryOf(s, textOr(apVal[0], ""), sqlite3_value_bytes(apVal[0]), &q);
+    if (rc != SQLITE_OK) {
+      sqlite3_result_error_code(pCtx, rc);
+      return;
+    }
+    sqlite3_set_auxdata(pCtx, 0, q, queryFree);
+    q = (Query *)sqlite3_get_auxdata(pCtx, 0);
+    if (q == 0) {
+      sqlite3_result_error_nomem(pCtx);
+      return;
+    }
+  }
+  const int nToken = sqlite3_value_int(apVal[5]);
+  sqlite3_value **apText = apVal + SNIPPET_FIXED_ARGS;
+  const int nCol = nVal - SNIPPET_FIXED_ARGS;
+  /* fts5SnippetFunction over every column given: the best passage of any, the first column on ties. */
+  Best best = {0, 0, 0};
+  int iTokenized = -1;
+  for (int i = 0; rc == SQLITE_OK && i < nCol; i++) {
+    rc = tokenizeText(s, (const char *)sqlite3_value_text(apText[i]), sqlite3_value_bytes(apText[i]));
+    if (rc == SQLITE_OK) rc = choose(s, q, i, nToken, &best);
+    iTokenized = i;
+  }
+  const char *zIn = (const char *)sqlite3_value_text(apText[best.iCol]);
+  const int nIn = sqlite3_value_bytes(apText[best.iCol]);
+  if (rc == SQLITE_OK && zIn == 0) return; /* null, as snippet() answers for a null value */
+  if (rc == SQLITE_OK && iTokenized != best.iCol) rc = tokenizeText(s, zIn, nIn);
+  sqlite3_str *out = sqlite3_str_new(0);
+  if (rc == SQLITE_OK) rc = mark(s, q, zIn, nIn, best.iStart, nToken, textOr(apVal[2], ""), textOr(apVal[3], ""), textOr(apVal[4], ""), out);
   if (rc == SQLITE_OK) rc = sqlite3_str_errcode(out);
   int n = sqlite3_str_length(out);
   char *z = sqlite3_str_finish(out);
@@ -472,5 +502,5 @@ int fenecRegisterSnippet(sqlite3 *db, fts5_api *pApi) {
   memset(s, 0, sizeof(Snipper));
   s->pApi = pApi;
   /* Not SQLITE_DETERMINISTIC over its arguments alone: the tokenizer named is the connection's. */
-  return sqlite3_create_function_v2(db, "fenec_snippet", 7, SQLITE_UTF8 | SQLITE_INNOCUOUS, s, snippetFunction, 0, 0, snipperFree);
+  return sqlite3_create_function_v2(db, "fenec_snippet", -1, SQLITE_UTF8 | SQLITE_INNOCUOUS, s, snippetFunction, 0, 0, snipperFree);
 }

@@ -80,30 +80,26 @@ function fuse(rankings: readonly (readonly number[])[]): ScoredRow[] {
 
 /**
  * The chosen rows, read in one statement, in the ranking's order unless `order` gave another. With
- * `words`, the read makes the snippets (the column after the row's), kept for the rows the text found.
+ * `text`, the read makes the snippets (the column after the row's), kept for the rows the text found.
  */
-function readRows(plan: VectorPlan, chosen: readonly ScoredRow[], snippets: Map<number, string | null> | undefined, runner: VectorRunner, words: string | null | undefined): Record<string, unknown>[] {
+function readRows(plan: VectorPlan, chosen: readonly ScoredRow[], found: ReadonlySet<number> | undefined, runner: VectorRunner, ctx: BindContext): Record<string, unknown>[] {
   const ids = JSON.stringify(chosen.map((r) => r.rowId));
-  const raw = runner.statements.get(plan.read).raw(true).all(words === undefined ? [ids] : [words, ids]) as unknown[][];
-  if (words !== undefined && snippets !== undefined) {
-    const snipped = plan.columns.length;
-    for (const values of raw) if (snippets.has(values[0] as number)) snippets.set(values[0] as number, values[snipped] as string | null);
-  }
+  const raw = runner.statements.get(plan.read).raw(true).all(plan.text === undefined ? [ids] : [plan.text.words(ctx), ids]) as unknown[][];
   const scores = new Map(chosen.map((r) => [r.rowId, r.score]));
-  const rows = raw.map((values) => toRow(plan.columns, values, snippets, scores));
+  const rows = raw.map((values) => toRow(plan.columns, values, found, scores));
   if (plan.ordered) return rows;
   const rank = new Map(chosen.map((r, i) => [r.rowId, i]));
   return rows.sort((a, b) => rank.get(a.id as number)! - rank.get(b.id as number)!);
 }
 
-function toRow(columns: readonly OutputColumn[], values: unknown[], snippets: ReadonlyMap<number, string | null> | undefined, scores: ReadonlyMap<number, number>): Record<string, unknown> {
+function toRow(columns: readonly OutputColumn[], values: unknown[], found: ReadonlySet<number> | undefined, scores: ReadonlyMap<number, number>): Record<string, unknown> {
   const row: Record<string, unknown> = {};
   columns.forEach((column, c) => {
     row[column.key] = column.decode === null ? values[c] : column.decode(values[c]);
   });
   const id = values[0] as number;
   // Fused rows found by their vector alone have no passage to show.
-  if (snippets !== undefined) row.snippet = snippets.get(id) ?? null;
+  if (found !== undefined) row.snippet = found.has(id) ? values[columns.length] : null;
   row._score = scores.get(id);
   return row;
 }
@@ -114,25 +110,25 @@ export function runVector(plan: VectorPlan, ctx: BindContext, runner: VectorRunn
   const offset = plan.offset === undefined ? 0 : (plan.offset(ctx) as number);
   const wanted = limit + offset;
   let chosen: ScoredRow[];
-  const snippets = new Map<number, string | null>();
+  let found: Set<number> | undefined;
   if (plan.text === undefined) {
     chosen = vectorRanking(plan, query, wanted, runner, ctx);
   } else {
     const depth = Math.max(FUSE_MIN, FUSE_DEPTH * wanted);
     const match = plan.text.query(ctx);
-    let textRows: [number, string | null][] = [];
+    let textRows: number[] = [];
     if (match !== null) {
       const scored = withScopedRank(plan.text.scoped, ctx, runner.statements);
       const rank = plan.text.rank === undefined ? [] : [plan.text.rank(scored)];
-      textRows = runner.statements.get(plan.text.sql).raw(true).all([...bind(plan.text.filterArgs, ctx), match, ...rank, depth]) as [number, string | null][];
+      textRows = runner.statements.get(plan.text.sql).pluck(true).all([...bind(plan.text.filterArgs, ctx), match, ...rank, depth]) as number[];
     }
-    for (const [rowId, snippet] of textRows) snippets.set(rowId, snippet);
+    found = new Set(textRows);
     const vectorRows = vectorRanking(plan, query, depth, runner, ctx);
-    chosen = fuse([textRows.map(([rowId]) => rowId), vectorRows.map((r) => r.rowId)]);
+    chosen = fuse([textRows, vectorRows.map((r) => r.rowId)]);
   }
   chosen = chosen.slice(offset, wanted);
   if (plan.count) return { count: chosen.length };
   if (chosen.length === 0) return { rows: [], count: 0 };
-  const rows = readRows(plan, chosen, plan.text === undefined ? undefined : snippets, runner, plan.text?.words?.(ctx));
+  const rows = readRows(plan, chosen, found, runner, ctx);
   return { rows, count: rows.length };
 }

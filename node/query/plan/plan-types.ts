@@ -127,9 +127,8 @@ export interface VectorPlan {
   /** Ids and vectors of the rows that pass, for an exact scan. */
   readonly scan: SqlStep;
   /**
-   * With fuse: the text ranking's candidates (id, snippet), best first. Its arguments: the filter's, the
-   * MATCH expression, the rank function (when `rank` is given), the LIMIT. With `words`, the snippet
-   * is not the ranking's (null) but the read's, made for the chosen rows only.
+   * With fuse: the text ranking's candidates (ids), best first. Its arguments: the filter's, the MATCH
+   * expression, the rank function (when `rank` is given: a token's statistics), the LIMIT.
    */
   readonly text:
     | {
@@ -138,13 +137,13 @@ export interface VectorPlan {
         readonly query: (ctx: BindContext) => string | null;
         readonly rank: ArgSource | undefined;
         readonly scoped: ScopedRank | undefined;
-        /** The words the read's snippet binds (matchTerms), when the read makes the snippets. */
-        readonly words: ((ctx: BindContext) => string | null) | undefined;
+        /** The words the read's snippets bind (matchTerms). */
+        readonly words: (ctx: BindContext) => string | null;
       }
     | undefined;
   /**
-   * Reads the chosen rows: its last argument is their ids as a JSON array. With `text.words`, the
-   * words come first, and each row's snippet follows its columns.
+   * Reads the chosen rows: its last argument is their ids as a JSON array. With `text`, the words
+   * come first, and each row's snippet follows its columns.
    */
   readonly read: string;
   readonly columns: readonly OutputColumn[];

@@ -225,15 +225,9 @@ function planMatch(stmt: GetStmt, query: MatchQuery, collection: Collection, fil
   const fields = selectedFields(stmt, collection);
   const selected = ['c."id"', ...fields.map((f) => fieldSql(f, 'c'))];
   const columns: OutputColumn[] = [...outputColumns(fields), { key: 'snippet', decode: null }, { key: '_score', decode: null }];
-  // A text field: the top rows by SQLite's sorter, snipped after the limit (textTopSelect).
+  // The top rows by SQLite's sorter, snipped after the limit (textTopSelect).
   const scoped = query.rank.scoped !== undefined;
-  const top = textTopSelect(collection.name, collection.textFields, query.field, selected, page.sql, { where: filter?.sql, scoped, order });
-  if (top !== undefined) {
-    const args = [query.snippetWords, ...filterArgs, query.expression, ...(scoped ? [query.rank.arg] : []), ...page.args];
-    return { kind: 'read', step: { sql: top, args }, columns, guard, scoped: query.rank.scoped };
-  }
-  const list = [...selected, `${search.snippet} AS "_snippet"`, `${search.score} AS "_score"`].join(', ');
-  const sql = `SELECT ${list} FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${order ?? search.order}${page.sql}`;
-  const args = [...filterArgs, query.expression, query.rank.arg, ...page.args];
+  const sql = textTopSelect(collection.name, collection.textFields, query.field, selected, page.sql, { where: filter?.sql, scoped, order });
+  const args = [query.snippetWords, ...filterArgs, query.expression, ...(scoped ? [query.rank.arg] : []), ...page.args];
   return { kind: 'read', step: { sql, args }, columns, guard, scoped: query.rank.scoped };
 }

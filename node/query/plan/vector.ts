@@ -7,8 +7,7 @@
 import type { GetStmt, Metric } from '../../../shared/fenecql/ast.js';
 import { FenecError } from '../../../shared/errors.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
-import { snippetCall, textSearchSql, textTopSql } from '../../search/text-index.js';
-import { ident } from '../../storage/sqlite.js';
+import { snippetCall, textTopSql } from '../../search/text-index.js';
 import { fieldSql, type Collection, type Field } from '../../storage/catalog.js';
 import type { Fragment } from '../compile/compiler.js';
 import type { OutputColumn, VectorPlan } from './plan-types.js';
@@ -66,19 +65,18 @@ export function planVector(
   if (stmt.match !== undefined && textQuery !== undefined) {
     const field = stmt.match.field;
     const scoped = textQuery.rank.scoped !== undefined;
-    // `+?`, not `?`: a bare `?` LIMIT is read while planning, and binding it expires the statement (read.ts, countSql).
+    // The text's candidates by SQLite's sorter (`+?`, not `?`: a bare `?` LIMIT is read while planning,
+    // and binding it expires the statement: read.ts, countSql); the read snips the rows kept.
     const top = textTopSql(collection.name, collection.textFields, field, ' LIMIT +?', { where: filter?.sql, scoped });
-    const search = textSearchSql(collection.name, collection.textFields, field, filter?.sql);
     text = {
-      // A text field's candidates by SQLite's sorter, their snippets made by the read for the rows kept.
-      sql: top !== undefined ? `SELECT r, NULL FROM (${top.sql})` : `SELECT c."id", ${search.snippet} AS "_snippet" FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${search.order} LIMIT +?`,
+      sql: `SELECT r FROM (${top})`,
       filterArgs: filter?.args ?? [],
       query: textQuery.expression,
-      rank: top === undefined || scoped ? textQuery.rank.arg : undefined,
+      rank: scoped ? textQuery.rank.arg : undefined,
       scoped: textQuery.rank.scoped,
-      words: top !== undefined ? textQuery.snippetWords : undefined,
+      words: textQuery.snippetWords,
     };
-    if (top !== undefined) columns.push(snippetCall(ident(top.snipped)));
+    columns.push(snippetCall(collection.textFields, field, collection.table));
   }
   const list = columns.join(', ');
   return {

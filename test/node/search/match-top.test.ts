@@ -8,10 +8,11 @@
  */
 import { expect } from 'chai';
 import { FenecDatabase } from '../../../node/database.js';
-import { matchExpression, rankFunction, textSearchSelect, textSearchSql, type TextField } from '../../../node/search/text-index.js';
+import { matchExpression, rankFunction, textSearchSql, type TextField } from '../../../node/search/text-index.js';
 import { openSnapshot, type Connection } from '../../../node/storage/sqlite.js';
 import { parsePolicy } from '../../../shared/auth/policy.js';
 import type { Answer } from '../../../shared/answer.js';
+import { fts5RankedRead } from '../../helpers/fts5-read.js';
 import { tempDir } from '../../helpers/temp.js';
 import { seededRandom } from '../../helpers/vectors.js';
 
@@ -52,19 +53,18 @@ describe('match of a text field, ranked by SQLite and snipped after the limit', 
   });
 
   /** FTS5's ranked read of `match body`, its own sorter and snippets (the shape before). */
-  function fts5(words: string, limit: number, offset: number, where?: { sql: string; args: unknown[] }): Answered[] {
-    const search = textSearchSql('docs', FIELDS, 'body', where?.sql);
-    const sql = textSearchSelect(search, ['c."id" AS id']);
-    const rows = reference.prepare(sql).all(...(where?.args ?? []), matchExpression(words, 'body', FIELDS), rankFunction(0), limit, offset) as { id: number; _score: number; _snippet: string }[];
+  function fts5(words: string, limit: number, offset: number, where?: { sql: string; args: unknown[] }, field = 'body'): Answered[] {
+    const search = textSearchSql('docs', FIELDS, field, where?.sql);
+    const sql = fts5RankedRead('docs', search, ['c."id" AS id']);
+    const rows = reference.prepare(sql).all(...(where?.args ?? []), matchExpression(words, field, FIELDS), rankFunction(search.column), limit, offset) as { id: number; _score: number; _snippet: string }[];
     return rows.map((r) => ({ id: r.id, snippet: r._snippet, _score: r._score }));
   }
 
   /** The same, sorted by `order` (SQL over the rows as c) rather than by score, FTS5's snippet() on its cursor. */
   function fts5Ordered(words: string, order: string, limit: number, offset: number): Answered[] {
     const search = textSearchSql('docs', FIELDS, 'body');
-    const fts = search.from.split(' ')[0]!;
-    const sql = `SELECT c."id" AS id, snippet(${fts}, 0, '**', '**', '…', 20) AS snippet, ${search.score} AS _score FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${order} LIMIT ? OFFSET ?`;
-    return reference.prepare(sql).all(matchExpression(words, 'body', FIELDS), rankFunction(0), limit, offset) as Answered[];
+    const rows = reference.prepare(fts5RankedRead('docs', search, ['c."id" AS id'], order)).all(matchExpression(words, 'body', FIELDS), rankFunction(0), limit, offset) as { id: number; _score: number; _snippet: string }[];
+    return rows.map((r) => ({ id: r.id, snippet: r._snippet, _score: r._score }));
   }
 
   /** A read's rows. */
@@ -95,6 +95,18 @@ describe('match of a text field, ranked by SQLite and snipped after the limit', 
         expect(byOwner, `${words} order owner, id desc`).to.deep.equal(fts5Ordered(words, 'c."owner" ASC, c."id" DESC', limit, 0));
       }
     }
+  });
+
+  it('answers match of a [text] field, and match * over both fields, as FTS5 does (snippet() picking the field)', () => {
+    let compared = 0;
+    for (const words of ['fox', 'den fox', 'the river', 'owl stone night']) {
+      for (const [field, limit] of [['tags', 20], ['*', 30], ['*', 500]] as const) {
+        const ours = answered(db.execute(`get docs select id match ${field} $1 limit ${limit}`, [words]));
+        expect(ours, `${field}: ${words}`).to.deep.equal(fts5(words, limit, 0, undefined, field));
+        compared += ours.length;
+      }
+    }
+    expect(compared).to.be.greaterThan(1_000);
   });
 
   it('ranks ties in id order', () => {
@@ -140,7 +152,7 @@ describe('match of a text field, ranked by SQLite and snipped after the limit', 
       const search = textSearchSql('mixed', FIELDS, 'body');
       const fts = search.from.split(' ')[0]!;
       const candidates = (words: string, depth: number): Set<number> =>
-        new Set((reference.prepare(textSearchSelect(search, ['c."id" AS id'])).all(matchExpression(words, 'body', FIELDS), rankFunction(0), depth, 0) as { id: number }[]).map((r) => r.id));
+        new Set((reference.prepare(fts5RankedRead('mixed', search, ['c."id" AS id'])).all(matchExpression(words, 'body', FIELDS), rankFunction(0), depth, 0) as { id: number }[]).map((r) => r.id));
       // The id bound as an integer: FTS5 takes a rowid constraint bound as a real (a JS number) for none at all.
       const snippet = reference.prepare(`SELECT snippet(${fts}, 0, '**', '**', '…', 20) FROM ${fts} WHERE ${fts} MATCH ? AND rowid = ?`).pluck();
       const snippetOf = (words: string, id: number): unknown => snippet.get(matchExpression(words, 'body', FIELDS), BigInt(id));
@@ -181,7 +193,7 @@ describe('match of a text field, ranked by SQLite and snipped after the limit', 
       const fields: readonly TextField[] = [{ name: 'body', type: { kind: 'scalar', scalar: 'text' } }];
       const search = textSearchSql('one', fields, '*');
       for (const words of ['fox', 'the den', 'river stone night']) {
-        const theirs = reference.prepare(textSearchSelect(search, ['c."id" AS id'])).all(matchExpression(words, '*', fields), rankFunction(-1), 50, 0) as { id: number; _score: number; _snippet: string }[];
+        const theirs = reference.prepare(fts5RankedRead('one', search, ['c."id" AS id'])).all(matchExpression(words, '*', fields), rankFunction(-1), 50, 0) as { id: number; _score: number; _snippet: string }[];
         const ours = answered(db.execute('get one select id match * $1 limit 50', [words]));
         expect(ours).to.deep.equal(theirs.map((r) => ({ id: r.id, snippet: r._snippet, _score: r._score })));
       }
