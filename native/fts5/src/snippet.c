@@ -360,12 +360,10 @@ typedef struct Best {
   int nScore;
 } Best;
 
-/* Scores the passages of column iCol, tokenized into s->text, against the best so far. */
-static int choose(Snipper *s, const Query *q, int iCol, int nToken, Best *best) {
+/* Scores the passages of column iCol, tokenized into s->text with its nInst places in s->aInst, against the best so far. */
+static int choose(Snipper *s, const Query *q, int nInst, int iCol, int nToken, Best *best) {
   const Tokens *t = &s->text;
-  int nInst = 0;
-  int rc = instancesOf(s, q, t, &nInst);
-  if (rc == SQLITE_OK) rc = grow((void **)&s->aSeen, &s->nSeenAlloc, q->nPhrase + 1, 1);
+  int rc = grow((void **)&s->aSeen, &s->nSeenAlloc, q->nPhrase + 1, 1);
   if (rc != SQLITE_OK) return rc;
   const Inst *aInst = s->aInst;
   int nDocsize = t->n;
@@ -389,12 +387,12 @@ static int choose(Snipper *s, const Query *q, int iCol, int nToken, Best *best) 
   return SQLITE_OK;
 }
 
-/* Writes the passage of nToken tokens from iStart of zIn, tokenized into s->text, its phrases marked. */
-static int mark(Snipper *s, const Query *q, const char *zIn, int nIn, int iStart, int nToken, const char *zOpen, const char *zClose, const char *zEllips, sqlite3_str *out) {
+/*
+ * Writes the passage of nToken tokens from iStart of zIn, its phrases marked: zIn tokenized into
+ * s->text, its nInst places in s->aInst.
+ */
+static void mark(Snipper *s, const Query *q, int nInst, const char *zIn, int nIn, int iStart, int nToken, const char *zOpen, const char *zClose, const char *zEllips, sqlite3_str *out) {
   const Tokens *t = &s->text;
-  int nInst = 0;
-  int rc = instancesOf(s, q, t, &nInst);
-  if (rc != SQLITE_OK) return rc;
   Marker m;
   memset(&m, 0, sizeof(m));
   m.zIn = zIn;
@@ -416,7 +414,6 @@ static int mark(Snipper *s, const Query *q, const char *zIn, int nIn, int iStart
   } else {
     sqlite3_str_appendall(out, zEllips);
   }
-  return SQLITE_OK;
 }
 
 /* Tokenizes a column's text into s->text (a null text as the empty one, as FTS5 reads it). */
@@ -464,17 +461,22 @@ static void snippetFunction(sqlite3_context *pCtx, int nVal, sqlite3_value **apV
   /* fts5SnippetFunction over every column given: the best passage of any, the first column on ties. */
   Best best = {0, 0, 0};
   int iTokenized = -1;
+  int nInst = 0;
   for (int i = 0; rc == SQLITE_OK && i < nCol; i++) {
     rc = tokenizeText(s, (const char *)sqlite3_value_text(apText[i]), sqlite3_value_bytes(apText[i]));
-    if (rc == SQLITE_OK) rc = choose(s, q, i, nToken, &best);
+    if (rc == SQLITE_OK) rc = instancesOf(s, q, &s->text, &nInst);
+    if (rc == SQLITE_OK) rc = choose(s, q, nInst, i, nToken, &best);
     iTokenized = i;
   }
   const char *zIn = (const char *)sqlite3_value_text(apText[best.iCol]);
   const int nIn = sqlite3_value_bytes(apText[best.iCol]);
   if (rc == SQLITE_OK && zIn == 0) return; /* null, as snippet() answers for a null value */
-  if (rc == SQLITE_OK && iTokenized != best.iCol) rc = tokenizeText(s, zIn, nIn);
+  if (rc == SQLITE_OK && iTokenized != best.iCol) {
+    rc = tokenizeText(s, zIn, nIn);
+    if (rc == SQLITE_OK) rc = instancesOf(s, q, &s->text, &nInst);
+  }
   sqlite3_str *out = sqlite3_str_new(0);
-  if (rc == SQLITE_OK) rc = mark(s, q, zIn, nIn, best.iStart, nToken, textOr(apVal[2], ""), textOr(apVal[3], ""), textOr(apVal[4], ""), out);
+  if (rc == SQLITE_OK) mark(s, q, nInst, zIn, nIn, best.iStart, nToken, textOr(apVal[2], ""), textOr(apVal[3], ""), textOr(apVal[4], ""), out);
   if (rc == SQLITE_OK) rc = sqlite3_str_errcode(out);
   int n = sqlite3_str_length(out);
   char *z = sqlite3_str_finish(out);
