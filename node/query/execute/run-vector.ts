@@ -118,8 +118,8 @@ export function runVector(plan: VectorPlan, ctx: BindContext, runner: VectorRunn
     const match = plan.text.query(ctx);
     let textRows: number[] = [];
     if (match !== null) {
-      const scored = withScopedRank(plan.text.scoped, ctx, runner.statements);
-      const rank = plan.text.rank === undefined ? [] : [plan.text.rank(scored)];
+      const { rank: scoring } = plan.text;
+      const rank = scoring === undefined ? [] : [scoring.arg(withScopedRank(scoring.scoped, ctx, runner.statements))];
       textRows = runner.statements.get(plan.text.sql).pluck(true).all([...bind(plan.text.filterArgs, ctx), match, ...rank, depth]) as number[];
     }
     found = new Set(textRows);

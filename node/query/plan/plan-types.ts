@@ -4,7 +4,7 @@
  */
 import type { Metric } from '../../../shared/fenecql/ast.js';
 import type { SqlValue } from '../../storage/codec.js';
-import type { ScopedRank } from './text-rank.js';
+import type { ScopedRank, TextRank } from './text-rank.js';
 import type { ArgSource, BindContext } from '../compile/evaluate.js';
 
 /** One column of a read's answer: its key and, where the stored form differs from JSON, how to turn it. */
@@ -135,8 +135,7 @@ export interface VectorPlan {
         readonly sql: string;
         readonly filterArgs: readonly ArgSource[];
         readonly query: (ctx: BindContext) => string | null;
-        readonly rank: ArgSource | undefined;
-        readonly scoped: ScopedRank | undefined;
+        readonly rank: TextRank | undefined;
         /** The words the read's snippets bind (matchTerms). */
         readonly words: (ctx: BindContext) => string | null;
       }

@@ -226,8 +226,8 @@ function planMatch(stmt: GetStmt, query: MatchQuery, collection: Collection, fil
   const selected = ['c."id"', ...fields.map((f) => fieldSql(f, 'c'))];
   const columns: OutputColumn[] = [...outputColumns(fields), { key: 'snippet', decode: null }, { key: '_score', decode: null }];
   // The top rows by SQLite's sorter, snipped after the limit (textTopSelect).
-  const scoped = query.rank.scoped !== undefined;
-  const sql = textTopSelect(collection.name, collection.textFields, query.field, selected, page.sql, { where: filter?.sql, scoped, order });
-  const args = [query.snippetWords, ...filterArgs, query.expression, ...(scoped ? [query.rank.arg] : []), ...page.args];
-  return { kind: 'read', step: { sql, args }, columns, guard, scoped: query.rank.scoped };
+  const { rank } = query;
+  const sql = textTopSelect(collection.name, collection.textFields, query.field, selected, page.sql, { where: filter?.sql, scoped: rank !== undefined, order });
+  const args = [query.snippetWords, ...filterArgs, query.expression, ...(rank === undefined ? [] : [rank.arg]), ...page.args];
+  return { kind: 'read', step: { sql, args }, columns, guard, scoped: rank?.scoped };
 }

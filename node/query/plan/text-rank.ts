@@ -1,16 +1,18 @@
 /**
- * How a `match` scores its rows: the rank function its SQL binds (`<fts>.rank MATCH ?`).
+ * How a `match` scores its rows under a token's policy: the rank function its SQL binds
+ * (`<fts>.rank MATCH ?`).
  *
  * With the server's token, or a token whose policy reads every row, BM25's statistics are the whole
- * collection's, kept by FTS5: the rank function is a constant of the plan. Under a policy condition
- * they are counted, at each run, over the rows the condition lets the token read: N, their total
+ * collection's, kept by FTS5: the rank function is written into the plan's SQL (text-index.ts,
+ * textTopSql), and there is nothing to bind. Under a policy condition they are counted, at each run,
+ * over the rows the condition lets the token read: N, their total
  * length, and for each word of the query the rows holding it. A score then depends on those rows
  * alone, so that no token learns from its scores how many rows it cannot read hold a word
  * (docs/security.md). What that costs (docs/performance.md): one statement over the token's rows
  * and one per word over the rows holding the word, each joined to the policy's condition.
  */
 import type { Cond } from '../../../shared/fenecql/ast.js';
-import { rankFunction, textStatsSql, wordExpressions } from '../../search/text-index.js';
+import { textStatsSql, wordExpressions } from '../../search/text-index.js';
 import type { Collection } from '../../storage/catalog.js';
 import type { Compiler } from '../compile/compiler.js';
 import type { ArgSource, BindContext } from '../compile/evaluate.js';
@@ -27,11 +29,11 @@ export interface ScopedRank {
   readonly column: number;
 }
 
-/** What a plan keeps of a `match`'s scoring: its rank argument, and what to count first under a policy. */
+/** What a plan keeps of a `match`'s scoring under a policy: what to count first, and its rank argument. */
 export interface TextRank {
-  /** Binds the rank function: the constant one, or the one `scopedRank` put into the context. */
+  /** Binds the rank function `scopedRank` put into the context. */
   readonly arg: ArgSource;
-  readonly scoped: ScopedRank | undefined;
+  readonly scoped: ScopedRank;
 }
 
 /** A `match` when planned: what it searches for and how it scores. */
@@ -41,18 +43,16 @@ export interface MatchQuery {
   readonly expression: (ctx: BindContext) => string | null;
   /** The words as fenec_snippet takes them (matchTerms), null with the expression. */
   readonly snippetWords: (ctx: BindContext) => string | null;
-  readonly rank: TextRank;
+  /** Under a policy; undefined for the whole collection's statistics. */
+  readonly rank: TextRank | undefined;
 }
 
 /**
  * The scoring of `match FIELD` (column: its index among the @text fields; -1 for `*`) over
- * `collection`, under `policy` when the token has one. `text` binds the user's words.
+ * `collection` under `policy`, or undefined when the token has none. `text` binds the user's words.
  */
-export function textRank(collection: Collection, field: string, column: number, text: (ctx: BindContext) => string | null, compiler: Compiler, policy: Cond | undefined): TextRank {
-  if (policy === undefined) {
-    const constant = rankFunction(column);
-    return { arg: () => constant, scoped: undefined };
-  }
+export function textRank(collection: Collection, field: string, column: number, text: (ctx: BindContext) => string | null, compiler: Compiler, policy: Cond | undefined): TextRank | undefined {
+  if (policy === undefined) return undefined;
   const condition = compiler.cond(policy);
   const sql = textStatsSql(collection.name, column, condition.sql);
   const fields = collection.textFields;

@@ -64,16 +64,14 @@ export function planVector(
   let text: VectorPlan['text'];
   if (stmt.match !== undefined && textQuery !== undefined) {
     const field = stmt.match.field;
-    const scoped = textQuery.rank.scoped !== undefined;
     // The text's candidates by SQLite's sorter (`+?`, not `?`: a bare `?` LIMIT is read while planning,
     // and binding it expires the statement: read.ts, countSql); the read snips the rows kept.
-    const top = textTopSql(collection.name, collection.textFields, field, ' LIMIT +?', { where: filter?.sql, scoped });
+    const top = textTopSql(collection.name, collection.textFields, field, ' LIMIT +?', { where: filter?.sql, scoped: textQuery.rank !== undefined });
     text = {
       sql: `SELECT r FROM (${top})`,
       filterArgs: filter?.args ?? [],
       query: textQuery.expression,
-      rank: scoped ? textQuery.rank.arg : undefined,
-      scoped: textQuery.rank.scoped,
+      rank: textQuery.rank,
       words: textQuery.snippetWords,
     };
     columns.push(snippetCall(collection.textFields, field, collection.table));
