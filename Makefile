@@ -6,6 +6,10 @@ FILE ?= notes.fenec
 PORT ?= 8080
 SOURCES := $(shell find shared node router deploy test bench -name '*.ts' 2>/dev/null) tsconfig.json
 
+# The benches' raw Faiss build (bench/raw-faiss/raw-faiss.cc): Faiss's own add, against the library the addon links.
+RAW_FAISS := bench/raw-faiss/build/raw-faiss
+FAISS_LIB ?= $(or $(FENEC_FAISS_LIB),/usr/lib/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/libfaiss.a)
+
 .PHONY: help install build test timing-test mcp-test reliability mcp-conformance chromium console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench bench clean
 
 help:
@@ -88,7 +92,7 @@ requests-bench: build
 	$(NODE) dist/bench/requests-bench.js
 	$(NODE) dist/bench/router-bench.js
 
-search-bench: build
+search-bench: build $(RAW_FAISS)
 	$(NODE) dist/bench/search-bench.js
 
 # Issue 12's match target alone: fenecdb's match against raw FTS5, cold and warm (MATCH_ROWS, MATCH_QUERIES).
@@ -108,8 +112,13 @@ mcp-bench: build
 mcp-detail: build
 	$(NODE) dist/bench/mcp-detail.js
 
-ingest-bench: build
+ingest-bench: build $(RAW_FAISS)
 	$(NODE) dist/bench/ingest-bench.js
+
+
+$(RAW_FAISS): bench/raw-faiss/raw-faiss.cc .install-stamp
+	@mkdir -p $(@D)
+	g++ -std=c++17 -O3 -fopenmp -I$(or $(FENEC_FAISS_INCLUDE),/usr/include) -o $@ $< $(FAISS_LIB) -lopenblas -llapack
 
 # One after the other, even under make -j: two benches at once would measure each other.
 bench: build
@@ -121,4 +130,4 @@ bench: build
 	$(MAKE) isolation-bench
 
 clean:
-	rm -rf dist .install-stamp
+	rm -rf dist .install-stamp bench/raw-faiss/build

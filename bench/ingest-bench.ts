@@ -14,8 +14,9 @@
  *
  * Baselines, same machine, same rows: raw better-sqlite3 inserting them into a table and an FTS5
  * table (same tokenizer, vectors as BLOBs) in transactions of 10 000 rows, WAL and synchronous FULL
- * as fenecdb opens its files; and raw Faiss (our binding) building an HNSW index of the same vectors
- * with the same parameters (M, efConstruction) with every core, timed apart and added. The target
+ * as fenecdb opens its files; and raw Faiss building an HNSW index of the same vectors with the same
+ * parameters (M, efConstruction) in one add on every core (bench/raw-faiss: Faiss's own IndexHNSWFlat::add
+ * in a process of its own), timed apart and added. The target
  * is fenecdb ≤ 1.3× the raw total for the full load.
  *
  * Each load's raw Faiss build is measured right before it: the same build took 21–27 s on this machine
@@ -28,11 +29,10 @@
 import * as fs from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { faiss } from '../node/vector/faiss.js';
 import { call, fenecImport, intEnv, Programs, progress, verdict, writeNdjson, writeResults } from './harness.js';
 import { median } from './stats.js';
 import { DIMS, VOCABULARY, ZIPF_EXPONENT, vectorBlob, vectorJson, zipfWorkload } from './search-data.js';
-import { openRawSqlite, RAW_TEXT_TABLE, rawHnsw } from './search-raw.js';
+import { openRawSqlite, RAW_TEXT_TABLE, rawFaissBuild } from './search-raw.js';
 
 
 const ROWS = intEnv('INGEST_ROWS', 100_000, 100);
@@ -106,14 +106,6 @@ function rawSqlite(data: Data, part: Part, file: string): number {
   }
 }
 
-/** Raw Faiss HNSW of the same vectors, same M and efConstruction, every core: seconds. */
-async function rawFaiss(data: Data): Promise<number> {
-  faiss.setThreads(availableParallelism());
-  const { index, ms } = await rawHnsw(DIMS, data.vectors);
-  index.dispose();
-  return ms / 1000;
-}
-
 interface PartResult {
   readonly part: Part;
   /** The collection loaded: the part's name, and the round's for the full load (both1, both2, …). */
@@ -134,7 +126,7 @@ async function load(data: Data, dir: string, url: string, part: Part, collection
   writeRows(data, part, file);
   progress(`${collection}: raw SQLite${part === 'vector' ? '' : ' + FTS5'}, ${RAW_TRANSACTION} rows a transaction${part === 'text' ? '' : ', then raw Faiss: HNSW of the same vectors'}`);
   const rawSqliteSeconds = rawSqlite(data, part, path.join(dir, `raw-${collection}.sqlite`));
-  const rawFaissSeconds = part === 'text' ? null : await rawFaiss(data);
+  const rawFaissSeconds = part === 'text' ? null : rawFaissBuild(DIMS, data.vectors);
   progress(`${collection}: fenec import over HTTP until the index holds every row`);
   await query(url, definition(part, collection));
   const { seconds, summary } = await fenecImport(url, collection, file, TOKEN);

@@ -33,8 +33,8 @@
  * clients use for a few rows, not for loads.
  *
  * HNSW build rate: rows loaded until `await db.idle()` (the index is built while the rows go in), and
- * `compact docs` rebuilding it from the rows (BENCH_REBUILD=0 skips it), beside raw Faiss `addAsync`
- * of the same vectors.
+ * `compact docs` rebuilding it from the rows (BENCH_REBUILD=0 skips it), beside raw Faiss's own add of
+ * the same vectors (bench/raw-faiss). The raw searches run on an index built through the binding.
  *
  * The bench is a table of scenarios over two loaded workloads (clustered vectors with text, uniform
  * vectors): each scenario — match, near, filtered near, fuse, inserts, the ef sweep — is one entry
@@ -243,7 +243,7 @@ const CLUSTERED_SCENARIOS: readonly Scenario<Clustered>[] = [
   },
   {
     kind: 'write',
-    name: `${CONFIG.loadedBatches} bulk inserts of ${BULK_ROWS} rows into the loaded index, against raw SQLite + Faiss addAsync`,
+    name: `${CONFIG.loadedBatches} bulk inserts of ${BULK_ROWS} rows into the loaded index, against raw SQLite + the Faiss binding's addAsync`,
     count: CONFIG.loadedBatches,
     ours: async (w, b): Promise<BatchTimes> => {
       const from = w.rows + CONFIG.singleInserts + b * BULK_ROWS;
@@ -267,7 +267,7 @@ const CLUSTERED_SCENARIOS: readonly Scenario<Clustered>[] = [
       const rows = CONFIG.loadedBatches * BULK_ROWS;
       results.writes.push(
         { what: `insert, ${fmtInt(BULK_ROWS)} rows per statement as one array param, into ${fmtInt(w.rows)} rows (commits)`, unit: 'rows/s', fenec: rows / (sum(batches.map((t) => t.commitMs)) / 1000), baseline: 'raw SQLite + FTS5, no vector index', raw: undefined },
-        { what: `insert, ${fmtInt(BULK_ROWS)} rows per statement as one array param, into ${fmtInt(w.rows)} rows, until db.idle()`, unit: 'rows/s', fenec: rows / (sum(batches.map((t) => t.indexedMs)) / 1000), baseline: 'raw SQLite + FTS5, then raw Faiss addAsync', raw: rows / (sum(pair.theirs.ms) / 1000) },
+        { what: `insert, ${fmtInt(BULK_ROWS)} rows per statement as one array param, into ${fmtInt(w.rows)} rows, until db.idle()`, unit: 'rows/s', fenec: rows / (sum(batches.map((t) => t.indexedMs)) / 1000), baseline: "raw SQLite + FTS5, then the Faiss binding's addAsync", raw: rows / (sum(pair.theirs.ms) / 1000) },
       );
       results.notes.push(`near while a ${fmtInt(BULK_ROWS)}-row add runs (the rows not yet in the index compared exactly): ${batches.map((t) => fmtMs(t.scanMs)).join(', ')} ms`);
     },

@@ -1,14 +1,19 @@
 /**
  * The baselines make search-bench and make ingest-bench measure fenecdb against — the raw libraries under
- * it, SQLite + FTS5 through better-sqlite3 and the Faiss binding with the database's HNSW parameters —
+ * it, SQLite + FTS5 through better-sqlite3, Faiss's own HNSW build (bench/raw-faiss) and the Faiss binding's
+ * searches with the database's HNSW parameters —
  * and the exact answers recall is measured against.
  */
 import Database from 'better-sqlite3';
-import { performance } from 'node:perf_hooks';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { SNIPPET_TOKENS, TEXT_TOKENIZER } from '../node/search/text-index.js';
 import { StatementCache } from '../node/query/execute/statement-cache.js';
 import { faiss } from '../node/vector/faiss.js';
 import { DEFAULT_EF_SEARCH, DEFAULT_M, EF_CONSTRUCTION } from '../node/vector/store.js';
+import { ROOT } from './harness.js';
 import type { VectorIndex } from '../shared/vector-index.js';
 
 /** A raw SQLite file, opened as fenecdb opens its files: WAL, synchronous FULL. */
@@ -33,12 +38,38 @@ const rawMatchSnippet = (k: number): string => `SELECT rowid, body, snippet(t, 0
 /** The top k by SQLite's sorter, not FTS5's: what fenecdb's `match` ranks with (node/search/text-index.ts, textTopSelect). */
 const rawMatchSorted = (k: number): string => `SELECT rowid, bm25(t) AS s FROM t WHERE t MATCH ? ORDER BY s, rowid LIMIT ${k}`;
 
-/** A raw Faiss HNSW index of `vectors` with the database's M, efConstruction and efSearch, and the ms its addAsync took. */
-export async function rawHnsw(dims: number, vectors: Float32Array): Promise<{ index: VectorIndex; ms: number }> {
+/**
+ * An HNSW index of `vectors` through the Faiss binding with the database's M, efConstruction and
+ * efSearch, for the raw searches. Its build is not a baseline: the binding deals out Faiss's inserts
+ * itself (native/faiss/src/hnsw-add.cc); rawFaissBuild times Faiss's own.
+ */
+export async function rawHnsw(dims: number, vectors: Float32Array): Promise<VectorIndex> {
   const index = faiss.create({ kind: 'hnsw', dims, metric: 'ip', m: DEFAULT_M, efConstruction: EF_CONSTRUCTION, efSearch: DEFAULT_EF_SEARCH });
-  const t0 = performance.now();
   await index.addAsync(vectors);
-  return { index, ms: performance.now() - t0 };
+  return index;
+}
+
+/** The benches' raw Faiss program (built by make search-bench and make ingest-bench). */
+const RAW_FAISS = path.join(ROOT, 'bench/raw-faiss/build/raw-faiss');
+
+/**
+ * Seconds Faiss's own IndexHNSWFlat::add takes to build an index of `vectors` (inner product, the
+ * database's M and efConstruction) in one call on every core, in a process of its own
+ * (bench/raw-faiss/raw-faiss.cc): the raw build a load is measured against.
+ */
+export function rawFaissBuild(dims: number, vectors: Float32Array): number {
+  if (!fs.existsSync(RAW_FAISS)) throw new Error(`${RAW_FAISS} is not built: run the bench through make (make ingest-bench, make search-bench)`);
+  const dir = fs.mkdtempSync(path.join(tmpdir(), 'fenec-raw-faiss-'));
+  try {
+    const file = path.join(dir, 'vectors.f32');
+    fs.writeFileSync(file, new Uint8Array(vectors.buffer, vectors.byteOffset, vectors.byteLength));
+    const out = execFileSync(RAW_FAISS, [file, String(dims), String(DEFAULT_M), String(EF_CONSTRUCTION), 'ip'], { encoding: 'utf8' });
+    const { seconds, ntotal } = JSON.parse(out) as { seconds: number; ntotal: number };
+    if (ntotal * dims !== vectors.length) throw new Error(`raw-faiss built ${ntotal} vectors of ${vectors.length / dims}`);
+    return seconds;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 export interface RawRow {

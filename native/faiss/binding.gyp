@@ -11,6 +11,7 @@
         "src/envelope.cc",
         "src/errors.cc",
         "src/faiss-index.cc",
+        "src/hnsw-add.cc",
         "src/index-shape.cc",
         "src/search.cc",
         "src/threads.cc"

@@ -13,6 +13,7 @@
 #include "envelope.h"
 #include "errors.h"
 #include "faiss-index.h"
+#include "hnsw-add.h"
 #include "threads.h"
 
 namespace fenec {
@@ -94,7 +95,7 @@ void AddWorker::Execute() {
     for (size_t done = 0; done < n_;) {
       const size_t count = std::min(shared_->PartVectors(d), n_ - done);
       std::unique_lock<std::shared_mutex> lock(shared_->mutex);
-      index.add(static_cast<faiss::Index::idx_t>(count), vectors_.data() + done * d);
+      AddVectors(index, count, vectors_.data() + done * d);
       shared_->ntotal.store(index.ntotal);
       done += count;
     }

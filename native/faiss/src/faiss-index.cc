@@ -17,6 +17,7 @@
 #include "args.h"
 #include "envelope.h"
 #include "errors.h"
+#include "hnsw-add.h"
 #include "search.h"
 #include "threads.h"
 
@@ -157,7 +158,7 @@ Napi::Value FaissIndex::Add(const Napi::CallbackInfo& info) {
   size_t n = CheckAdd(env, vectors);
   int64_t first = index.ntotal;
   ServeSingleThreaded();
-  if (n > 0) Guard(env, [&] { index.add(static_cast<faiss::Index::idx_t>(n), vectors.Data()); });
+  Guard(env, [&] { AddVectors(index, n, vectors.Data()); });
   shared_->ntotal.store(index.ntotal);
   ReportMemory(env, static_cast<int64_t>(NativeBytes(index)));
   return Napi::Number::New(env, static_cast<double>(first));

@@ -492,6 +492,34 @@ describe('faiss (node/vector/faiss)', () => {
       expect(ticks).to.be.at.least(Math.floor(took / 50));
       expect(longestGap).to.be.below(Math.max(100, took / 2));
     });
+
+    // addAsync deals out Faiss's inserts to the threads itself (native/faiss/src/hnsw-add.cc): the graph
+    // it builds on every core, in parts, must be as good as one thread's, for either metric.
+    for (const metric of ['ip', 'l2'] as const) {
+      it(`${metric}: builds on every core, in parts, a graph that finds what one thread's finds`, async () => {
+        const dims = 64;
+        const random = seededRandom(metric === 'ip' ? 21 : 22);
+        const centres = mixtureCentres(100, dims, random);
+        const vectors = clusteredVectors(20_000, centres, dims, 0.5, random);
+        const queries = clusteredVectors(200, centres, dims, 0.5, random);
+        const parallel = track(faiss.create({ kind: 'hnsw', dims, metric }));
+        faiss.setThreads(Math.max(2, availableParallelism())); // two at least: threads that race
+        try {
+          for (let from = 0; from < 20_000; from += 5_000) await parallel.addAsync(vectors.subarray(from * dims, (from + 5_000) * dims));
+        } finally {
+          faiss.setThreads(availableParallelism());
+        }
+        const serial = track(build({ kind: 'hnsw', dims, metric }, vectors));
+        const exact = track(build({ kind: 'flat', dims, metric }, vectors)).search(queries, 10).labels;
+        expect(parallel.ntotal).to.equal(20_000);
+        const ours = recall(parallel.search(queries, 10).labels, exact, 10);
+        expect(ours).to.be.at.least(recall(serial.search(queries, 10).labels, exact, 10) - 0.02);
+        expect(ours).to.be.at.least(0.9);
+        // Every vector is linked into the graph: each one, searched for, is found.
+        const found = parallel.search(vectors.subarray(0, 2_000 * dims), 1).labels;
+        expect(found.filter((label, i) => label === i).length).to.be.at.least(1_990);
+      });
+    }
   });
 
   describe('memory', () => {
