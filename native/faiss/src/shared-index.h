@@ -45,12 +45,11 @@ struct SharedIndex {
 constexpr size_t kAddPartFloats = 1536;
 
 /**
- * Vectors a part takes when no search of the index came for kSearchQuietMs. Faiss's HNSW add runs
- * a level's inserts on an OpenMP team only when it adds more than 100 of them at once (IndexHNSW.cpp:
- * `omp parallel if (i1 > i0 + 100)`), so parts of 4 vectors use one core whatever the thread count;
- * and each add call costs O(ntotal) besides (a lock and a visited mark per vector of the index),
- * which parts of 4 pay 64 times as often. A search that comes during such a part waits for it (tens
- * of milliseconds at 384 dims on a quiet machine); the parts after it are small again.
+ * Vectors a part takes when no search of the index came for kSearchQuietMs. Each part costs O(ntotal)
+ * besides its inserts (a lock and a visited mark per vector of the index, hnsw-add.cc), which parts of
+ * 4 pay 64 times as often, and a part of 4 keeps at most 4 threads busy, with a barrier at its end.
+ * A search that comes during a large part waits for it (tens of milliseconds at 384 dims on a quiet
+ * machine); the parts after it are small again.
  */
 constexpr size_t kBulkPartVectors = 256;
 
