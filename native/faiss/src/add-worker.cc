@@ -95,7 +95,7 @@ void AddWorker::Execute() {
     for (size_t done = 0; done < n_;) {
       const size_t count = std::min(shared_->PartVectors(d), n_ - done);
       std::unique_lock<std::shared_mutex> lock(shared_->mutex);
-      AddVectors(index, count, vectors_.data() + done * d);
+      AddVectors(index, count, vectors_.data() + done * d, shared_->scratch);
       shared_->ntotal.store(index.ntotal);
       done += count;
     }

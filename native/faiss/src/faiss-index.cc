@@ -158,7 +158,7 @@ Napi::Value FaissIndex::Add(const Napi::CallbackInfo& info) {
   size_t n = CheckAdd(env, vectors);
   int64_t first = index.ntotal;
   ServeSingleThreaded();
-  Guard(env, [&] { AddVectors(index, n, vectors.Data()); });
+  Guard(env, [&] { AddVectors(index, n, vectors.Data(), shared_->scratch); });
   shared_->ntotal.store(index.ntotal);
   ReportMemory(env, static_cast<int64_t>(NativeBytes(index)));
   return Napi::Number::New(env, static_cast<double>(first));

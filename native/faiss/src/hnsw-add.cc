@@ -7,6 +7,7 @@
 #include <faiss/utils/random.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <memory>
@@ -36,32 +37,16 @@ std::unique_ptr<faiss::DistanceComputer> DistanceOf(const faiss::Index& storage)
   return std::make_unique<NegatedDistance>(base.release());
 }
 
-/** One lock per vertex of the graph, as HNSW::add_with_locks takes them. */
-class VertexLocks {
- public:
-  explicit VertexLocks(size_t n) : locks_(n) {
-    for (omp_lock_t& lock : locks_) omp_init_lock(&lock);
-  }
-  ~VertexLocks() {
-    for (omp_lock_t& lock : locks_) omp_destroy_lock(&lock);
-  }
-  VertexLocks(const VertexLocks&) = delete;
-  VertexLocks& operator=(const VertexLocks&) = delete;
-  std::vector<omp_lock_t>& all() { return locks_; }
-
- private:
-  std::vector<omp_lock_t> locks_;
-};
-
 /** IndexHNSW::add (Faiss 1.7: IndexHNSW.cpp, hnsw_add_vertices), each level's inserts dealt out one at a time. */
-void AddToHnsw(faiss::IndexHNSW& index, size_t n, const float* x) {
+void AddToHnsw(faiss::IndexHNSW& index, size_t n, const float* x, InsertScratch& scratch) {
   FAISS_THROW_IF_NOT_MSG(index.storage != nullptr, "an HNSW index without storage");
   faiss::HNSW& hnsw = index.hnsw;
   const size_t d = static_cast<size_t>(index.d);
   const size_t n0 = static_cast<size_t>(index.ntotal);
+  // Before the index changes: what cannot be had leaves it as it was.
+  scratch.Prepare(n0 + n, omp_get_max_threads());
   index.storage->add(static_cast<faiss::Index::idx_t>(n), x);
   index.ntotal = index.storage->ntotal;
-  const size_t total = n0 + n;
   hnsw.prepare_level_tab(n, false);
 
   // The new vertices by level (level i of a vertex: levels[id] - 1), lowest level first.
@@ -78,7 +63,6 @@ void AddToHnsw(faiss::IndexHNSW& index, size_t n, const float* x) {
     for (size_t i = 0; i < n; i++) order[next[hnsw.levels[n0 + i] - 1]++] = static_cast<int>(n0 + i);
   }
 
-  VertexLocks locks(total);
   faiss::RandomGenerator shuffle(789);  // Faiss's seed: the same order as its own add
   for (size_t level = starts.size() - 1; level-- > 0;) {
     const long from = static_cast<long>(starts[level]);
@@ -96,10 +80,9 @@ void AddToHnsw(faiss::IndexHNSW& index, size_t n, const float* x) {
     };
 #pragma omp parallel if (to - from > 1)
     {
-      std::unique_ptr<faiss::VisitedTable> visited;
+      faiss::VisitedTable& visited = scratch.visited(omp_get_thread_num());
       std::unique_ptr<faiss::DistanceComputer> distance;
       try {
-        visited = std::make_unique<faiss::VisitedTable>(total);
         distance = DistanceOf(*index.storage);
       } catch (...) {
         fail();
@@ -110,11 +93,11 @@ void AddToHnsw(faiss::IndexHNSW& index, size_t n, const float* x) {
         const int id = order[i];
         try {
           distance->set_query(x + (static_cast<size_t>(id) - n0) * d);
-          hnsw.add_with_locks(*distance, static_cast<int>(level), id, locks.all(), *visited);
+          hnsw.add_with_locks(*distance, static_cast<int>(level), id, scratch.locks(), visited);
         } catch (...) {
           // add_with_locks holds the vertex's own lock from before anything in it can throw: let
           // go of it, so that no insert still running waits for it.
-          omp_unset_lock(&locks.all()[id]);
+          omp_unset_lock(&scratch.locks()[id]);
           fail();
         }
       }
@@ -125,10 +108,35 @@ void AddToHnsw(faiss::IndexHNSW& index, size_t n, const float* x) {
 
 }  // namespace
 
-void AddVectors(faiss::Index& index, size_t n, const float* x) {
+InsertScratch::InsertScratch() = default;
+
+InsertScratch::~InsertScratch() {
+  DestroyLocks();
+}
+
+void InsertScratch::DestroyLocks() {
+  for (omp_lock_t& lock : locks_) omp_destroy_lock(&lock);
+  locks_.clear();
+}
+
+void InsertScratch::Prepare(size_t vertices, int threads) {
+  if (locks_.size() < vertices) {
+    const size_t capacity = std::max(vertices, locks_.size() + locks_.size() / 2);
+    DestroyLocks();
+    locks_ = std::vector<omp_lock_t>(capacity);
+    for (omp_lock_t& lock : locks_) omp_init_lock(&lock);
+  }
+  if (visited_.size() < static_cast<size_t>(threads)) visited_.resize(static_cast<size_t>(threads));
+  for (int thread = 0; thread < threads; thread++) {
+    std::unique_ptr<faiss::VisitedTable>& table = visited_[static_cast<size_t>(thread)];
+    if (!table || table->visited.size() < vertices) table = std::make_unique<faiss::VisitedTable>(static_cast<int>(locks_.size()));
+  }
+}
+
+void AddVectors(faiss::Index& index, size_t n, const float* x, InsertScratch& scratch) {
   if (n == 0) return;
   if (auto* hnsw = dynamic_cast<faiss::IndexHNSW*>(&index)) {
-    AddToHnsw(*hnsw, n, x);
+    AddToHnsw(*hnsw, n, x, scratch);
     return;
   }
   index.add(static_cast<faiss::Index::idx_t>(n), x);

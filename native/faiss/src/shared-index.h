@@ -10,6 +10,8 @@
 #include <memory>
 #include <shared_mutex>
 
+#include "hnsw-add.h"
+
 namespace fenec {
 
 /**
@@ -22,6 +24,8 @@ struct SharedIndex {
   std::unique_ptr<faiss::Index> index;
   std::shared_mutex mutex;
   std::atomic<int64_t> ntotal{0};
+  /** What the adds to this index keep from one to the next; only the add that runs touches it. */
+  InsertScratch scratch;
   /** When a search last came (steady clock, ms): a background add keeps to small parts for a while after. */
   std::atomic<int64_t> last_search_ms{kNeverSearched};
 

@@ -496,7 +496,7 @@ describe('faiss (node/vector/faiss)', () => {
     // addAsync deals out Faiss's inserts to the threads itself (native/faiss/src/hnsw-add.cc): the graph
     // it builds on every core, in parts, must be as good as one thread's, for either metric.
     for (const metric of ['ip', 'l2'] as const) {
-      it(`${metric}: builds on every core, in parts, a graph that finds what one thread's finds`, async () => {
+      it(`${metric}: builds in adds of every size, on every core and on one, a graph that finds what one add on one thread finds`, async () => {
         const dims = 64;
         const random = seededRandom(metric === 'ip' ? 21 : 22);
         const centres = mixtureCentres(100, dims, random);
@@ -505,7 +505,16 @@ describe('faiss (node/vector/faiss)', () => {
         const parallel = track(faiss.create({ kind: 'hnsw', dims, metric }));
         faiss.setThreads(Math.max(2, availableParallelism())); // two at least: threads that race
         try {
-          for (let from = 0; from < 20_000; from += 5_000) await parallel.addAsync(vectors.subarray(from * dims, (from + 5_000) * dims));
+          // Adds of every size, on every core and on the calling thread (one): what the index keeps from
+          // one add to the next (a lock per vertex, a visited table per thread) grows with it.
+          const sizes = [5_000, 1, 4, 300, 2, 7_000, 17, 1_000];
+          for (let from = 0, i = 0; from < 20_000; i++) {
+            const to = Math.min(20_000, from + sizes[i % sizes.length]!);
+            const part = vectors.subarray(from * dims, to * dims);
+            if (i % 3 === 2) parallel.add(part);
+            else await parallel.addAsync(part);
+            from = to;
+          }
         } finally {
           faiss.setThreads(availableParallelism());
         }
