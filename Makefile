@@ -115,7 +115,6 @@ mcp-detail: build
 ingest-bench: build $(RAW_FAISS)
 	$(NODE) dist/bench/ingest-bench.js
 
-
 $(RAW_FAISS): bench/raw-faiss/raw-faiss.cc .install-stamp
 	@mkdir -p $(@D)
 	g++ -std=c++17 -O3 -fopenmp -I$(or $(FENEC_FAISS_INCLUDE),/usr/include) -o $@ $< $(FAISS_LIB) -lopenblas -llapack

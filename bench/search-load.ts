@@ -338,8 +338,9 @@ export async function loadUniform(dir: string, config: SearchConfig, results: Re
 }
 
 /**
- * Raw Faiss's own HNSW build over the first `rows` vectors (timed), the binding's (for the raw searches), and the exact answers of the measured queries: a
- * flat index's over all those rows, a scan's over the rows that pass the filter.
+ * Raw Faiss's own HNSW build over the first `rows` vectors (timed), an index of them built through the
+ * binding (for the raw searches), and the exact answers of the measured queries: a flat index's over all
+ * those rows, a scan's over the rows that pass the filter.
  */
 async function vectorBaselines(vectors: Float32Array, rows: number, queries: Float32Array, config: SearchConfig): Promise<Omit<Loaded, 'data' | 'rows' | 'db' | 'queryArrays'> & { rawBuildMs: number }> {
   const rawBuildMs = 1000 * rawFaissBuild(DIMS, vectors.subarray(0, rows * DIMS));
