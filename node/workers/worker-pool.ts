@@ -84,7 +84,8 @@ export class WorkerPool {
   readonly #options: PoolOptions;
   readonly #slots: Slot[];
   readonly #owner = new Map<string, number>();
-  readonly #watchdog: NodeJS.Timeout;
+  /** Armed while a request is handed over and not answered: an idle node wakes for nothing. */
+  #watchdog: NodeJS.Timeout | undefined;
   #nextId = 1;
   /** No work taken any more (stopping). */
   #stopped = false;
@@ -97,8 +98,6 @@ export class WorkerPool {
     // Every worker starts now, beside the serving thread's own start: a tenant's first request would
     // otherwise wait for a thread to start and load the storage modules (seconds on a busy machine).
     this.#slots = Array.from({ length: options.workers }, (_, index) => this.#start(index));
-    // unref: a watchdog never keeps the process alive on its own.
-    this.#watchdog = setInterval(this.#check, WATCHDOG_MS).unref();
   }
 
   /** Requests handed over and not answered yet. */
@@ -137,6 +136,7 @@ export class WorkerPool {
       await Promise.all(this.#slots.map((slot) => this.#post(slot, { kind: 'flush', id: this.#nextId++, tenant: ONE_FILE })));
     }
     clearInterval(this.#watchdog);
+    this.#watchdog = undefined;
     this.#ended = true;
     await Promise.all(this.#slots.map((slot) => slot.worker.terminate()));
   }
@@ -155,6 +155,8 @@ export class WorkerPool {
     return new Promise<WorkerReply>((resolve) => {
       slot.pending.set(message.id, { message, resolve });
       if (slot.outbox.push(message) === 1) setImmediate(this.#flush, slot);
+      // unref: a watchdog never keeps the process alive on its own.
+      this.#watchdog ??= setInterval(this.#check, WATCHDOG_MS).unref();
     });
   }
 
@@ -212,6 +214,11 @@ export class WorkerPool {
   }
 
   readonly #check = (): void => {
+    if (this.pending === 0) {
+      clearInterval(this.#watchdog);
+      this.#watchdog = undefined;
+      return;
+    }
     const now = Date.now();
     for (let i = 0; i < this.#slots.length; i++) {
       const slot = this.#slots[i]!;

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 import { expect } from 'chai';
@@ -266,6 +267,21 @@ describe('fenec-server over HTTP', function () {
       await new Promise((resolve) => setTimeout(resolve, 300));
       const min = Number(/^nodejs_eventloop_lag_min_seconds (\S+)$/m.exec(await metrics())?.[1]);
       expect(min).to.be.within(0, 0.005);
+    });
+
+    // The 1 ms sampler and the workers' watchdog run only around requests: both on all the time cost an
+    // idle server about 3.5 % of a core on its serving thread (10 ms of CPU in 3 s and more).
+    it('lets an idle server\'s serving thread sleep: no timer wakes it between requests', async function () {
+      if (process.platform !== 'linux') this.skip(); // per-thread CPU from /proc
+      await query(guarded.url, 'get missing', [], TOKEN);
+      await new Promise((resolve) => setTimeout(resolve, 1_500)); // the sampler's second after the last request
+      const ticks = (): number => {
+        const fields = readFileSync(`/proc/${guarded.pid}/task/${guarded.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+        return Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (10 ms)
+      };
+      const before = ticks();
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      expect(ticks() - before, 'clock ticks of CPU in 3 s idle').to.be.at.most(2);
     });
   });
 });
