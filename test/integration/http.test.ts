@@ -265,8 +265,11 @@ describe('fenec-server over HTTP', function () {
       const metrics = async () => (await request(guarded.url, { path: '/_metrics', headers: { authorization: `Bearer ${TOKEN}` } })).text;
       await metrics(); // prom-client starts a new window at each scrape
       await new Promise((resolve) => setTimeout(resolve, 300));
-      const min = Number(/^nodejs_eventloop_lag_min_seconds (\S+)$/m.exec(await metrics())?.[1]);
+      const text = await metrics();
+      const min = Number(/^nodejs_eventloop_lag_min_seconds (\S+)$/m.exec(text)?.[1]);
       expect(min).to.be.within(0, 0.005);
+      // Sampled, since a request came (a window without a sample reads 0): each sample is the time between two ticks.
+      expect(Number(/^nodejs_eventloop_lag_mean_seconds (\S+)$/m.exec(text)?.[1])).to.be.above(0.0005);
     });
 
     // The 1 ms sampler and the workers' watchdog run only around requests: both on all the time cost an
