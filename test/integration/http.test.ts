@@ -1,8 +1,7 @@
-import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 import { expect } from 'chai';
-import { query, request, Sandbox, FENEC, type ServerProcess } from './processes.js';
+import { query, request, Sandbox, FENEC, threadStat, type ServerProcess } from './processes.js';
 
 const TOKEN = 'test-token-8c1f';
 const CORS = 'https://app.example.com';
@@ -279,7 +278,7 @@ describe('fenec-server over HTTP', function () {
       await query(guarded.url, 'get missing', [], TOKEN);
       await new Promise((resolve) => setTimeout(resolve, 1_500)); // the sampler's second after the last request
       const ticks = (): number => {
-        const fields = readFileSync(`/proc/${guarded.pid}/task/${guarded.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+        const fields = threadStat(guarded.pid, guarded.pid);
         return Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (10 ms)
       };
       const before = ticks();

@@ -148,6 +148,15 @@ export interface CommandOptions {
   readonly timeoutMs?: number;
 }
 
+/**
+ * The fields of a thread's /proc/PID/task/TID/stat after its parenthesised name (Linux): [0] is field 3
+ * (its state), so field N is [N - 3] — nice [16], utime [11], stime [12] (clock ticks).
+ */
+export function threadStat(pid: number, tid: number): string[] {
+  const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 /** Runs any command (found on `env.PATH`) to its end, and gives its status and output. */
 export async function runCommand(command: string, args: readonly string[], options: CommandOptions): Promise<Finished> {
   const child = spawn(command, args, { env: options.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });

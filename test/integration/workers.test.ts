@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { FenecDatabase } from '../../node/database.js';
-import { query, request, Sandbox, type Reply, type ServerProcess } from './processes.js';
+import { query, request, Sandbox, threadStat, type Reply, type ServerProcess } from './processes.js';
 
 const TOKEN = 'workers-test-token';
 const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -37,10 +37,9 @@ function bigFile(file: string, rows: number): void {
   }
 }
 
-/** A thread's nice value (field 19 of /proc/PID/task/TID/stat, after the parenthesised name). */
+/** A thread's nice value (field 19 of /proc/PID/task/TID/stat). */
 function threadNice(pid: number, tid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+  return Number(threadStat(pid, tid)[16]);
 }
 
 const tq = (node: ServerProcess, tenant: string, statement: string, params: readonly unknown[] = []): Promise<Reply> =>
