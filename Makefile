@@ -10,12 +10,13 @@ SOURCES := $(shell find shared node router deploy test bench -name '*.ts' 2>/dev
 RAW_FAISS := bench/raw-faiss/build/raw-faiss
 FAISS_LIB ?= $(or $(FENEC_FAISS_LIB),/usr/lib/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/libfaiss.a)
 
-.PHONY: help install build test timing-test mcp-test reliability mcp-conformance chromium console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench bench clean
+.PHONY: help install build test lint format timing-test mcp-test reliability mcp-conformance chromium console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench bench clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
 	@echo "make install      install what is missing, build, and put fenec, fenec-server, fenec-router on your PATH"
-	@echo "make test         install what is missing, build, run every test"
+	@echo "make test         install what is missing, build, check the format and lint, run every test"
+	@echo "make lint         the format check (prettier) and the linter (typescript-eslint); make format rewrites"
 	@echo "make timing-test  the timed checks: the event loop's delay beside index builds and snapshots"
 	@echo "make mcp-test     the MCP tests alone: tools, protocol, official clients, conformance suite, docs configs"
 	@echo "make reliability  kill -9 rounds, fuzzing of /query and MCP, the forged-token and policy-escape tables (under 10 minutes; make test runs a part)"
@@ -48,9 +49,17 @@ dist/.build-stamp: .install-stamp $(SOURCES)
 	@find dist -name '*.js' | while read -r out; do src=$${out#dist/}; [ -f "$${src%.js}.ts" ] || rm -f "$$out" "$$out.map" "$${out%.js}.d.ts"; done
 	@touch $@
 
-# make test runs every test under dist/test (.mocharc.cjs), the MCP ones among them.
-test: build mcp-conformance chromium
+# make test runs the format and lint checks, then every test under dist/test (.mocharc.cjs), the MCP ones among them.
+test: build lint mcp-conformance chromium
 	npx mocha
+
+# Prettier's format (.prettierrc.json) and typescript-eslint with a 120-column cap (eslint.config.js); `make format` rewrites.
+lint: .install-stamp
+	npx prettier --check --log-level warn .
+	npx eslint .
+
+format: .install-stamp
+	npx prettier --write --log-level warn .
 
 MCP_TESTS := 'dist/test/shared/mcp/**/*.test.js' 'dist/test/integration/mcp/**/*.test.js' dist/test/docs/agents-and-mcp-configs.test.js
 

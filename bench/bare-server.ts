@@ -21,5 +21,7 @@ const server = http.createServer((req, res) => {
 });
 server.keepAliveTimeout = 65_000;
 server.listen(0, '127.0.0.1', () => {
-  process.stderr.write(`${JSON.stringify({ msg: 'listening', url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })}\n`);
+  process.stderr.write(
+    `${JSON.stringify({ msg: 'listening', url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })}\n`,
+  );
 });

@@ -108,7 +108,8 @@ export class Programs {
       });
       child.once('exit', (code, signal) => {
         if (listening < wanted) reject(new Error(`${script} exited (${code ?? signal}) before listening:\n${log}`));
-        else if (!this.stopping.has(child)) process.stderr.write(`${script} exited (${code ?? signal}) while the bench ran:\n${log}\n`);
+        else if (!this.stopping.has(child))
+          process.stderr.write(`${script} exited (${code ?? signal}) while the bench ran:\n${log}\n`);
       });
     });
   }
@@ -139,7 +140,13 @@ function parseLogLine(line: string): { msg?: unknown; url?: unknown } | undefine
 }
 
 /** One request with `token`; its answer's text. Throws with the answer when it is not a 2xx. */
-export async function request(base: string, token: string, method: string, route: string, body?: unknown): Promise<string> {
+export async function request(
+  base: string,
+  token: string,
+  method: string,
+  route: string,
+  body?: unknown,
+): Promise<string> {
   const response = await fetch(`${base}${route}`, {
     method,
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -243,12 +250,18 @@ export async function warmedLoad(run: LoadRun): Promise<Measure> {
  * targets in a new order each round (`turnOrder`), so that whatever else the machine does falls on all
  * alike. `runs[t][r]` is target t's run of round r: runs of one round are next to each other in time.
  */
-export async function loadInTurns(targets: readonly LoadTarget[], rounds: number, seconds: number): Promise<Measure[][]> {
+export async function loadInTurns(
+  targets: readonly LoadTarget[],
+  rounds: number,
+  seconds: number,
+): Promise<Measure[][]> {
   const runs = targets.map((): Measure[] => []);
   for (let round = 0; round < rounds; round++) {
     for (const t of turnOrder(targets.length, round)) {
       const result = await warmedLoad({ ...targets[t]!, seconds });
-      progress(`${result.target}, ${result.clients} client(s): ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.p50Ms.toFixed(3)} ms`);
+      progress(
+        `${result.target}, ${result.clients} client(s): ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.p50Ms.toFixed(3)} ms`,
+      );
       runs[t]!.push(result);
     }
   }
@@ -270,7 +283,8 @@ export function turnOrder(n: number, round: number): number[] {
 /** A plain-text table: the first column left-aligned, the others right-aligned. */
 export function table(header: readonly string[], lines: readonly (readonly string[])[]): string {
   const widths = header.map((cell, i) => Math.max(cell.length, ...lines.map((line) => line[i]!.length)));
-  const row = (cells: readonly string[]): string => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
+  const row = (cells: readonly string[]): string =>
+    cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
   return [row(header), ...lines.map(row)].join('\n');
 }
 
@@ -291,7 +305,10 @@ export function loadCells(m: Measure): string[] {
 
 /** A ratio and its spread as two cells ('' where there is none: a baseline's row). */
 export function ratioCells(ratio: number | undefined, range: readonly [number, number] | undefined): [string, string] {
-  return [ratio === undefined ? '' : ratio.toFixed(2), range === undefined ? '' : `${range[0].toFixed(2)}–${range[1].toFixed(2)}`];
+  return [
+    ratio === undefined ? '' : ratio.toFixed(2),
+    range === undefined ? '' : `${range[0].toFixed(2)}–${range[1].toFixed(2)}`,
+  ];
 }
 
 /** The line that says a run's figures are not to be trusted, when any request failed; '' when none did. */
@@ -328,12 +345,21 @@ export function writeNdjson(file: string, rows: number, row: (i: number) => unkn
  * `fenec import --url url collection file` in a process of its own, as a loader runs it (it waits until
  * the vector indexes hold every row); its time and its summary line. @throws Error when it exits non-zero.
  */
-export async function fenecImport(url: string, collection: string, file: string, token: string): Promise<{ seconds: number; summary: Record<string, number> }> {
+export async function fenecImport(
+  url: string,
+  collection: string,
+  file: string,
+  token: string,
+): Promise<{ seconds: number; summary: Record<string, number> }> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist/node/cli/fenec.js'), 'import', '--url', url, collection, file], {
-    env: { ...process.env, FENEC_TOKEN: token },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [path.join(ROOT, 'dist/node/cli/fenec.js'), 'import', '--url', url, collection, file],
+    {
+      env: { ...process.env, FENEC_TOKEN: token },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -343,4 +369,3 @@ export async function fenecImport(url: string, collection: string, file: string,
   if (code !== 0) throw new Error(`fenec import into ${collection} exited ${code}:\n${stderr}`);
   return { seconds, summary: JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, number> };
 }
-

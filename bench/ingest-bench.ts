@@ -34,7 +34,6 @@ import { median } from './stats.js';
 import { DIMS, VOCABULARY, ZIPF_EXPONENT, vectorBlob, vectorJson, zipfWorkload } from './search-data.js';
 import { openRawSqlite, RAW_TEXT_TABLE, rawFaissBuild } from './search-raw.js';
 
-
 const ROWS = intEnv('INGEST_ROWS', 100_000, 100);
 const ROUNDS = intEnv('INGEST_ROUNDS', 3, 1);
 const CLUSTERS = 1_000;
@@ -57,7 +56,18 @@ interface Data {
 
 /** make search-bench's workload, with the issue's longer texts (10–40 words); no queries: a `near` checks the load. */
 function makeData(): Data {
-  const { bodies, vectors } = zipfWorkload({ seed: 42, rows: ROWS, queries: 0, vocabulary: VOCABULARY, zipfExponent: ZIPF_EXPONENT, minWords: 10, maxWords: 40, dims: DIMS, clusters: CLUSTERS, spread: SPREAD });
+  const { bodies, vectors } = zipfWorkload({
+    seed: 42,
+    rows: ROWS,
+    queries: 0,
+    vocabulary: VOCABULARY,
+    zipfExponent: ZIPF_EXPONENT,
+    minWords: 10,
+    maxWords: 40,
+    dims: DIMS,
+    clusters: CLUSTERS,
+    spread: SPREAD,
+  });
   return { bodies, vectors, category: (i) => CATEGORIES[i % CATEGORIES.length]!, year: (i) => 1990 + (i % 35) };
 }
 
@@ -82,14 +92,19 @@ function query(url: string, statement: string, params: unknown[] = []): Promise<
   return call(url, TOKEN, 'POST', '/query', { statement, params });
 }
 
-
 /** The same rows into raw SQLite (+ FTS5 for text), 10 000 per transaction: seconds. */
 function rawSqlite(data: Data, part: Part, file: string): number {
   const raw = openRawSqlite(file);
   try {
-    raw.exec(`CREATE TABLE r (id INTEGER PRIMARY KEY, cat TEXT NOT NULL, year INTEGER NOT NULL${part !== 'text' ? ', vec BLOB NOT NULL' : ''}); CREATE INDEX r_cat ON r (cat)`);
+    raw.exec(
+      `CREATE TABLE r (id INTEGER PRIMARY KEY, cat TEXT NOT NULL, year INTEGER NOT NULL${part !== 'text' ? ', vec BLOB NOT NULL' : ''}); CREATE INDEX r_cat ON r (cat)`,
+    );
     if (part !== 'vector') raw.exec(RAW_TEXT_TABLE);
-    const insertRow = raw.prepare(part === 'text' ? 'INSERT INTO r (id, cat, year) VALUES (?, ?, ?)' : 'INSERT INTO r (id, cat, year, vec) VALUES (?, ?, ?, ?)');
+    const insertRow = raw.prepare(
+      part === 'text'
+        ? 'INSERT INTO r (id, cat, year) VALUES (?, ?, ?)'
+        : 'INSERT INTO r (id, cat, year, vec) VALUES (?, ?, ?, ?)',
+    );
     const insertText = part === 'vector' ? undefined : raw.prepare('INSERT INTO t (rowid, body) VALUES (?, ?)');
     const insert = raw.transaction((from: number, to: number) => {
       for (let i = from; i < to; i++) {
@@ -124,18 +139,23 @@ interface PartResult {
 async function load(data: Data, dir: string, url: string, part: Part, collection: string): Promise<PartResult> {
   const file = path.join(dir, `${collection}.ndjson`);
   writeRows(data, part, file);
-  progress(`${collection}: raw SQLite${part === 'vector' ? '' : ' + FTS5'}, ${RAW_TRANSACTION} rows a transaction${part === 'text' ? '' : ', then raw Faiss: HNSW of the same vectors'}`);
+  progress(
+    `${collection}: raw SQLite${part === 'vector' ? '' : ' + FTS5'}, ${RAW_TRANSACTION} rows a transaction${part === 'text' ? '' : ', then raw Faiss: HNSW of the same vectors'}`,
+  );
   const rawSqliteSeconds = rawSqlite(data, part, path.join(dir, `raw-${collection}.sqlite`));
   const rawFaissSeconds = part === 'text' ? null : rawFaissBuild(DIMS, data.vectors);
   progress(`${collection}: fenec import over HTTP until the index holds every row`);
   await query(url, definition(part, collection));
   const { seconds, summary } = await fenecImport(url, collection, file, TOKEN);
   if (part !== 'text') {
-    const near = await query(url, `get ${collection} select year near vec $1 limit 10`, [vectorJson(data.vectors, 17, DIMS)]);
+    const near = await query(url, `get ${collection} select year near vec $1 limit 10`, [
+      vectorJson(data.vectors, 17, DIMS),
+    ]);
     if (near.rows[0]?.id !== 18) throw new Error(`near did not find row 18 first: ${JSON.stringify(near.rows[0])}`);
     const schema = await query(url, `schema ${collection}`);
     const index = schema.collections[0].fields.find((f: { name: string }) => f.name === 'vec').index;
-    if (index.pending !== 0 || index.building || index.rows !== ROWS) throw new Error(`the index does not hold every row: ${JSON.stringify(index)}`);
+    if (index.pending !== 0 || index.building || index.rows !== ROWS)
+      throw new Error(`the index does not hold every row: ${JSON.stringify(index)}`);
   }
   await query(url, `drop collection ${collection}`);
   fs.rmSync(file);
@@ -162,9 +182,19 @@ async function main(): Promise<void> {
   try {
     progress(`data: ${ROWS} rows, Zipf text, ${DIMS}-dim clustered vectors; the full load ${ROUNDS} times`);
     const data = makeData();
-    const server = await programs.start('dist/node/cli/fenec-server.js', ['--file', path.join(dir, 'ingest.fenec'), '--port', '0', '--http-token', TOKEN, '--sweep-interval', '0']);
+    const server = await programs.start('dist/node/cli/fenec-server.js', [
+      '--file',
+      path.join(dir, 'ingest.fenec'),
+      '--port',
+      '0',
+      '--http-token',
+      TOKEN,
+      '--sweep-interval',
+      '0',
+    ]);
     for (const part of SINGLE_PARTS) results.push(await load(data, dir, server.url, part, part));
-    for (let round = 1; round <= ROUNDS; round++) results.push(await load(data, dir, server.url, 'both', `both${round}`));
+    for (let round = 1; round <= ROUNDS; round++)
+      results.push(await load(data, dir, server.url, 'both', `both${round}`));
   } finally {
     await programs.stopAll();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -174,13 +204,19 @@ async function main(): Promise<void> {
   process.stdout.write('load     fenec s   (import + index)   raw s   (sqlite + faiss)   ratio   rows/s\n');
   for (const r of results) {
     process.stdout.write(
-      `${r.collection.padEnd(8)} ${r.fenecSeconds.toFixed(2).padStart(7)}   (${r.importSeconds.toFixed(2)} + ${(r.indexSeconds ?? 0).toFixed(2)})`.padEnd(38) +
-        `${r.rawSeconds.toFixed(2).padStart(6)}   (${r.rawSqliteSeconds.toFixed(2)} + ${(r.rawFaissSeconds ?? 0).toFixed(2)})`.padEnd(30) +
+      `${r.collection.padEnd(8)} ${r.fenecSeconds.toFixed(2).padStart(7)}   (${r.importSeconds.toFixed(2)} + ${(r.indexSeconds ?? 0).toFixed(2)})`.padEnd(
+        38,
+      ) +
+        `${r.rawSeconds.toFixed(2).padStart(6)}   (${r.rawSqliteSeconds.toFixed(2)} + ${(r.rawFaissSeconds ?? 0).toFixed(2)})`.padEnd(
+          30,
+        ) +
         `${r.ratio.toFixed(2).padStart(5)}x  ${Math.round(r.rowsPerSecond)}\n`,
     );
   }
   const both = median(results.filter((r) => r.part === 'both').map((r) => r.ratio));
-  process.stdout.write(`target: both ≤ ${TARGET_RATIO}x raw, the median of ${ROUNDS} rounds: ${verdict(both <= TARGET_RATIO)} (${both.toFixed(2)}x)\n`);
+  process.stdout.write(
+    `target: both ≤ ${TARGET_RATIO}x raw, the median of ${ROUNDS} rounds: ${verdict(both <= TARGET_RATIO)} (${both.toFixed(2)}x)\n`,
+  );
   writeResults('ingest', { ...report, bothMedianRatio: both });
 }
 

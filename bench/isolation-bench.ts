@@ -1,32 +1,44 @@
 /**
- * `make isolation-bench`: does one tenant's work stall another's? A tenant node (fenec-server
- * --data-dir) holds `heavy` (BENCH_ROWS rows, default 100 000: Zipf text `@text`, 384-dim clustered
- * vectors `@hnsw`) and `quiet` (1 000 rows). Quiet's row-by-id p50/p99, one client, is measured alone
- * and beside each of:
+ * `make isolation-bench`: does one tenant's work stall another's? A tenant node (fenec-server --data-dir) holds `heavy`
+ * (BENCH_ROWS rows, default 100 000: Zipf text `@text`, 384-dim clustered vectors `@hnsw`) and `quiet` (1 000 rows).
+ * Quiet's row-by-id p50/p99, one client, is measured alone and beside each of:
  *   (a) two clients of `fuse` on heavy;
  *   (b) a loop of heavy reads past the answer cap (heavy's maxAnswerBytes set to 1 MB);
  *   (c) a BENCH_ROWS-row load into a new heavy collection through `fenec import` (its own process, as a
  *       loader is), until its HNSW index holds every row — quiet is measured for the whole of it;
  *   (d) heavy statements hitting the time limit (heavy's statementTimeoutMs set to 1 s, or to a third
- *       of what the statement takes unstopped when that is less: at a small BENCH_ROWS).
- * heavy's own collection is loaded the same way, and its index built, before any phase. Throughout,
- * the serving thread's event-loop delay max is read from /_metrics (prom-client's
- * nodejs_eventloop_lag_max_seconds, monitorEventLoopDelay, reset at each scrape).
- * Then one tenant's row-by-id throughput at 8 clients with --workers 1, 2 and 4, beside a bare
- * node:http server (bench/bare-server.ts), and its p50 at one client, each run after a 1 s warm-up; and heavy's fuse, near and match
- * p50 at one client (their raw FTS5/Faiss baselines are make search-bench's).
+ *       of what the statement takes unstopped when that is less: at a small BENCH_ROWS). heavy's own collection is
+ *       loaded the same way, and its index built, before any phase. Throughout, the serving thread's event-loop delay
+ *       max is read from /_metrics (prom-client's nodejs_eventloop_lag_max_seconds, monitorEventLoopDelay, reset at
+ *       each scrape). Then one tenant's row-by-id throughput at 8 clients with --workers 1, 2 and 4, beside a bare
+ *       node:http server (bench/bare-server.ts), and its p50 at one client, each run after a 1 s warm-up; and heavy's
+ *       fuse, near and match p50 at one client (their raw FTS5/Faiss baselines are make search-bench's).
  *
- * Targets (issue 11): quiet's p99 beside ≤ 2× alone in (a)–(d); event-loop delay max ≤ 20 ms; 8-client
- * throughput ≥ 0.6 of bare node:http; 1-client p50 ≤ 0.2 ms.
+ * Targets (issue 11): quiet's p99 beside ≤ 2× alone in (a)–(d); event-loop delay max ≤ 20 ms; 8-client throughput ≥ 0.6
+ * of bare node:http; 1-client p50 ≤ 0.2 ms.
  *
- * Env: BENCH_ROWS (100000), BENCH_SECONDS (5) per measured run. Writes bench/results/isolation.json.
- * Run it on a machine doing nothing else: every figure here is about contention.
+ * Env: BENCH_ROWS (100000), BENCH_SECONDS (5) per measured run. Writes bench/results/isolation.json. Run it on a
+ * machine doing nothing else: every figure here is about contention.
  */
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { call, fenecImport, intEnv, load, numberEnv, Programs, progress, request, warmedLoad, writeNdjson, writeResults, type Measure, type Program } from './harness.js';
+import {
+  call,
+  fenecImport,
+  intEnv,
+  load,
+  numberEnv,
+  Programs,
+  progress,
+  request,
+  warmedLoad,
+  writeNdjson,
+  writeResults,
+  type Measure,
+  type Program,
+} from './harness.js';
 import { vectorJson, zipfWorkload } from './search-data.js';
 import { median, percentile } from './stats.js';
 
@@ -46,7 +58,23 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-isolation-'));
   const programs = new Programs();
   try {
-    const { bodies: texts, vectors, queries, words } = zipfWorkload({ seed: 11, rows: ROWS, queries: 64, vocabulary: 5000, zipfExponent: 1.1, minWords: 8, maxWords: 20, dims: DIMS, clusters: 32, spread: 0.05 });
+    const {
+      bodies: texts,
+      vectors,
+      queries,
+      words,
+    } = zipfWorkload({
+      seed: 11,
+      rows: ROWS,
+      queries: 64,
+      vocabulary: 5000,
+      zipfExponent: 1.1,
+      minWords: 8,
+      maxWords: 20,
+      dims: DIMS,
+      clusters: 32,
+      spread: 0.05,
+    });
 
     const node = await startNode(programs, path.join(dir, 'node'), 2);
     await admin(node, 'quiet', {});
@@ -59,27 +87,70 @@ async function main(): Promise<void> {
     progress(`loading ${ROWS} heavy rows (fenec import, until the index holds them)`);
     await loadHeavy(node, 'docs', rows);
 
-    const fuse = (i: number): string => JSON.stringify({ statement: 'get docs select id match body $1 near v $2 fuse limit 10', params: [words[i % words.length]!.join(' '), Array.from(queries.subarray((i % 64) * DIMS, (i % 64 + 1) * DIMS))] });
+    const fuse = (i: number): string =>
+      JSON.stringify({
+        statement: 'get docs select id match body $1 near v $2 fuse limit 10',
+        params: [
+          words[i % words.length]!.join(' '),
+          Array.from(queries.subarray((i % 64) * DIMS, ((i % 64) + 1) * DIMS)),
+        ],
+      });
     const phases: Record<string, unknown> = {};
     const alone = await quietBeside(node, 'alone', async () => undefined);
     phases.alone = alone;
-    phases.a_fuse = await quietBeside(node, '(a) 2 clients of fuse', () => load({ target: 'fuse', url: `${node.url}/t/heavy/query`, clients: 2, seconds: SECONDS + 1, headers: AUTH, body: fuse(0) }));
+    phases.a_fuse = await quietBeside(node, '(a) 2 clients of fuse', () =>
+      load({
+        target: 'fuse',
+        url: `${node.url}/t/heavy/query`,
+        clients: 2,
+        seconds: SECONDS + 1,
+        headers: AUTH,
+        body: fuse(0),
+      }),
+    );
     await admin(node, 'heavy', { maxAnswerBytes: 1024 * 1024 });
-    phases.b_answer_cap = await quietBeside(node, '(b) reads past the answer cap', () => loop(node, SECONDS + 1, JSON.stringify({ statement: 'get docs select *' }), 413));
+    phases.b_answer_cap = await quietBeside(node, '(b) reads past the answer cap', () =>
+      loop(node, SECONDS + 1, JSON.stringify({ statement: 'get docs select *' }), 413),
+    );
     await admin(node, 'heavy', {});
-    phases.c_load = await quietBeside(node, '(c) a load with its HNSW build and snapshot', () => loadHeavy(node, 'more', rows), { whole: true });
+    phases.c_load = await quietBeside(
+      node,
+      '(c) a load with its HNSW build and snapshot',
+      () => loadHeavy(node, 'more', rows),
+      { whole: true },
+    );
     const slow = `get docs where ${Array.from({ length: 30 }, (_, i) => `${'lower('.repeat(10)}body${')'.repeat(10)} like "%never-${i}%"`).join(' or ')} count`;
     await admin(node, 'heavy', { statementTimeoutMs: await timeLimitFor(node, slow) });
-    phases.d_time_limit = await quietBeside(node, '(d) statements hitting the time limit', () => loop(node, SECONDS + 1, JSON.stringify({ statement: slow }), 504));
+    phases.d_time_limit = await quietBeside(node, '(d) statements hitting the time limit', () =>
+      loop(node, SECONDS + 1, JSON.stringify({ statement: slow }), 504),
+    );
     await admin(node, 'heavy', {});
 
     const search: Record<string, number> = {};
     for (const [name, body] of [
       ['fuse', fuse(1)],
-      ['near', JSON.stringify({ statement: 'get docs select id near v $1 limit 10', params: [Array.from(queries.subarray(0, DIMS))] })],
-      ['match', JSON.stringify({ statement: 'get docs select id match body $1 limit 10', params: [words[0]!.join(' ')] })],
+      [
+        'near',
+        JSON.stringify({
+          statement: 'get docs select id near v $1 limit 10',
+          params: [Array.from(queries.subarray(0, DIMS))],
+        }),
+      ],
+      [
+        'match',
+        JSON.stringify({ statement: 'get docs select id match body $1 limit 10', params: [words[0]!.join(' ')] }),
+      ],
     ] as const) {
-      search[name] = (await load({ target: name, url: `${node.url}/t/heavy/query`, clients: 1, seconds: SECONDS, headers: AUTH, body })).p50Ms;
+      search[name] = (
+        await load({
+          target: name,
+          url: `${node.url}/t/heavy/query`,
+          clients: 1,
+          seconds: SECONDS,
+          headers: AUTH,
+          body,
+        })
+      ).p50Ms;
     }
     await programs.stop(node);
 
@@ -91,10 +162,27 @@ async function main(): Promise<void> {
       const one = await startNode(programs, path.join(dir, 'node'), workers);
       const eight = await rowById(`${one.url}/t/quiet`, 8);
       const single = await rowById(`${one.url}/t/quiet`, 1);
-      throughput[`workers_${workers}`] = { clients8: eight, ratioToBare: eight.requestsPerSecond / bareRun.requestsPerSecond, clients1P50Ms: single.p50Ms };
+      throughput[`workers_${workers}`] = {
+        clients8: eight,
+        ratioToBare: eight.requestsPerSecond / bareRun.requestsPerSecond,
+        clients1P50Ms: single.p50Ms,
+      };
       await programs.stop(one);
     }
-    const results = { rows: ROWS, seconds: SECONDS, loadAverage: os.loadavg(), phases, search, throughput, targets: { p99Ratio: TARGET_P99_RATIO, loopDelayMs: TARGET_LOOP_DELAY_MS, throughputRatio: TARGET_THROUGHPUT_RATIO, p50Ms: TARGET_P50_MS } };
+    const results = {
+      rows: ROWS,
+      seconds: SECONDS,
+      loadAverage: os.loadavg(),
+      phases,
+      search,
+      throughput,
+      targets: {
+        p99Ratio: TARGET_P99_RATIO,
+        loopDelayMs: TARGET_LOOP_DELAY_MS,
+        throughputRatio: TARGET_THROUGHPUT_RATIO,
+        p50Ms: TARGET_P50_MS,
+      },
+    };
     process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
     writeResults('isolation', results);
   } finally {
@@ -116,21 +204,38 @@ let aloneP99: number | undefined;
  * until heavy's work is done, its percentiles over every request of them — and the serving thread's
  * largest event-loop delay meanwhile.
  */
-async function quietBeside(node: Program, name: string, heavy: () => Promise<unknown>, options: { whole?: boolean } = {}): Promise<Beside> {
+async function quietBeside(
+  node: Program,
+  name: string,
+  heavy: () => Promise<unknown>,
+  options: { whole?: boolean } = {},
+): Promise<Beside> {
   await loopDelayMaxMs(node);
   let done = false;
   const background = heavy().finally(() => (done = true));
   const runs: Measure[] = [];
   const latencies: number[] = [];
   do {
-    runs.push(await load({ target: `quiet, ${name}`, url: `${node.url}/t/quiet/query`, clients: 1, seconds: SECONDS, headers: AUTH, body: ROW_BY_ID, latencies }));
+    runs.push(
+      await load({
+        target: `quiet, ${name}`,
+        url: `${node.url}/t/quiet/query`,
+        clients: 1,
+        seconds: SECONDS,
+        headers: AUTH,
+        body: ROW_BY_ID,
+        latencies,
+      }),
+    );
   } while (options.whole === true && !done);
   await background;
   const loopDelay = await loopDelayMaxMs(node);
   const quiet = runs.length === 1 ? runs[0]! : merged(runs, latencies);
-  const alone = aloneP99 ??= quiet.p99Ms;
+  const alone = (aloneP99 ??= quiet.p99Ms);
   const result: Beside = { quiet, p99RatioToAlone: quiet.p99Ms / alone, loopDelayMaxMs: loopDelay };
-  progress(`${name}: quiet p50 ${quiet.p50Ms.toFixed(2)} ms, p99 ${quiet.p99Ms.toFixed(2)} ms (×${result.p99RatioToAlone!.toFixed(2)}${runs.length > 1 ? `, ${runs.length} runs` : ''}), loop delay max ${loopDelay.toFixed(1)} ms`);
+  progress(
+    `${name}: quiet p50 ${quiet.p50Ms.toFixed(2)} ms, p99 ${quiet.p99Ms.toFixed(2)} ms (×${result.p99RatioToAlone!.toFixed(2)}${runs.length > 1 ? `, ${runs.length} runs` : ''}), loop delay max ${loopDelay.toFixed(1)} ms`,
+  );
   return result;
 }
 
@@ -159,7 +264,8 @@ async function loop(node: Program, seconds: number, body: string, status: number
   while (performance.now() < end) {
     const response = await fetch(`${node.url}/t/heavy/query`, { method: 'POST', headers: AUTH, body });
     await response.arrayBuffer();
-    if (response.status !== status && response.status !== 429) throw new Error(`heavy answered ${response.status}, not ${status}`);
+    if (response.status !== status && response.status !== 429)
+      throw new Error(`heavy answered ${response.status}, not ${status}`);
   }
 }
 
@@ -169,27 +275,50 @@ async function loop(node: Program, seconds: number, body: string, status: number
  */
 async function timeLimitFor(node: Program, slow: string): Promise<number> {
   const t0 = performance.now();
-  const response = await fetch(`${node.url}/t/heavy/query`, { method: 'POST', headers: AUTH, body: JSON.stringify({ statement: slow }) });
+  const response = await fetch(`${node.url}/t/heavy/query`, {
+    method: 'POST',
+    headers: AUTH,
+    body: JSON.stringify({ statement: slow }),
+  });
   await response.arrayBuffer();
   const ms = performance.now() - t0;
   // 504: past the default limit of 5 s, so well past 1 s.
-  if (response.status !== 200 && response.status !== 504) throw new Error(`heavy answered ${response.status} to the slow statement`);
+  if (response.status !== 200 && response.status !== 504)
+    throw new Error(`heavy answered ${response.status} to the slow statement`);
   return response.status === 504 ? 1000 : Math.max(1, Math.min(1000, Math.floor(ms / 3)));
 }
 
 function rowById(url: string, clients: number): Promise<Measure> {
-  return warmedLoad({ target: `row by id, ${clients} client(s)`, url: `${url}/query`, clients, seconds: SECONDS, headers: AUTH, body: ROW_BY_ID });
+  return warmedLoad({
+    target: `row by id, ${clients} client(s)`,
+    url: `${url}/query`,
+    clients,
+    seconds: SECONDS,
+    headers: AUTH,
+    body: ROW_BY_ID,
+  });
 }
 
 async function seedQuiet(node: Program): Promise<void> {
   await statement(node, 'quiet', 'create collection notes (title text, body text, n int)');
-  const rows = Array.from({ length: QUIET_ROWS }, (_, i) => ({ title: `note ${i + 1}`, body: `the body of note ${i + 1}, a few words long`, n: i + 1 }));
+  const rows = Array.from({ length: QUIET_ROWS }, (_, i) => ({
+    title: `note ${i + 1}`,
+    body: `the body of note ${i + 1}, a few words long`,
+    n: i + 1,
+  }));
   await statement(node, 'quiet', 'insert into notes $1', [rows]);
 }
 
-/** Loads `file` into heavy's `collection` with `fenec import` (another process), which waits until the index holds every row. */
+/**
+ * Loads `file` into heavy's `collection` with `fenec import` (another process), which waits until the index holds every
+ * row.
+ */
 async function loadHeavy(node: Program, collection: string, file: string): Promise<void> {
-  await statement(node, 'heavy', `create collection if not exists ${collection} (body text @text, v vector<${DIMS}> @hnsw(cosine))`);
+  await statement(
+    node,
+    'heavy',
+    `create collection if not exists ${collection} (body text @text, v vector<${DIMS}> @hnsw(cosine))`,
+  );
   await fenecImport(`${node.url}/t/heavy`, collection, file, TOKEN);
 }
 
@@ -199,11 +328,28 @@ function statement(node: Program, tenant: string, text: string, params: unknown[
 
 function admin(node: Program, tenant: string, quotas: Record<string, number>): Promise<unknown> {
   // Generous rates: this bench measures work, not the request quotas.
-  return call(node.url, TOKEN, 'PUT', `/t/${tenant}`, { rate: 1_000_000, burst: 1_000_000, costMs: 0, maxRows: 0, ...quotas });
+  return call(node.url, TOKEN, 'PUT', `/t/${tenant}`, {
+    rate: 1_000_000,
+    burst: 1_000_000,
+    costMs: 0,
+    maxRows: 0,
+    ...quotas,
+  });
 }
 
 function startNode(programs: Programs, dir: string, workers: number): Promise<Program> {
-  return programs.start('dist/node/cli/fenec-server.js', ['--data-dir', dir, '--port', '0', '--workers', String(workers), '--max-body', '16mb', '--http-token', TOKEN]);
+  return programs.start('dist/node/cli/fenec-server.js', [
+    '--data-dir',
+    dir,
+    '--port',
+    '0',
+    '--workers',
+    String(workers),
+    '--max-body',
+    '16mb',
+    '--http-token',
+    TOKEN,
+  ]);
 }
 
 await main();

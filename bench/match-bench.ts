@@ -37,7 +37,16 @@ import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { FenecDatabase } from '../node/database.js';
 import { intEnv, progress, runInfo, table, verdict, writeResults } from './harness.js';
-import { DIMS, grp, VOCABULARY, ZIPF_EXPONENT, seededRandom, vectorArray, vectorBlob, zipfWorkload } from './search-data.js';
+import {
+  DIMS,
+  grp,
+  VOCABULARY,
+  ZIPF_EXPONENT,
+  seededRandom,
+  vectorArray,
+  vectorBlob,
+  zipfWorkload,
+} from './search-data.js';
 import { RawDocs } from './search-raw.js';
 import { percentile } from './stats.js';
 
@@ -60,7 +69,13 @@ interface Variant {
 interface Pass {
   readonly pass: 'cold' | 'warm';
   readonly loadAverage: number;
-  readonly variants: { readonly name: string; readonly p50Ms: number; readonly p99Ms: number; readonly overRawIds: number; readonly overRawSnippet: number }[];
+  readonly variants: {
+    readonly name: string;
+    readonly p50Ms: number;
+    readonly p99Ms: number;
+    readonly overRawIds: number;
+    readonly overRawSnippet: number;
+  }[];
 }
 
 /** Each query to every variant in turn, the order rotated every query; per variant, ms of each measured query. */
@@ -82,31 +97,71 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-match-bench-'));
   try {
     progress(`generating ${ROWS} rows`);
-    const work = zipfWorkload({ seed: SEED, rows: ROWS, queries: 1, vocabulary: VOCABULARY, zipfExponent: ZIPF_EXPONENT, minWords: 8, maxWords: 20, dims: DIMS, clusters: 1_000, spread: 0.5 });
-    const db = FenecDatabase.open({ file: path.join(dir, 'match.fenec'), readOnly: false, program: 'match-bench', sweepIntervalMs: 0 });
+    const work = zipfWorkload({
+      seed: SEED,
+      rows: ROWS,
+      queries: 1,
+      vocabulary: VOCABULARY,
+      zipfExponent: ZIPF_EXPONENT,
+      minWords: 8,
+      maxWords: 20,
+      dims: DIMS,
+      clusters: 1_000,
+      spread: 0.5,
+    });
+    const db = FenecDatabase.open({
+      file: path.join(dir, 'match.fenec'),
+      readOnly: false,
+      program: 'match-bench',
+      sweepIntervalMs: 0,
+    });
     db.execute(`create collection docs (body text @text, vec vector<${DIMS}>, grp int @hash)`);
     db.execute('create collection notes (body text @text, grp int @hash)');
     progress('loading fenecdb (insert into … $1, 1 000 rows a statement) and raw SQLite + FTS5');
-    const raw = new RawDocs(path.join(dir, 'raw.sqlite'), (i) => ({ body: work.bodies[i]!, vector: vectorBlob(work.vectors, i, DIMS), grp: grp(i) }));
+    const raw = new RawDocs(path.join(dir, 'raw.sqlite'), (i) => ({
+      body: work.bodies[i]!,
+      vector: vectorBlob(work.vectors, i, DIMS),
+      grp: grp(i),
+    }));
     for (let from = 0; from < ROWS; from += BATCH) {
       const to = Math.min(ROWS, from + BATCH);
       const rows = Array.from({ length: to - from }, (_, j) => from + j);
-      db.execute('insert into docs $1', [rows.map((i) => ({ body: work.bodies[i], vec: vectorArray(work.vectors, i, DIMS), grp: grp(i) }))]);
+      db.execute('insert into docs $1', [
+        rows.map((i) => ({ body: work.bodies[i], vec: vectorArray(work.vectors, i, DIMS), grp: grp(i) })),
+      ]);
       db.execute('insert into notes $1', [rows.map((i) => ({ body: work.bodies[i], grp: grp(i) }))]);
       raw.insert(from, to);
     }
 
     const variants: Variant[] = [
       { name: 'raw FTS5: ids, bm25', words: 0, run: ([a, b]) => raw.match(`"${a}" OR "${b}"`, K) },
-      { name: 'raw FTS5: ids, bm25, text, snippet()', words: 1, run: ([a, b]) => raw.matchWithSnippets(`"${a}" OR "${b}"`, K) },
-      { name: 'fenecdb: match, rows with a vector', words: 0, run: ([a, b]) => db.execute(`get docs match body $1 limit ${K}`, [`${a} ${b}`]) },
-      { name: 'fenecdb: match, rows of text', words: 1, run: ([a, b]) => db.execute(`get notes match body $1 limit ${K}`, [`${a} ${b}`]) },
-      { name: "raw FTS5: ids, bm25 by SQLite's sorter", words: 2, run: ([a, b]) => raw.matchSorted(`"${a}" OR "${b}"`, K) },
+      {
+        name: 'raw FTS5: ids, bm25, text, snippet()',
+        words: 1,
+        run: ([a, b]) => raw.matchWithSnippets(`"${a}" OR "${b}"`, K),
+      },
+      {
+        name: 'fenecdb: match, rows with a vector',
+        words: 0,
+        run: ([a, b]) => db.execute(`get docs match body $1 limit ${K}`, [`${a} ${b}`]),
+      },
+      {
+        name: 'fenecdb: match, rows of text',
+        words: 1,
+        run: ([a, b]) => db.execute(`get notes match body $1 limit ${K}`, [`${a} ${b}`]),
+      },
+      {
+        name: "raw FTS5: ids, bm25 by SQLite's sorter",
+        words: 2,
+        run: ([a, b]) => raw.matchSorted(`"${a}" OR "${b}"`, K),
+      },
     ];
     const random = seededRandom(SEED + 1);
     const pick = (): string => work.vocabulary[Math.floor(random() * VOCABULARY)]!;
     const draw = (): (readonly [string, string])[][] => {
-      const draws = Array.from({ length: 3 }, () => Array.from({ length: WARM_UP + QUERIES }, () => [pick(), pick()] as const));
+      const draws = Array.from({ length: 3 }, () =>
+        Array.from({ length: WARM_UP + QUERIES }, () => [pick(), pick()] as const),
+      );
       return variants.map((v) => draws[v.words]!);
     };
 
@@ -118,30 +173,56 @@ async function main(): Promise<void> {
         raw.scanTexts();
       }
       const loadAverage = os.loadavg()[0]!;
-      progress(`${pass}: ${QUERIES} queries to each of ${variants.length} variants (load average ${loadAverage.toFixed(2)})`);
+      progress(
+        `${pass}: ${QUERIES} queries to each of ${variants.length} variants (load average ${loadAverage.toFixed(2)})`,
+      );
       const ms = measure(variants, draw());
       const p50 = ms.map((m) => percentile(m, 0.5));
       passes.push({
         pass,
         loadAverage,
-        variants: variants.map((v, i) => ({ name: v.name, p50Ms: p50[i]!, p99Ms: percentile(ms[i]!, 0.99), overRawIds: p50[i]! / p50[0]!, overRawSnippet: p50[i]! / p50[1]! })),
+        variants: variants.map((v, i) => ({
+          name: v.name,
+          p50Ms: p50[i]!,
+          p99Ms: percentile(ms[i]!, 0.99),
+          overRawIds: p50[i]! / p50[0]!,
+          overRawSnippet: p50[i]! / p50[1]!,
+        })),
       });
     }
     db.close();
     raw.close();
 
     for (const pass of passes) {
-      process.stdout.write(`\n${pass.pass} (load average ${pass.loadAverage.toFixed(2)}), ${ROWS} rows, ${QUERIES} queries\n`);
+      process.stdout.write(
+        `\n${pass.pass} (load average ${pass.loadAverage.toFixed(2)}), ${ROWS} rows, ${QUERIES} queries\n`,
+      );
       process.stdout.write(
         table(
           ['variant', 'p50 ms', 'p99 ms', '× raw ids', '× raw snippet'],
-          pass.variants.map((v) => [v.name, v.p50Ms.toFixed(3), v.p99Ms.toFixed(3), v.overRawIds.toFixed(2), v.overRawSnippet.toFixed(2)]),
+          pass.variants.map((v) => [
+            v.name,
+            v.p50Ms.toFixed(3),
+            v.p99Ms.toFixed(3),
+            v.overRawIds.toFixed(2),
+            v.overRawSnippet.toFixed(2),
+          ]),
         ) + '\n',
       );
       const ours = pass.variants[2]!.overRawIds;
-      process.stdout.write(`target (issue 12): match ≤ ${TARGET}× raw FTS5 ids and bm25: ${ours.toFixed(2)}× — ${verdict(ours <= TARGET)}\n`);
+      process.stdout.write(
+        `target (issue 12): match ≤ ${TARGET}× raw FTS5 ids and bm25: ${ours.toFixed(2)}× — ${verdict(ours <= TARGET)}\n`,
+      );
     }
-    writeResults('match', { ...runInfo('match-bench'), rows: ROWS, queries: QUERIES, warmUp: WARM_UP, seed: SEED, target: TARGET, passes });
+    writeResults('match', {
+      ...runInfo('match-bench'),
+      rows: ROWS,
+      queries: QUERIES,
+      warmUp: WARM_UP,
+      seed: SEED,
+      target: TARGET,
+      passes,
+    });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -113,12 +113,24 @@ async function main(): Promise<void> {
   const programs = new Programs();
   try {
     seed(file);
-    const server = await programs.start('dist/node/cli/fenec-server.js', ['--file', file, '--port', '0', '--http-token', TOKEN, '--mcp-memory', 'memories', '--sweep-interval', '0']);
+    const server = await programs.start('dist/node/cli/fenec-server.js', [
+      '--file',
+      file,
+      '--port',
+      '0',
+      '--http-token',
+      TOKEN,
+      '--mcp-memory',
+      'memories',
+      '--sweep-interval',
+      '0',
+    ]);
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const results: Result[] = [];
     for (const read of CASES) {
       const send = {
-        query: (i: number) => post(agent, server.url, '/query', { statement: read.statement, params: read.params(i) }, {}),
+        query: (i: number) =>
+          post(agent, server.url, '/query', { statement: read.statement, params: read.params(i) }, {}),
         tool: (i: number) => post(agent, server.url, '/_mcp', ...toolRequest(read, i)),
       };
       await check(read, send);
@@ -162,7 +174,9 @@ async function main(): Promise<void> {
 function seed(file: string): void {
   const db = FenecDatabase.open({ file, readOnly: false, program: 'mcp-bench', sweepIntervalMs: 0 });
   db.execute('create collection docs (title text @text, body text @text, year int @sorted)');
-  db.execute('create collection if not exists memories (text text required @text, tags [text], owner text @hash, at timestamp @sorted, expires timestamp @ttl(1ms))');
+  db.execute(
+    'create collection if not exists memories (text text required @text, tags [text], owner text @hash, at timestamp @sorted, expires timestamp @ttl(1ms))',
+  );
   const insertDoc = 'insert into docs {title: $1, body: $2, year: $3}';
   const insertMemory = 'insert into memories {text: $1, tags: $2, at: now(), expires: null}';
   let state = 42;
@@ -170,7 +184,8 @@ function seed(file: string): void {
     state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
     return state / 2_147_483_648;
   };
-  const zipf = (): string => VOCABULARY[Math.min(VOCABULARY.length - 1, Math.floor(Math.exp(random() * Math.log(VOCABULARY.length + 1)) - 1))]!;
+  const zipf = (): string =>
+    VOCABULARY[Math.min(VOCABULARY.length - 1, Math.floor(Math.exp(random() * Math.log(VOCABULARY.length + 1)) - 1))]!;
   for (let i = 0; i < ROWS; i++) {
     const words = Array.from({ length: 12 }, zipf);
     db.execute(insertDoc, [`doc ${i} ${words[0]}`, words.join(' '), 2000 + (i % 25)]);
@@ -184,41 +199,62 @@ function toolRequest(read: Case, i: number): [string, Record<string, string>] {
     const body = { jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: read.tool, arguments: read.args(i) } };
     return [JSON.stringify(body), { 'mcp-protocol-version': '2025-11-25' }];
   }
-  const body = { jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: read.tool, arguments: read.args(i), _meta: META } };
-  return [JSON.stringify(body), { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': read.tool }];
+  const body = {
+    jsonrpc: '2.0',
+    id: i,
+    method: 'tools/call',
+    params: { name: read.tool, arguments: read.args(i), _meta: META },
+  };
+  return [
+    JSON.stringify(body),
+    { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': read.tool },
+  ];
 }
 
 /** One request, answered; resolves with its latency in µs and its body. */
-function post(agent: http.Agent, base: string, route: string, body: unknown, headers: Record<string, string>): Promise<{ us: number; body: string }> {
+function post(
+  agent: http.Agent,
+  base: string,
+  route: string,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<{ us: number; body: string }> {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   const url = new URL(route, base);
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const req = http.request(url, {
-      method: 'POST',
-      agent,
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        authorization: `Bearer ${TOKEN}`,
-        'content-length': Buffer.byteLength(text),
-        ...headers,
+    const req = http.request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: `Bearer ${TOKEN}`,
+          'content-length': Buffer.byteLength(text),
+          ...headers,
+        },
       },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const answer = Buffer.concat(chunks).toString();
-        if (res.statusCode !== 200) return reject(new Error(`${route} answered ${res.statusCode}: ${answer}`));
-        resolve({ us: (performance.now() - started) * 1000, body: answer });
-      });
-    });
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const answer = Buffer.concat(chunks).toString();
+          if (res.statusCode !== 200) return reject(new Error(`${route} answered ${res.statusCode}: ${answer}`));
+          resolve({ us: (performance.now() - started) * 1000, body: answer });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(text);
   });
 }
 
-type Senders = { query: (i: number) => Promise<{ us: number; body: string }>; tool: (i: number) => Promise<{ us: number; body: string }> };
+type Senders = {
+  query: (i: number) => Promise<{ us: number; body: string }>;
+  tool: (i: number) => Promise<{ us: number; body: string }>;
+};
 
 /** The two requests of pair i, /query first on even pairs and the tool call first on odd ones. */
 async function pair(send: Senders, i: number): Promise<[query: number, tool: number]> {
@@ -243,12 +279,18 @@ async function check(read: Case, send: Senders): Promise<void> {
   };
   for (const i of [0, 1, 2]) {
     const query = JSON.parse((await send.query(i)).body) as unknown;
-    const tool = JSON.parse((await send.tool(i)).body) as { result?: { structuredContent?: unknown; isError?: boolean } };
-    if (tool.result?.isError !== false) throw new Error(`${read.name}: the tool call was refused: ${JSON.stringify(tool)}`);
+    const tool = JSON.parse((await send.tool(i)).body) as {
+      result?: { structuredContent?: unknown; isError?: boolean };
+    };
+    if (tool.result?.isError !== false)
+      throw new Error(`${read.name}: the tool call was refused: ${JSON.stringify(tool)}`);
     if (rows(tool.result.structuredContent) !== rows(query)) {
-      throw new Error(`${read.name}: the tool answered otherwise than /query:\n${JSON.stringify(tool.result.structuredContent)}\n${JSON.stringify(query)}`);
+      throw new Error(
+        `${read.name}: the tool answered otherwise than /query:\n${JSON.stringify(tool.result.structuredContent)}\n${JSON.stringify(query)}`,
+      );
     }
-    if ((query as { count?: number }).count === 0) throw new Error(`${read.name}: no rows; the bench would measure nothing`);
+    if ((query as { count?: number }).count === 0)
+      throw new Error(`${read.name}: no rows; the bench would measure nothing`);
   }
 }
 
@@ -256,7 +298,12 @@ async function check(read: Case, send: Senders): Promise<void> {
 function inProcessCosts(file: string, read: Case): { statement: number; tool: number } {
   const db = FenecDatabase.open({ file, readOnly: true, program: 'mcp-bench' });
   try {
-    const endpoint = mcpEndpoint(db, { write: false, memory: 'memories', readOnly: true, logger: createLogger('mcp-bench') });
+    const endpoint = mcpEndpoint(db, {
+      write: false,
+      memory: 'memories',
+      readOnly: true,
+      logger: createLogger('mcp-bench'),
+    });
     const caller = { options: {} as ExecuteOptions, scoped: false };
     const statement = parseStatement(read.statement);
     const bodies = Array.from({ length: 64 }, (_, i) => toolRequest(read, i)[0]);
@@ -287,15 +334,25 @@ function report(results: readonly Result[]): void {
     '',
     '| read | /query p50 µs | tool p50 µs | extra µs (p50 of pairs) | ratio | per round extra µs | /query p99 µs | tool p99 µs | in process: statement µs | in process: tool µs |',
     '|---|---|---|---|---|---|---|---|---|---|',
-    ...results.map((r) =>
-      `| ${r.read} | ${f(r.queryP50Us)} | ${f(r.toolP50Us)} | ${f(r.extraUs)} | ${r.ratio.toFixed(2)} | ${f(r.extraSpreadUs[0])}–${f(r.extraSpreadUs[1])} | ${f(r.queryP99Us)} | ${f(r.toolP99Us)} | ${f(r.inProcessStatementUs)} | ${f(r.inProcessToolUs)} |`),
+    ...results.map(
+      (r) =>
+        `| ${r.read} | ${f(r.queryP50Us)} | ${f(r.toolP50Us)} | ${f(r.extraUs)} | ${r.ratio.toFixed(2)} | ${f(r.extraSpreadUs[0])}–${f(r.extraSpreadUs[1])} | ${f(r.queryP99Us)} | ${f(r.toolP99Us)} | ${f(r.inProcessStatementUs)} | ${f(r.inProcessToolUs)} |`,
+    ),
     '',
     ...results.map((r) => {
       return `${r.read}: extra ${f(r.extraUs)} µs < ${TARGET_EXTRA_US} µs ${verdict(r.extraUs < TARGET_EXTRA_US)}; ratio ${r.ratio.toFixed(2)} < ${TARGET_RATIO} ${verdict(r.ratio < TARGET_RATIO)}`;
     }),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
-  writeResults('mcp', { date: new Date().toISOString(), rows: ROWS, pairs: PAIRS, rounds: ROUNDS, cores: os.cpus().length, node: process.versions.node, results });
+  writeResults('mcp', {
+    date: new Date().toISOString(),
+    rows: ROWS,
+    pairs: PAIRS,
+    rounds: ROUNDS,
+    cores: os.cpus().length,
+    node: process.versions.node,
+    results,
+  });
 }
 
 await main();

@@ -21,7 +21,10 @@ const ROWS = 500;
 const DIMS = 384;
 const LEVELS = ['ids', 'fields', 'full'] as const;
 
-const WORDS = 'agent memory deploy staging region login page token policy search vector index cursor query collection field schema answer model context tool call row page write read user session build release friday weekly night backup restore'.split(' ');
+const WORDS =
+  'agent memory deploy staging region login page token policy search vector index cursor query collection field schema answer model context tool call row page write read user session build release friday weekly night backup restore'.split(
+    ' ',
+  );
 
 export interface DetailBytes {
   readonly detail: (typeof LEVELS)[number];
@@ -38,17 +41,38 @@ export function measureDetail(dir: string): DetailBytes[] {
   const sentence = (n: number) => Array.from({ length: n }, pick).join(' ');
   const db = FenecDatabase.open({ file: path.join(dir, 'detail.fenec'), readOnly: false, program: 'mcp-detail' });
   try {
-    db.execute(`create collection docs (title text @text, body text @text, tags [text], year int @sorted, embedding vector<${DIMS}> @hnsw(cosine))`);
+    db.execute(
+      `create collection docs (title text @text, body text @text, tags [text], year int @sorted, embedding vector<${DIMS}> @hnsw(cosine))`,
+    );
     for (let i = 0; i < ROWS; i++) {
       const embedding = Array.from({ length: DIMS }, () => Math.round((next() * 2 - 1) * 1e4) / 1e4);
-      db.execute('insert into docs {title: $1, body: $2, tags: $3, year: $4, embedding: $5}', [sentence(6), sentence(150), [pick(), pick()], 2000 + (i % 26), embedding]);
+      db.execute('insert into docs {title: $1, body: $2, tags: $3, year: $4, embedding: $5}', [
+        sentence(6),
+        sentence(150),
+        [pick(), pick()],
+        2000 + (i % 26),
+        embedding,
+      ]);
     }
-    const endpoint = mcpEndpoint(db, { write: false, memory: undefined, readOnly: false, logger: createLogger('mcp-detail') });
+    const endpoint = mcpEndpoint(db, {
+      write: false,
+      memory: undefined,
+      readOnly: false,
+      logger: createLogger('mcp-detail'),
+    });
     return LEVELS.map((detail) => {
-      const message = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { collection: 'docs', text: 'deploy', limit: 10, detail } } };
+      const message = {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'search', arguments: { collection: 'docs', text: 'deploy', limit: 10, detail } },
+      };
       const reply = endpoint.handle(JSON.stringify(message), { options: {}, scoped: false });
-      const result = (JSON.parse(reply.json!) as { result: { content: { text: string }[]; structuredContent: { count: number } } }).result;
-      if (result.structuredContent.count !== 10) throw new Error(`search at detail ${detail} answered ${result.structuredContent.count} rows, not 10`);
+      const result = (
+        JSON.parse(reply.json!) as { result: { content: { text: string }[]; structuredContent: { count: number } } }
+      ).result;
+      if (result.structuredContent.count !== 10)
+        throw new Error(`search at detail ${detail} answered ${result.structuredContent.count} rows, not 10`);
       return { detail, text: Buffer.byteLength(result.content[0]!.text), answer: Buffer.byteLength(reply.json!) };
     });
   } finally {
@@ -62,7 +86,10 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.res
     const figures = measureDetail(dir);
     const fields = figures.find((f) => f.detail === 'fields')!;
     console.log('detail   text (model reads)   whole answer   text vs fields');
-    for (const f of figures) console.log(`${f.detail.padEnd(8)} ${String(f.text).padStart(10)} B ${String(f.answer).padStart(14)} B ${(f.text / fields.text).toFixed(2).padStart(12)}`);
+    for (const f of figures)
+      console.log(
+        `${f.detail.padEnd(8)} ${String(f.text).padStart(10)} B ${String(f.answer).padStart(14)} B ${(f.text / fields.text).toFixed(2).padStart(12)}`,
+      );
     writeResults('mcp-detail', { rows: ROWS, dims: DIMS, limit: 10, figures });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -23,8 +23,22 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { mintToken } from '../shared/auth/token.js';
 import {
-  failuresLine, intEnv, LOAD_HEADER, loadCells, loadInTurns, medianMeasure, numberEnv, Programs, ratioCells, request, runInfo, table, verdict, writeResults,
-  type LoadTarget, type Measure as Figures,
+  failuresLine,
+  intEnv,
+  LOAD_HEADER,
+  loadCells,
+  loadInTurns,
+  medianMeasure,
+  numberEnv,
+  Programs,
+  ratioCells,
+  request,
+  runInfo,
+  table,
+  verdict,
+  writeResults,
+  type LoadTarget,
+  type Measure as Figures,
 } from './harness.js';
 import { pairedRatio, ratios, spread } from './stats.js';
 
@@ -65,17 +79,36 @@ async function main(): Promise<void> {
   try {
     const policy = path.join(dir, 'policy.txt');
     fs.writeFileSync(policy, POLICY);
-    const server = await programs.start('dist/node/cli/fenec-server.js', ['--file', path.join(dir, 'bench.fenec'), '--port', '0', '--http-token', TOKEN, '--jwt-secret', JWT_SECRET, '--policy', policy]);
+    const server = await programs.start('dist/node/cli/fenec-server.js', [
+      '--file',
+      path.join(dir, 'bench.fenec'),
+      '--port',
+      '0',
+      '--http-token',
+      TOKEN,
+      '--jwt-secret',
+      JWT_SECRET,
+      '--policy',
+      policy,
+    ]);
     const fenec: Target = { name: 'fenec-server', url: server.url, token: TOKEN };
     const answer = await seed(fenec.url);
-    const bare: Target = { name: 'bare node:http', url: (await programs.start('dist/bench/bare-server.js', [], { env: { BARE_ANSWER: answer } })).url, token: TOKEN };
+    const bare: Target = {
+      name: 'bare node:http',
+      url: (await programs.start('dist/bench/bare-server.js', [], { env: { BARE_ANSWER: answer } })).url,
+      token: TOKEN,
+    };
     // The same server process, asked with a JWT: the only difference is the credential and its policy.
     const fenecJwt: Target = { ...fenec, name: 'fenec-server (JWT)', token: JWT };
     await checkJwtAnswer(fenecJwt, answer);
 
     const measures: Measure[] = [];
     for (const clients of CLIENTS) {
-      const [bareRuns, fenecRuns, jwtRuns] = await loadInTurns([bare, fenec, fenecJwt].map((target) => loadTarget(target, clients)), ROUNDS, SECONDS);
+      const [bareRuns, fenecRuns, jwtRuns] = await loadInTurns(
+        [bare, fenec, fenecJwt].map((target) => loadTarget(target, clients)),
+        ROUNDS,
+        SECONDS,
+      );
       const baseline = medianMeasure(bareRuns!);
       measures.push(baseline);
       for (const runs of [fenecRuns!, jwtRuns!]) {
@@ -105,8 +138,11 @@ function rates(runs: readonly Figures[]): number[] {
 /** Creates the collection and its rows; answers the JSON of the row the bench reads. */
 async function seed(url: string): Promise<string> {
   await post(url, 'create collection notes (title text, body text, n int, owner text @hash)', []);
-  const rows = Array.from({ length: ROWS }, (_, i) =>
-    `{title: ${JSON.stringify(`note ${i + 1}`)}, body: ${JSON.stringify(`the body of note ${i + 1}, a few words long`)}, n: ${i + 1}, owner: ${JSON.stringify(SUB)}}`);
+  const rows = Array.from(
+    { length: ROWS },
+    (_, i) =>
+      `{title: ${JSON.stringify(`note ${i + 1}`)}, body: ${JSON.stringify(`the body of note ${i + 1}, a few words long`)}, n: ${i + 1}, owner: ${JSON.stringify(SUB)}}`,
+  );
   await post(url, `insert into notes [${rows.join(', ')}]`, []);
   const answer = await post(url, STATEMENT, [ROW_ID]);
   if ((JSON.parse(answer) as { count: number }).count !== 1) throw new Error(`row ${ROW_ID} not found: ${answer}`);
@@ -135,7 +171,11 @@ function loadTarget(target: Target, clients: number): LoadTarget {
 
 function report(measures: readonly Measure[]): void {
   const header = [...LOAD_HEADER, 'vs bare', 'per round', 'vs token', 'per round'];
-  const lines = measures.map((m) => [...loadCells(m), ...ratioCells(m.ratioToBare, m.ratioSpread), ...ratioCells(m.ratioToServerToken, m.ratioToServerTokenSpread)]);
+  const lines = measures.map((m) => [
+    ...loadCells(m),
+    ...ratioCells(m.ratioToBare, m.ratioSpread),
+    ...ratioCells(m.ratioToServerToken, m.ratioToServerTokenSpread),
+  ]);
   const at8 = measures.find((m) => m.target === 'fenec-server' && m.clients === 8);
   const at1 = measures.find((m) => m.target === 'fenec-server' && m.clients === 1);
   const jwtAt8 = measures.find((m) => m.ratioToServerToken !== undefined && m.clients === 8);

@@ -19,8 +19,22 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import {
-  call, failuresLine, intEnv, LOAD_HEADER, loadCells, loadInTurns, medianMeasure, numberEnv, Programs, ratioCells, runInfo, table, verdict, writeResults,
-  type LoadTarget, type Measure,
+  call,
+  failuresLine,
+  intEnv,
+  LOAD_HEADER,
+  loadCells,
+  loadInTurns,
+  medianMeasure,
+  numberEnv,
+  Programs,
+  ratioCells,
+  runInfo,
+  table,
+  verdict,
+  writeResults,
+  type LoadTarget,
+  type Measure,
 } from './harness.js';
 import { pairedRatio } from './stats.js';
 
@@ -55,26 +69,51 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-router-bench-'));
   const programs = new Programs();
   try {
-    const node = (await programs.start('dist/node/cli/fenec-server.js', ['--data-dir', dir, '--port', '0', '--http-token', TOKEN])).url;
-    const routers = await Promise.all(WORKERS.map(async (workers) => ({
-      workers,
-      url: (await programs.start('dist/router/cli.js', ['--port', '0', '--http-token', TOKEN, '--nodes', `n=${node}`, '--workers', String(workers)], { listeners: workers })).url,
-    })));
+    const node = (
+      await programs.start('dist/node/cli/fenec-server.js', ['--data-dir', dir, '--port', '0', '--http-token', TOKEN])
+    ).url;
+    const routers = await Promise.all(
+      WORKERS.map(async (workers) => ({
+        workers,
+        url: (
+          await programs.start(
+            'dist/router/cli.js',
+            ['--port', '0', '--http-token', TOKEN, '--nodes', `n=${node}`, '--workers', String(workers)],
+            { listeners: workers },
+          )
+        ).url,
+      })),
+    );
     await call(node, TOKEN, 'PUT', `/t/${TENANT}`, { rate: 10_000_000, burst: 10_000_000 });
     await call(node, TOKEN, 'POST', `/t/${TENANT}/query`, { statement: 'create collection notes (title text, n int)' });
     const rows = Array.from({ length: 1000 }, (_, i) => `{title: "note ${i + 1}", n: ${i + 1}}`);
     await call(node, TOKEN, 'POST', `/t/${TENANT}/query`, { statement: `insert into notes [${rows.join(', ')}]` });
-    const targets = [{ name: 'direct', url: node }, ...routers.map((r) => ({ name: routerName(r.workers), url: r.url }))];
+    const targets = [
+      { name: 'direct', url: node },
+      ...routers.map((r) => ({ name: routerName(r.workers), url: r.url })),
+    ];
 
     const measures: Row[] = [];
     for (const clients of CLIENTS) {
-      const [directRuns, ...routerRuns] = await loadInTurns(targets.map((t) => loadTarget(t.name, t.url, clients)), ROUNDS, SECONDS);
+      const [directRuns, ...routerRuns] = await loadInTurns(
+        targets.map((t) => loadTarget(t.name, t.url, clients)),
+        ROUNDS,
+        SECONDS,
+      );
       const direct = medianMeasure(directRuns!);
       measures.push(direct);
       for (const runs of routerRuns) {
-        const paired = pairedRatio(runs.map((r) => r.requestsPerSecond), directRuns!.map((r) => r.requestsPerSecond));
+        const paired = pairedRatio(
+          runs.map((r) => r.requestsPerSecond),
+          directRuns!.map((r) => r.requestsPerSecond),
+        );
         const median = medianMeasure(runs);
-        measures.push({ ...median, ratioToDirect: paired.ratio, ratioSpread: paired.spread, addedP50Ms: median.p50Ms - direct.p50Ms });
+        measures.push({
+          ...median,
+          ratioToDirect: paired.ratio,
+          ratioSpread: paired.spread,
+          addedP50Ms: median.p50Ms - direct.p50Ms,
+        });
       }
     }
     report(measures);
@@ -99,12 +138,22 @@ function loadTarget(name: string, base: string, clients: number): LoadTarget {
 }
 
 function report(measures: readonly Row[]): void {
-  const find = (target: string, clients: number): Row => measures.find((m) => m.target === target && m.clients === clients)!;
+  const find = (target: string, clients: number): Row =>
+    measures.find((m) => m.target === target && m.clients === clients)!;
   const hops: Hop[] = WORKERS.map((workers) => {
     const at8 = find(routerName(workers), 8);
-    return { workers, ratioAt8: at8.ratioToDirect!, ratioAt8Spread: at8.ratioSpread!, addedP50MsAt1: find(routerName(workers), 1).addedP50Ms! };
+    return {
+      workers,
+      ratioAt8: at8.ratioToDirect!,
+      ratioAt8Spread: at8.ratioSpread!,
+      addedP50MsAt1: find(routerName(workers), 1).addedP50Ms!,
+    };
   });
-  const lines = measures.map((m) => [...loadCells(m), m.addedP50Ms === undefined ? '' : m.addedP50Ms.toFixed(3), ...ratioCells(m.ratioToDirect, m.ratioSpread)]);
+  const lines = measures.map((m) => [
+    ...loadCells(m),
+    m.addedP50Ms === undefined ? '' : m.addedP50Ms.toFixed(3),
+    ...ratioCells(m.ratioToDirect, m.ratioSpread),
+  ]);
   const targets = hops.flatMap((hop) => [
     `target: ${routerName(hop.workers)} ≥ ${TARGET_RATIO} of direct at 8 clients — ${hop.ratioAt8.toFixed(2)} ${verdict(hop.ratioAt8 >= TARGET_RATIO)}`,
     `target: ${routerName(hop.workers)}, p50 added by the hop < ${TARGET_ADDED_P50_MS} ms at 1 client — ${hop.addedP50MsAt1.toFixed(3)} ms ${verdict(hop.addedP50MsAt1 < TARGET_ADDED_P50_MS)}`,

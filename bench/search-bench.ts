@@ -1,50 +1,46 @@
 /**
- * `make search-bench`: full-text, vector and fused search of a real `.fenec` file, in process, beside
- * the raw libraries under it, measured in one run on the same data.
+ * `make search-bench`: full-text, vector and fused search of a real `.fenec` file, in process, beside the raw libraries
+ * under it, measured in one run on the same data.
  *
- * Data (bench/search-data.ts, seeded): BENCH_ROWS rows (default 100 000) of
- * `docs (body text @text, vec vector<384> @hnsw(cosine), grp int @hash)`: body 8–20 words drawn
- * Zipf-distributed from a 5 000-word vocabulary, vec from a normalised Gaussian mixture (BENCH_CLUSTERS
- * centres, default 1 000; noise BENCH_SPREAD per component, default 0.5), grp = i % 100, so that
- * `where grp = 7` passes 1 %. Queries: two words drawn as the documents' words are; vectors drawn
- * from the same mixture (not among the rows). A second, smaller run (BENCH_UNIFORM_ROWS, default
- * 20 000; 0 skips it) has uniform random vectors, the worst case for HNSW recall.
+ * Data (bench/search-data.ts, seeded): BENCH_ROWS rows (default 100 000) of `docs (body text @text, vec vector<384>
+ * @hnsw(cosine), grp int @hash)`: body 8–20 words drawn Zipf-distributed from a 5 000-word vocabulary, vec from a
+ * normalised Gaussian mixture (BENCH_CLUSTERS centres, default 1 000; noise BENCH_SPREAD per component, default 0.5),
+ * grp = i % 100, so that `where grp = 7` passes 1 %. Queries: two words drawn as the documents' words are; vectors
+ * drawn from the same mixture (not among the rows). A second, smaller run (BENCH_UNIFORM_ROWS, default 20 000; 0 skips
+ * it) has uniform random vectors, the worst case for HNSW recall.
  *
- * Baselines, same process, same data: raw FTS5 through better-sqlite3 on a file of its own (same
- * tokenizer, `SELECT rowid, bm25(t) … MATCH '"w1" OR "w2"' ORDER BY rank LIMIT 10`; for rare words also
- * with each row's text and snippet(), what fenecdb answers, on other words of the same kind), and the raw Faiss
- * binding (node/vector/faiss.ts) with the database's own HNSW parameters (M 32, efConstruction 40,
- * efSearch 128). Exact answers for recall@10 come from a flat (brute-force) Faiss index of the same
- * vectors, and for the filtered queries from a scan in JavaScript.
+ * Baselines, same process, same data: raw FTS5 through better-sqlite3 on a file of its own (same tokenizer, `SELECT
+ * rowid, bm25(t) … MATCH '"w1" OR "w2"' ORDER BY rank LIMIT 10`; for rare words also with each row's text and
+ * snippet(), what fenecdb answers, on other words of the same kind), and the raw Faiss binding (node/vector/faiss.ts)
+ * with the database's own HNSW parameters (M 32, efConstruction 40, efSearch 128). Exact answers for recall@10 come
+ * from a flat (brute-force) Faiss index of the same vectors, and for the filtered queries from a scan in JavaScript.
  *
- * Each query is run against fenecdb and its baseline back to back, the order swapped every query,
- * after BENCH_WARM_UP (default 20) unmeasured ones: on two cores the machine's other work then falls
- * on both alike. Figures are per query (p50, p99 of BENCH_QUERIES, default 300), in milliseconds.
+ * Each query is run against fenecdb and its baseline back to back, the order swapped every query, after BENCH_WARM_UP
+ * (default 20) unmeasured ones: on two cores the machine's other work then falls on both alike. Figures are per query
+ * (p50, p99 of BENCH_QUERIES, default 300), in milliseconds.
  *
- * Writes, each statement a transaction (WAL, synchronous=FULL, as the database opens its files):
- * the first BENCH_LITERAL_ROWS rows (default 10 000) go in as `insert into docs [ … ]` statements of
- * literal text (as a client sends them; the text is made outside the timing), each as many rows as
- * the statement limit of 1 048 576 characters takes (about 170 rows of 384 numbers), the rest with
- * parameters, 33 rows per statement ($1 … $99); then 1-row inserts with parameters (BENCH_SINGLE_INSERTS, default 2 000) and
- * BENCH_LOADED_BATCHES (default 3) bulk inserts of 1 000 rows (`insert into docs $1`, one array param)
- * into the loaded collection. The raw baseline inserts the same rows into SQLite + FTS5 in
- * transactions of the same sizes (and, for the loaded collection, adds them to the raw Faiss index).
- * Not every row goes in as literal text: it is the slow form (every number parsed as FenecQL), which
- * clients use for a few rows, not for loads.
+ * Writes, each statement a transaction (WAL, synchronous=FULL, as the database opens its files): the first
+ * BENCH_LITERAL_ROWS rows (default 10 000) go in as `insert into docs [ … ]` statements of literal text (as a client
+ * sends them; the text is made outside the timing), each as many rows as the statement limit of 1 048 576 characters
+ * takes (about 170 rows of 384 numbers), the rest with parameters, 33 rows per statement ($1 … $99); then 1-row inserts
+ * with parameters (BENCH_SINGLE_INSERTS, default 2 000) and BENCH_LOADED_BATCHES (default 3) bulk inserts of 1 000 rows
+ * (`insert into docs $1`, one array param) into the loaded collection. The raw baseline inserts the same rows into
+ * SQLite + FTS5 in transactions of the same sizes (and, for the loaded collection, adds them to the raw Faiss index).
+ * Not every row goes in as literal text: it is the slow form (every number parsed as FenecQL), which clients use for a
+ * few rows, not for loads.
  *
- * HNSW build rate: rows loaded until `await db.idle()` (the index is built while the rows go in), and
- * `compact docs` rebuilding it from the rows (BENCH_REBUILD=0 skips it), beside raw Faiss's own add of
- * the same vectors (bench/raw-faiss). The raw searches run on an index built through the binding.
+ * HNSW build rate: rows loaded until `await db.idle()` (the index is built while the rows go in), and `compact docs`
+ * rebuilding it from the rows (BENCH_REBUILD=0 skips it), beside raw Faiss's own add of the same vectors
+ * (bench/raw-faiss). The raw searches run on an index built through the binding.
  *
- * The bench is a table of scenarios over two loaded workloads (clustered vectors with text, uniform
- * vectors): each scenario — match, near, filtered near, fuse, inserts, the ef sweep — is one entry
- * holding fenecdb's call and its raw baseline's, and one runner measures each pair and records it.
- * The workloads: bench/search-data.ts (the data), search-load.ts (loaded into fenecdb and beside it),
- * search-raw.ts (the raw libraries, exact answers); the figures and report: search-results.ts.
+ * The bench is a table of scenarios over two loaded workloads (clustered vectors with text, uniform vectors): each
+ * scenario — match, near, filtered near, fuse, inserts, the ef sweep — is one entry holding fenecdb's call and its raw
+ * baseline's, and one runner measures each pair and records it. The workloads: bench/search-data.ts (the data),
+ * search-load.ts (loaded into fenecdb and beside it), search-raw.ts (the raw libraries, exact answers); the figures and
+ * report: search-results.ts.
  *
- * Other knobs: BENCH_SEED.
- * Writes bench/results/search.json. Targets (issue 3): recall@10 ≥ 0.95 on the clustered data at the
- * default ef; `match` and `near` p50 within 1.5× of the raw library calls.
+ * Other knobs: BENCH_SEED. Writes bench/results/search.json. Targets (issue 3): recall@10 ≥ 0.95 on the clustered data
+ * at the default ef; `match` and `near` p50 within 1.5× of the raw library calls.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -54,7 +50,16 @@ import { FUSE_DEPTH, FUSE_MIN, RRF_K } from '../node/query/execute/run-vector.js
 import { DEFAULT_EF_SEARCH } from '../node/vector/store.js';
 import { intEnv, numberEnv, progress } from './harness.js';
 import { DIMS, GROUP, grp, K, passesFilter, vectorArray } from './search-data.js';
-import { BULK_ROWS, closeClustered, closeLoaded, loadClustered, loadUniform, range, type Clustered, type Loaded } from './search-load.js';
+import {
+  BULK_ROWS,
+  closeClustered,
+  closeLoaded,
+  loadClustered,
+  loadUniform,
+  range,
+  type Clustered,
+  type Loaded,
+} from './search-load.js';
 import { recall } from './search-raw.js';
 import { emptyResults, fmtInt, fmtMs, report, type QueryMeasure, type SearchConfig } from './search-results.js';
 import { percentile, sum } from './stats.js';
@@ -214,7 +219,11 @@ const CLUSTERED_SCENARIOS: readonly Scenario<Clustered>[] = [
     statement: FUSE,
     baseline: `raw FTS5 + raw Faiss (${FUSE_CANDIDATES} each) + RRF`,
     ours: (w, q) => idsOf(w.db.execute(FUSE, [w.texts[q], w.queryArrays[q]])),
-    theirs: (w, q) => rrf([w.raw.match(w.ftsQueries[q]!, FUSE_CANDIDATES), rawSearch(w, q, FUSE_CANDIDATES).map((label) => label + 1)]).slice(0, K),
+    theirs: (w, q) =>
+      rrf([
+        w.raw.match(w.ftsQueries[q]!, FUSE_CANDIDATES),
+        rawSearch(w, q, FUSE_CANDIDATES).map((label) => label + 1),
+      ]).slice(0, K),
     alike: (same) =>
       `fuse: ${same} of ${CONFIG.queries} queries answered the same ${K} rows in the same order as the raw composition (its text ranking is FTS5's bm25(), fenecdb's BM25 with Lucene's IDF)`,
   },
@@ -222,7 +231,8 @@ const CLUSTERED_SCENARIOS: readonly Scenario<Clustered>[] = [
     kind: 'write',
     name: `${CONFIG.singleInserts} single-row inserts, against raw SQLite + Faiss add, one transaction each`,
     count: CONFIG.singleInserts,
-    ours: (w, n) => w.db.execute(INSERT_ONE, [w.bodies[w.rows + n], vectorArray(w.vectors, w.rows + n, DIMS), grp(w.rows + n)]),
+    ours: (w, n) =>
+      w.db.execute(INSERT_ONE, [w.bodies[w.rows + n], vectorArray(w.vectors, w.rows + n, DIMS), grp(w.rows + n)]),
     theirs: (w, n) => {
       w.raw.insert(w.rows + n, w.rows + n + 1);
       w.hnsw.add(w.vectors.subarray((w.rows + n) * DIMS, (w.rows + n + 1) * DIMS));
@@ -266,10 +276,24 @@ const CLUSTERED_SCENARIOS: readonly Scenario<Clustered>[] = [
       const batches = pair.ours.out as BatchTimes[];
       const rows = CONFIG.loadedBatches * BULK_ROWS;
       results.writes.push(
-        { what: `insert, ${fmtInt(BULK_ROWS)} rows per statement as one array param, into ${fmtInt(w.rows)} rows (commits)`, unit: 'rows/s', fenec: rows / (sum(batches.map((t) => t.commitMs)) / 1000), baseline: 'raw SQLite + FTS5, no vector index', raw: undefined },
-        { what: `insert, ${fmtInt(BULK_ROWS)} rows per statement as one array param, into ${fmtInt(w.rows)} rows, until db.idle()`, unit: 'rows/s', fenec: rows / (sum(batches.map((t) => t.indexedMs)) / 1000), baseline: "raw SQLite + FTS5, then the Faiss binding's addAsync", raw: rows / (sum(pair.theirs.ms) / 1000) },
+        {
+          what: `insert, ${fmtInt(BULK_ROWS)} rows per statement as one array param, into ${fmtInt(w.rows)} rows (commits)`,
+          unit: 'rows/s',
+          fenec: rows / (sum(batches.map((t) => t.commitMs)) / 1000),
+          baseline: 'raw SQLite + FTS5, no vector index',
+          raw: undefined,
+        },
+        {
+          what: `insert, ${fmtInt(BULK_ROWS)} rows per statement as one array param, into ${fmtInt(w.rows)} rows, until db.idle()`,
+          unit: 'rows/s',
+          fenec: rows / (sum(batches.map((t) => t.indexedMs)) / 1000),
+          baseline: "raw SQLite + FTS5, then the Faiss binding's addAsync",
+          raw: rows / (sum(pair.theirs.ms) / 1000),
+        },
       );
-      results.notes.push(`near while a ${fmtInt(BULK_ROWS)}-row add runs (the rows not yet in the index compared exactly): ${batches.map((t) => fmtMs(t.scanMs)).join(', ')} ms`);
+      results.notes.push(
+        `near while a ${fmtInt(BULK_ROWS)}-row add runs (the rows not yet in the index compared exactly): ${batches.map((t) => fmtMs(t.scanMs)).join(', ')} ms`,
+      );
     },
   },
 ];
@@ -314,7 +338,11 @@ async function main(): Promise<void> {
 }
 
 /** Runs each scenario over `w`, in the table's order (which is the order of the figures), then closes it. */
-async function runOver<W extends Loaded>(w: W, scenarios: readonly Scenario<W>[], close: (w: W) => void): Promise<void> {
+async function runOver<W extends Loaded>(
+  w: W,
+  scenarios: readonly Scenario<W>[],
+  close: (w: W) => void,
+): Promise<void> {
   try {
     for (const scenario of scenarios) await run(w, scenario);
   } finally {
@@ -326,7 +354,12 @@ async function run<W extends Loaded>(w: W, scenario: Scenario<W>): Promise<void>
   switch (scenario.kind) {
     case 'query': {
       progress(`${w.data}: ${scenario.statement} against ${scenario.baseline}`);
-      const pair = await measurePair((q) => scenario.ours(w, q), (q) => scenario.theirs(w, q), CONFIG.queries, CONFIG.warmUp);
+      const pair = await measurePair(
+        (q) => scenario.ours(w, q),
+        (q) => scenario.theirs(w, q),
+        CONFIG.queries,
+        CONFIG.warmUp,
+      );
       const ours = pair.ours.out as number[][];
       const theirs = pair.theirs.out as number[][];
       if (scenario.latency !== false) results.queries.push(queryMeasure(scenario, pair));
@@ -342,13 +375,22 @@ async function run<W extends Loaded>(w: W, scenario: Scenario<W>): Promise<void>
         });
       }
       if (scenario.filtered) checkFiltered(ours);
-      if (scenario.alike !== undefined) results.notes.push(scenario.alike(ours.filter((ids, i) => sameList(ids, theirs[i]!)).length));
+      if (scenario.alike !== undefined)
+        results.notes.push(scenario.alike(ours.filter((ids, i) => sameList(ids, theirs[i]!)).length));
       return;
     }
     case 'write': {
       if (scenario.count === 0) return;
       progress(scenario.name);
-      scenario.report(w, await measurePair((n) => scenario.ours(w, n), (n) => scenario.theirs(w, n), scenario.count, 0));
+      scenario.report(
+        w,
+        await measurePair(
+          (n) => scenario.ours(w, n),
+          (n) => scenario.theirs(w, n),
+          scenario.count,
+          0,
+        ),
+      );
       return;
     }
     case 'ef sweep':
@@ -360,7 +402,12 @@ async function run<W extends Loaded>(w: W, scenario: Scenario<W>): Promise<void>
  * Runs ours(q) and theirs(q) for q in [warmUp, warmUp + count), back to back, the order swapped every
  * q, after the first warmUp unmeasured. A call that returns a promise is timed until it settles.
  */
-async function measurePair(ours: (q: number) => unknown, theirs: (q: number) => unknown, count: number, warmUp: number): Promise<Pair> {
+async function measurePair(
+  ours: (q: number) => unknown,
+  theirs: (q: number) => unknown,
+  count: number,
+  warmUp: number,
+): Promise<Pair> {
   for (let q = 0; q < warmUp; q++) {
     await ours(q);
     await theirs(q);
@@ -413,7 +460,13 @@ function efSweep(w: Loaded): void {
       ms.push(performance.now() - t0);
       found.push(Array.from(labels));
     }
-    results.efSweep.push({ data: w.data, rows: w.rows, efSearch, recall: recall(found, w.exact, K), p50Ms: percentile(ms, 0.5) });
+    results.efSweep.push({
+      data: w.data,
+      rows: w.rows,
+      efSearch,
+      recall: recall(found, w.exact, K),
+      p50Ms: percentile(ms, 0.5),
+    });
   }
 }
 
@@ -421,7 +474,10 @@ function efSweep(w: Loaded): void {
 function checkFiltered(answers: readonly (readonly number[])[]): void {
   const short = answers.filter((labels) => labels.length !== K).length;
   const wrong = answers.filter((labels) => labels.some((label) => !passesFilter(label))).length;
-  if (short > 0 || wrong > 0) results.notes.push(`FILTERED NEAR WRONG: ${short} answers short of ${K} rows, ${wrong} with a row the filter refuses`);
+  if (short > 0 || wrong > 0)
+    results.notes.push(
+      `FILTERED NEAR WRONG: ${short} answers short of ${K} rows, ${wrong} with a row the filter refuses`,
+    );
 }
 
 /** The rows' ids, in order. */
@@ -435,14 +491,18 @@ function labelsOf(answer: unknown): number[] {
 }
 
 function rawSearch(w: Loaded, q: number, k: number, allow?: Uint8Array): number[] {
-  const found = w.hnsw.search(w.queries.subarray(q * DIMS, (q + 1) * DIMS), k, { efSearch: DEFAULT_EF_SEARCH, ...(allow === undefined ? {} : { allow }) });
+  const found = w.hnsw.search(w.queries.subarray(q * DIMS, (q + 1) * DIMS), k, {
+    efSearch: DEFAULT_EF_SEARCH,
+    ...(allow === undefined ? {} : { allow }),
+  });
   return Array.from(found.labels).filter((label) => label >= 0);
 }
 
 /** Reciprocal rank fusion, as node/query/execute/run-vector.ts fuses (ties by id). */
 function rrf(rankings: readonly (readonly number[])[]): number[] {
   const scores = new Map<number, number>();
-  for (const ranking of rankings) ranking.forEach((id, index) => scores.set(id, (scores.get(id) ?? 0) + 1 / (RRF_K + index + 1)));
+  for (const ranking of rankings)
+    ranking.forEach((id, index) => scores.set(id, (scores.get(id) ?? 0) + 1 / (RRF_K + index + 1)));
   return [...scores].sort((a, b) => b[1] - a[1] || a[0] - b[0]).map(([id]) => id);
 }
 

@@ -63,7 +63,14 @@ export function zipfSampler(size: number, s: number, random: () => number): () =
 }
 
 /** n texts of minWords … maxWords words, each word drawn by `rank` from the vocabulary. */
-export function documents(n: number, vocab: readonly string[], rank: () => number, random: () => number, minWords = 8, maxWords = 20): string[] {
+export function documents(
+  n: number,
+  vocab: readonly string[],
+  rank: () => number,
+  random: () => number,
+  minWords = 8,
+  maxWords = 20,
+): string[] {
   const texts: string[] = new Array<string>(n);
   for (let i = 0; i < n; i++) {
     const length = minWords + Math.floor(random() * (maxWords - minWords + 1));
@@ -93,7 +100,14 @@ export interface VectorData {
 }
 
 /** Rows and queries around the same `clusters` centres, Gaussian noise of `spread` per component, normalised. */
-export function clusteredData(rows: number, queries: number, dims: number, clusters: number, spread: number, random: () => number): VectorData {
+export function clusteredData(
+  rows: number,
+  queries: number,
+  dims: number,
+  clusters: number,
+  spread: number,
+  random: () => number,
+): VectorData {
   const centres = mixtureCentres(clusters, dims, random);
   return {
     vectors: clusteredVectors(rows, centres, dims, spread, random),
@@ -171,6 +185,13 @@ export function zipfWorkload(options: WorkloadOptions): Workload {
   const rank = zipfSampler(options.vocabulary, options.zipfExponent, random);
   const bodies = documents(options.rows, vocab, rank, random, options.minWords, options.maxWords);
   const words = twoWordQueries(options.queries, vocab, rank);
-  const { vectors, queries } = clusteredData(options.rows, options.queries, options.dims, options.clusters, options.spread, random);
+  const { vectors, queries } = clusteredData(
+    options.rows,
+    options.queries,
+    options.dims,
+    options.clusters,
+    options.spread,
+    random,
+  );
   return { vocabulary: vocab, bodies, words, vectors, queries, random };
 }

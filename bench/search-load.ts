@@ -13,7 +13,20 @@ import type { VectorStoreEvent } from '../node/vector/store.js';
 import { MAX_STATEMENT_LENGTH } from '../shared/fenecql/limits.js';
 import type { VectorIndex } from '../shared/vector-index.js';
 import { progress } from './harness.js';
-import { DIMS, grp, K, passesFilter, seededRandom, uniformData, VOCABULARY, ZIPF_EXPONENT, vectorArray, vectorBlob, vectorLiteral, zipfWorkload } from './search-data.js';
+import {
+  DIMS,
+  grp,
+  K,
+  passesFilter,
+  seededRandom,
+  uniformData,
+  VOCABULARY,
+  ZIPF_EXPONENT,
+  vectorArray,
+  vectorBlob,
+  vectorLiteral,
+  zipfWorkload,
+} from './search-data.js';
 import { bitmapOf, exactNearest, RawDocs, rawFaissBuild, rawHnsw, scanNearest } from './search-raw.js';
 import { fmtInt, fmtMs, type Results, type SearchConfig } from './search-results.js';
 
@@ -36,7 +49,10 @@ export interface Loaded {
   readonly queries: Float32Array;
   /** Each query vector as the plain array a client's JSON params arrive as. */
   readonly queryArrays: readonly number[][];
-  /** The queries measured (those after the warm-up), and their exact answers: all rows, and the rows that pass `where grp = 7`. */
+  /**
+   * The queries measured (those after the warm-up), and their exact answers: all rows, and the rows that pass `where
+   * grp = 7`.
+   */
   readonly measured: readonly number[];
   readonly exact: readonly number[][];
   readonly exactFiltered: readonly number[][];
@@ -97,19 +113,27 @@ export interface LoadTimes {
  * clients use for a few rows, not for loads. The heap is measured around the literal inserts: the
  * statement cache keeps no statement past 8 KB, so they should leave nothing behind.
  */
-export async function loadFenec(db: FenecDatabase, rows: number, literalRows: number, loader: Loader): Promise<LoadTimes> {
+export async function loadFenec(
+  db: FenecDatabase,
+  rows: number,
+  literalRows: number,
+  loader: Loader,
+): Promise<LoadTimes> {
   literalRows = Math.min(rows, literalRows);
   const perStatement = Math.floor(MAX_PARAMS / loader.fields.length);
-  progress(`fenecdb: ${rows} rows into ${loader.collection}: ${literalRows} as literal text up to the statement limit, the rest ${perStatement} per statement with params; then db.idle()`);
+  progress(
+    `fenecdb: ${rows} rows into ${loader.collection}: ${literalRows} as literal text up to the statement limit, the rest ${perStatement} per statement with params; then db.idle()`,
+  );
   const check = (answer: unknown, from: number, to: number): void => {
     const ids = (answer as { ids: number[] }).ids;
-    if (ids.length !== to - from || ids.some((id, j) => id !== from + j + 1)) throw new Error(`rows ${from + 1}…${to} got ids ${ids.slice(0, 3).join(', ')}…`);
+    if (ids.length !== to - from || ids.some((id, j) => id !== from + j + 1))
+      throw new Error(`rows ${from + 1}…${to} got ids ${ids.slice(0, 3).join(', ')}…`);
   };
   collectGarbage();
   const heapBefore = process.memoryUsage().heapUsed;
   let literalMs = 0;
   const literalBatches: [number, number][] = [];
-  for (let from = 0; from < literalRows; ) {
+  for (let from = 0; from < literalRows;) {
     const { text, to } = literalInsert(loader, from, literalRows);
     const t0 = performance.now();
     const answer = db.execute(text);
@@ -122,7 +146,9 @@ export async function loadFenec(db: FenecDatabase, rows: number, literalRows: nu
   const literalHeapGrowth = process.memoryUsage().heapUsed - heapBefore;
   const rowText = `{${loader.fields.map((field, f) => `${field}: $${f + 1}`).join(', ')}}`;
   const statementOf = (n: number): string =>
-    `insert into ${loader.collection} [${range(0, n).map((r) => rowText.replace(/\$(\d+)/g, (_, f: string) => `$${r * loader.fields.length + Number(f)}`)).join(', ')}]`;
+    `insert into ${loader.collection} [${range(0, n)
+      .map((r) => rowText.replace(/\$(\d+)/g, (_, f: string) => `$${r * loader.fields.length + Number(f)}`))
+      .join(', ')}]`;
   const full = statementOf(perStatement);
   let paramsMs = 0;
   for (let from = literalRows; from < rows; from += perStatement) {
@@ -137,7 +163,15 @@ export async function loadFenec(db: FenecDatabase, rows: number, literalRows: nu
   }
   const t0 = performance.now();
   await db.idle();
-  return { literalRows, literalBatches, literalMs, literalHeapGrowth, rowsPerParamStatement: perStatement, paramsMs, idleMs: performance.now() - t0 };
+  return {
+    literalRows,
+    literalBatches,
+    literalMs,
+    literalHeapGrowth,
+    rowsPerParamStatement: perStatement,
+    paramsMs,
+    idleMs: performance.now() - t0,
+  };
 }
 
 /** `insert into C [row from, row from+1, …]`: the rows from `from` that fit the statement limit (at least one). */
@@ -203,28 +237,44 @@ export async function loadClustered(dir: string, config: SearchConfig, results: 
   const otherRareWords = Array.from({ length: total }, () => [pick(), pick()] as const);
 
   const events: VectorStoreEvent[] = [];
-  const db = FenecDatabase.open({ file: path.join(dir, 'search.fenec'), readOnly: false, program: 'search-bench', sweepIntervalMs: 0, onVectorEvent: (event) => events.push(event) });
+  const db = FenecDatabase.open({
+    file: path.join(dir, 'search.fenec'),
+    readOnly: false,
+    program: 'search-bench',
+    sweepIntervalMs: 0,
+    onVectorEvent: (event) => events.push(event),
+  });
   db.execute(`create collection docs (body text @text, vec vector<${DIMS}> @hnsw(cosine), grp int @hash)`);
   const load = await loadFenec(db, config.rows, config.literalRows, {
     collection: 'docs',
-    literal: (i) => `{body: ${JSON.stringify(work.bodies[i])}, vec: ${vectorLiteral(work.vectors, i, DIMS)}, grp: ${grp(i)}}`,
+    literal: (i) =>
+      `{body: ${JSON.stringify(work.bodies[i])}, vec: ${vectorLiteral(work.vectors, i, DIMS)}, grp: ${grp(i)}}`,
     fields: ['body', 'vec', 'grp'],
     values: (i) => [work.bodies[i], vectorArray(work.vectors, i, DIMS), grp(i)],
   });
 
   // The same rows in plain SQLite (FTS5 over the text, the vector as a blob), in transactions of the same sizes.
-  const raw = new RawDocs(path.join(dir, 'raw.sqlite'), (i) => ({ body: work.bodies[i]!, vector: vectorBlob(work.vectors, i, DIMS), grp: grp(i) }));
+  const raw = new RawDocs(path.join(dir, 'raw.sqlite'), (i) => ({
+    body: work.bodies[i]!,
+    vector: vectorBlob(work.vectors, i, DIMS),
+    grp: grp(i),
+  }));
   progress('raw SQLite: the same rows in transactions of the same sizes');
   let rawLiteralMs = 0;
   let rawParamsMs = 0;
   for (const [from, to] of load.literalBatches) rawLiteralMs += time(() => raw.insert(from, to));
-  for (let from = load.literalRows; from < config.rows; from += load.rowsPerParamStatement) rawParamsMs += time(() => raw.insert(from, Math.min(config.rows, from + load.rowsPerParamStatement)));
+  for (let from = load.literalRows; from < config.rows; from += load.rowsPerParamStatement)
+    rawParamsMs += time(() => raw.insert(from, Math.min(config.rows, from + load.rowsPerParamStatement)));
 
-  progress('raw Faiss: HNSW of the same vectors (Faiss\'s own add, timed; then through the binding, for the raw searches)');
+  progress(
+    "raw Faiss: HNSW of the same vectors (Faiss's own add, timed; then through the binding, for the raw searches)",
+  );
   const vectors = await vectorBaselines(work.vectors, config.rows, work.queries, config);
   let bytes = 0;
   const serializeMs = time(() => (bytes = vectors.hnsw.serialize().length));
-  results.notes.push(`serializing the raw HNSW index (what a snapshot stores, before writing it to the file): ${fmtInt(bytes / 2 ** 20)} MiB in ${fmtMs(serializeMs)} ms`);
+  results.notes.push(
+    `serializing the raw HNSW index (what a snapshot stores, before writing it to the file): ${fmtInt(bytes / 2 ** 20)} MiB in ${fmtMs(serializeMs)} ms`,
+  );
   loadFigures(results, config, load, rawLiteralMs, rawParamsMs, vectors.rawBuildMs);
   if (config.rebuild) await rebuild(db, results, config, vectors.rawBuildMs);
 
@@ -248,7 +298,14 @@ export async function loadClustered(dir: string, config: SearchConfig, results: 
 }
 
 /** The figures of the clustered load: literal and parametrised inserts against raw SQLite, and the HNSW build. */
-function loadFigures(results: Results, config: SearchConfig, load: LoadTimes, rawLiteralMs: number, rawParamsMs: number, rawBuildMs: number): void {
+function loadFigures(
+  results: Results,
+  config: SearchConfig,
+  load: LoadTimes,
+  rawLiteralMs: number,
+  rawParamsMs: number,
+  rawBuildMs: number,
+): void {
   const paramRows = config.rows - load.literalRows;
   if (load.literalRows > 0) {
     const perStatement = fmtInt(load.literalRows / load.literalBatches.length);
@@ -274,7 +331,13 @@ function loadFigures(results: Results, config: SearchConfig, load: LoadTimes, ra
     });
   }
   const loadMs = load.literalMs + load.paramsMs + load.idleMs;
-  results.writes.push({ what: `HNSW build: load until db.idle() (rows committed and indexed)`, unit: 'vectors/s', fenec: config.rows / (loadMs / 1000), baseline: 'raw Faiss add', raw: config.rows / (rawBuildMs / 1000) });
+  results.writes.push({
+    what: `HNSW build: load until db.idle() (rows committed and indexed)`,
+    unit: 'vectors/s',
+    fenec: config.rows / (loadMs / 1000),
+    baseline: 'raw Faiss add',
+    raw: config.rows / (rawBuildMs / 1000),
+  });
   results.seconds.clusteredLoad = loadMs / 1000;
   results.seconds.clusteredIndexAfterLastCommit = load.idleMs / 1000;
   results.seconds.rawFaissBuild = rawBuildMs / 1000;
@@ -292,14 +355,24 @@ async function rebuild(db: FenecDatabase, results: Results, config: SearchConfig
   const rebuildMs = performance.now() - rebuildStart;
   results.seconds.compactStatement = (rebuildStart - compactStart) / 1000;
   results.seconds.compactRebuildUntilIdle = rebuildMs / 1000;
-  results.writes.push({ what: 'HNSW build: compact, from the rows until db.idle()', unit: 'vectors/s', fenec: config.rows / (rebuildMs / 1000), baseline: 'raw Faiss add', raw: config.rows / (rawBuildMs / 1000) });
+  results.writes.push({
+    what: 'HNSW build: compact, from the rows until db.idle()',
+    unit: 'vectors/s',
+    fenec: config.rows / (rebuildMs / 1000),
+    baseline: 'raw Faiss add',
+    raw: config.rows / (rawBuildMs / 1000),
+  });
 }
 
 /** Closes the clustered run, noting what its vector store reported. */
 export function closeClustered(w: Clustered, results: Results): void {
   const snapshots = w.events.filter((e) => e.kind === 'snapshot_written');
-  if (snapshots.length > 0) results.notes.push(`vector index snapshots written: ${snapshots.length}, the last ${snapshots.at(-1)!.message.replace(/^.*: /, '')}`);
-  for (const failure of w.events.filter((e) => e.kind !== 'snapshot_written')) results.notes.push(`VECTOR INDEX EVENT (figures not to be trusted): ${failure.kind}: ${failure.message}`);
+  if (snapshots.length > 0)
+    results.notes.push(
+      `vector index snapshots written: ${snapshots.length}, the last ${snapshots.at(-1)!.message.replace(/^.*: /, '')}`,
+    );
+  for (const failure of w.events.filter((e) => e.kind !== 'snapshot_written'))
+    results.notes.push(`VECTOR INDEX EVENT (figures not to be trusted): ${failure.kind}: ${failure.message}`);
   w.raw.close();
   closeLoaded(w);
 }
@@ -314,7 +387,12 @@ export async function loadUniform(dir: string, config: SearchConfig, results: Re
   progress(`generating ${config.uniformRows} rows (uniform vectors)`);
   const total = config.queries + config.warmUp;
   const data = uniformData(config.uniformRows, total, DIMS, seededRandom(config.seed + 1));
-  const db = FenecDatabase.open({ file: path.join(dir, 'uniform.fenec'), readOnly: false, program: 'search-bench', sweepIntervalMs: 0 });
+  const db = FenecDatabase.open({
+    file: path.join(dir, 'uniform.fenec'),
+    readOnly: false,
+    program: 'search-bench',
+    sweepIntervalMs: 0,
+  });
   db.execute(`create collection uni (vec vector<${DIMS}> @hnsw(cosine), grp int @hash)`);
   const load = await loadFenec(db, config.uniformRows, 0, {
     collection: 'uni',
@@ -322,7 +400,9 @@ export async function loadUniform(dir: string, config: SearchConfig, results: Re
     fields: ['vec', 'grp'],
     values: (i) => [vectorArray(data.vectors, i, DIMS), grp(i)],
   });
-  progress('raw Faiss: HNSW of the uniform vectors (Faiss\'s own add, timed; then through the binding, for the raw searches)');
+  progress(
+    "raw Faiss: HNSW of the uniform vectors (Faiss's own add, timed; then through the binding, for the raw searches)",
+  );
   const vectors = await vectorBaselines(data.vectors, config.uniformRows, data.queries, config);
   const loadMs = load.literalMs + load.paramsMs + load.idleMs;
   results.writes.push({
@@ -334,7 +414,13 @@ export async function loadUniform(dir: string, config: SearchConfig, results: Re
   });
   results.seconds.uniformLoad = loadMs / 1000;
   results.seconds.uniformRawFaissBuild = vectors.rawBuildMs / 1000;
-  return { data: 'uniform', rows: config.uniformRows, db, ...vectors, queryArrays: range(0, total).map((q) => vectorArray(data.queries, q, DIMS)) };
+  return {
+    data: 'uniform',
+    rows: config.uniformRows,
+    db,
+    ...vectors,
+    queryArrays: range(0, total).map((q) => vectorArray(data.queries, q, DIMS)),
+  };
 }
 
 /**
@@ -342,7 +428,12 @@ export async function loadUniform(dir: string, config: SearchConfig, results: Re
  * binding (for the raw searches), and the exact answers of the measured queries: a flat index's over all
  * those rows, a scan's over the rows that pass the filter.
  */
-async function vectorBaselines(vectors: Float32Array, rows: number, queries: Float32Array, config: SearchConfig): Promise<Omit<Loaded, 'data' | 'rows' | 'db' | 'queryArrays'> & { rawBuildMs: number }> {
+async function vectorBaselines(
+  vectors: Float32Array,
+  rows: number,
+  queries: Float32Array,
+  config: SearchConfig,
+): Promise<Omit<Loaded, 'data' | 'rows' | 'db' | 'queryArrays'> & { rawBuildMs: number }> {
   const rawBuildMs = 1000 * rawFaissBuild(DIMS, vectors.subarray(0, rows * DIMS));
   const hnsw = await rawHnsw(DIMS, vectors.subarray(0, rows * DIMS));
   progress('exact answers (flat index; a scan for the filtered ones)');

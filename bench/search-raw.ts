@@ -34,9 +34,14 @@ export const RAW_TEXT_TABLE = `CREATE VIRTUAL TABLE t USING fts5(body, tokenize 
  */
 const rawMatch = (k: number): string => `SELECT rowid, bm25(t) FROM t WHERE t MATCH ? ORDER BY rank LIMIT ${k}`;
 /** The same with what fenecdb answers besides the ids: each row's text and its snippet (the database's 20 tokens). */
-const rawMatchSnippet = (k: number): string => `SELECT rowid, body, snippet(t, 0, '**', '**', '…', ${SNIPPET_TOKENS}), bm25(t) FROM t WHERE t MATCH ? ORDER BY rank LIMIT ${k}`;
-/** The top k by SQLite's sorter, not FTS5's: what fenecdb's `match` ranks with (node/search/text-index.ts, textTopSelect). */
-const rawMatchSorted = (k: number): string => `SELECT rowid, bm25(t) AS s FROM t WHERE t MATCH ? ORDER BY s, rowid LIMIT ${k}`;
+const rawMatchSnippet = (k: number): string =>
+  `SELECT rowid, body, snippet(t, 0, '**', '**', '…', ${SNIPPET_TOKENS}), bm25(t) FROM t WHERE t MATCH ? ORDER BY rank LIMIT ${k}`;
+/**
+ * The top k by SQLite's sorter, not FTS5's: what fenecdb's `match` ranks with (node/search/text-index.ts,
+ * textTopSelect).
+ */
+const rawMatchSorted = (k: number): string =>
+  `SELECT rowid, bm25(t) AS s FROM t WHERE t MATCH ? ORDER BY s, rowid LIMIT ${k}`;
 
 /**
  * An HNSW index of `vectors` through the Faiss binding with the database's M, efConstruction and
@@ -44,7 +49,14 @@ const rawMatchSorted = (k: number): string => `SELECT rowid, bm25(t) AS s FROM t
  * itself (native/faiss/src/hnsw-add.cc); rawFaissBuild times Faiss's own.
  */
 export async function rawHnsw(dims: number, vectors: Float32Array): Promise<VectorIndex> {
-  const index = faiss.create({ kind: 'hnsw', dims, metric: 'ip', m: DEFAULT_M, efConstruction: EF_CONSTRUCTION, efSearch: DEFAULT_EF_SEARCH });
+  const index = faiss.create({
+    kind: 'hnsw',
+    dims,
+    metric: 'ip',
+    m: DEFAULT_M,
+    efConstruction: EF_CONSTRUCTION,
+    efSearch: DEFAULT_EF_SEARCH,
+  });
   await index.addAsync(vectors);
   return index;
 }
@@ -58,14 +70,18 @@ const RAW_FAISS = path.join(ROOT, 'bench/raw-faiss/build/raw-faiss');
  * (bench/raw-faiss/raw-faiss.cc): the raw build a load is measured against.
  */
 export function rawFaissBuild(dims: number, vectors: Float32Array): number {
-  if (!fs.existsSync(RAW_FAISS)) throw new Error(`${RAW_FAISS} is not built: run the bench through make (make ingest-bench, make search-bench)`);
+  if (!fs.existsSync(RAW_FAISS))
+    throw new Error(`${RAW_FAISS} is not built: run the bench through make (make ingest-bench, make search-bench)`);
   const dir = fs.mkdtempSync(path.join(tmpdir(), 'fenec-raw-faiss-'));
   try {
     const file = path.join(dir, 'vectors.f32');
     fs.writeFileSync(file, new Uint8Array(vectors.buffer, vectors.byteOffset, vectors.byteLength));
-    const out = execFileSync(RAW_FAISS, [file, String(dims), String(DEFAULT_M), String(EF_CONSTRUCTION), 'ip'], { encoding: 'utf8' });
+    const out = execFileSync(RAW_FAISS, [file, String(dims), String(DEFAULT_M), String(EF_CONSTRUCTION), 'ip'], {
+      encoding: 'utf8',
+    });
     const { seconds, ntotal } = JSON.parse(out) as { seconds: number; ntotal: number };
-    if (ntotal * dims !== vectors.length) throw new Error(`raw-faiss built ${ntotal} vectors of ${vectors.length / dims}`);
+    if (ntotal * dims !== vectors.length)
+      throw new Error(`raw-faiss built ${ntotal} vectors of ${vectors.length / dims}`);
     return seconds;
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -87,7 +103,9 @@ export class RawDocs {
   constructor(file: string, row: (i: number) => RawRow) {
     this.db = openRawSqlite(file);
     this.statements = new StatementCache(this.db);
-    this.db.exec(`CREATE TABLE r (id INTEGER PRIMARY KEY, vec BLOB NOT NULL, grp INTEGER NOT NULL); CREATE INDEX r_grp ON r (grp); ${RAW_TEXT_TABLE}`);
+    this.db.exec(
+      `CREATE TABLE r (id INTEGER PRIMARY KEY, vec BLOB NOT NULL, grp INTEGER NOT NULL); CREATE INDEX r_grp ON r (grp); ${RAW_TEXT_TABLE}`,
+    );
     const insertVector = this.db.prepare('INSERT INTO r (id, vec, grp) VALUES (?, ?, ?)');
     const insertText = this.db.prepare('INSERT INTO t (rowid, body) VALUES (?, ?)');
     this.insertRows = this.db.transaction((from: number, to: number) => {
@@ -134,8 +152,17 @@ export class RawDocs {
   }
 }
 
-/** The exact k nearest of each measured query among `vectors`, from a flat (brute-force) index, all queries in one call (BLAS). */
-export function exactNearest(vectors: Float32Array, queries: Float32Array, dims: number, measured: readonly number[], k: number): number[][] {
+/**
+ * The exact k nearest of each measured query among `vectors`, from a flat (brute-force) index, all queries in one call
+ * (BLAS).
+ */
+export function exactNearest(
+  vectors: Float32Array,
+  queries: Float32Array,
+  dims: number,
+  measured: readonly number[],
+  k: number,
+): number[][] {
   const flat = faiss.create({ kind: 'flat', dims, metric: 'ip' });
   try {
     flat.add(vectors);
@@ -148,7 +175,15 @@ export function exactNearest(vectors: Float32Array, queries: Float32Array, dims:
 }
 
 /** The exact k nearest (by inner product) of query q among the rows that pass, by a scan. */
-export function scanNearest(vectors: Float32Array, rows: number, queries: Float32Array, dims: number, q: number, k: number, passes: (label: number) => boolean): number[] {
+export function scanNearest(
+  vectors: Float32Array,
+  rows: number,
+  queries: Float32Array,
+  dims: number,
+  q: number,
+  k: number,
+  passes: (label: number) => boolean,
+): number[] {
   const scored: [number, number][] = [];
   for (let i = 0; i < rows; i++) {
     if (!passes(i)) continue;
@@ -156,11 +191,18 @@ export function scanNearest(vectors: Float32Array, rows: number, queries: Float3
     for (let j = 0; j < dims; j++) dot += vectors[i * dims + j]! * queries[q * dims + j]!;
     scored.push([i, dot]);
   }
-  return scored.sort((a, b) => b[1] - a[1]).slice(0, k).map(([i]) => i);
+  return scored
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, k)
+    .map(([i]) => i);
 }
 
 /** Mean share of the exact top k found. */
-export function recall(found: readonly (readonly number[])[], exact: readonly (readonly number[])[], k: number): number {
+export function recall(
+  found: readonly (readonly number[])[],
+  exact: readonly (readonly number[])[],
+  k: number,
+): number {
   let hits = 0;
   found.forEach((labels, i) => {
     const truth = new Set(exact[i]);

@@ -91,11 +91,25 @@ export function fmtInt(n: number): string {
 }
 
 /** Prints the tables, targets and notes, and writes bench/results/search.json. */
-export function report(results: Results, config: SearchConfig, goals: Targets, loadBefore: number[], loadAfter: number[]): void {
+export function report(
+  results: Results,
+  config: SearchConfig,
+  goals: Targets,
+  loadBefore: number[],
+  loadAfter: number[],
+): void {
   const load = (l: number[]): string => l.map((x) => x.toFixed(2)).join(' ');
   const queries = table(
     ['query', 'p50 ms', 'p99 ms', 'baseline', 'p50 ms', 'p99 ms', 'p50 ratio'],
-    results.queries.map((m) => [m.query, fmtMs(m.p50Ms), fmtMs(m.p99Ms), m.baseline, fmtMs(m.baselineP50Ms), fmtMs(m.baselineP99Ms), m.ratioP50.toFixed(2)]),
+    results.queries.map((m) => [
+      m.query,
+      fmtMs(m.p50Ms),
+      fmtMs(m.p99Ms),
+      m.baseline,
+      fmtMs(m.baselineP50Ms),
+      fmtMs(m.baselineP99Ms),
+      m.ratioP50.toFixed(2),
+    ]),
   );
   const recalls = table(
     ['recall@10 vs exact', 'rows', 'fenecdb near', 'raw Faiss HNSW'],
@@ -104,9 +118,15 @@ export function report(results: Results, config: SearchConfig, goals: Targets, l
   const sweeps = [...new Set(results.efSweep.map((m) => m.data))].flatMap((data) => {
     const of = results.efSweep.filter((m) => m.data === data);
     const name = `${data} ${fmtInt(of[0]!.rows)}`;
-    return [[`${name}, recall@10`, ...of.map((m) => m.recall.toFixed(3))], [`${name}, p50 ms`, ...of.map((m) => fmtMs(m.p50Ms))]];
+    return [
+      [`${name}, recall@10`, ...of.map((m) => m.recall.toFixed(3))],
+      [`${name}, p50 ms`, ...of.map((m) => fmtMs(m.p50Ms))],
+    ];
   });
-  const sweep = table(['raw Faiss HNSW by efSearch', ...[...new Set(results.efSweep.map((m) => m.efSearch))].map((ef) => `ef ${ef}`)], sweeps);
+  const sweep = table(
+    ['raw Faiss HNSW by efSearch', ...[...new Set(results.efSweep.map((m) => m.efSearch))].map((ef) => `ef ${ef}`)],
+    sweeps,
+  );
   const writes = table(
     ['write', 'fenecdb', 'baseline', 'raw', 'ratio'],
     results.writes.map((m) => [
@@ -118,8 +138,16 @@ export function report(results: Results, config: SearchConfig, goals: Targets, l
     ]),
   );
   const targets: string[] = [];
-  for (const m of results.recall) if (m.target !== undefined) targets.push(`target: recall@10 ≥ ${m.target} (${m.data}, ${m.query}, ef ${DEFAULT_EF_SEARCH}) — ${m.fenec.toFixed(3)} ${verdict(m.fenec >= m.target)}`);
-  for (const m of results.queries) if (m.target !== undefined) targets.push(`target: ${m.query} p50 ≤ ${m.target}× ${m.baseline} — ${m.ratioP50.toFixed(2)}× ${verdict(m.ratioP50 <= m.target)}`);
+  for (const m of results.recall)
+    if (m.target !== undefined)
+      targets.push(
+        `target: recall@10 ≥ ${m.target} (${m.data}, ${m.query}, ef ${DEFAULT_EF_SEARCH}) — ${m.fenec.toFixed(3)} ${verdict(m.fenec >= m.target)}`,
+      );
+  for (const m of results.queries)
+    if (m.target !== undefined)
+      targets.push(
+        `target: ${m.query} p50 ≤ ${m.target}× ${m.baseline} — ${m.ratioP50.toFixed(2)}× ${verdict(m.ratioP50 <= m.target)}`,
+      );
   const elapsed = elapsedSeconds();
   process.stdout.write(
     `\nsearch-bench: ${fmtInt(config.rows)} rows (${VOCABULARY}-word Zipf vocabulary; ${DIMS}-dim normalised Gaussian mixture of ${config.clusters} centres, spread ${config.spread})` +

@@ -25,9 +25,29 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-tenants-bench-'));
   const programs = new Programs();
   try {
-    const server = await programs.start('dist/node/cli/fenec-server.js', ['--data-dir', dir, '--port', '0', '--http-token', TOKEN, '--max-open-tenants', String(MAX_OPEN)]);
+    const server = await programs.start('dist/node/cli/fenec-server.js', [
+      '--data-dir',
+      dir,
+      '--port',
+      '0',
+      '--http-token',
+      TOKEN,
+      '--max-open-tenants',
+      String(MAX_OPEN),
+    ]);
     const node = server.url;
-    const router = (await programs.start('dist/router/cli.js', ['--port', '0', '--http-token', TOKEN, '--nodes', `n=${node}`, '--workers', '1'])).url;
+    const router = (
+      await programs.start('dist/router/cli.js', [
+        '--port',
+        '0',
+        '--http-token',
+        TOKEN,
+        '--nodes',
+        `n=${node}`,
+        '--workers',
+        '1',
+      ])
+    ).url;
     const nodePid = server.child.pid!;
     const baseline = processFigures(nodePid);
     const names = Array.from({ length: TENANTS }, (_, i) => `t${String(i).padStart(5, '0')}`);
@@ -40,13 +60,19 @@ async function main(): Promise<void> {
     progress(`${TENANTS} tenants created in ${(created / 1000).toFixed(1)} s`);
 
     // The first request of each: its file is made and opened (the LRU closes the least recent past MAX_OPEN).
-    const cold = await inTurns(names, (name) => call(router, TOKEN, 'POST', `/t/${name}/query`, { statement: 'create collection notes (text text @text)' }));
+    const cold = await inTurns(names, (name) =>
+      call(router, TOKEN, 'POST', `/t/${name}/query`, { statement: 'create collection notes (text text @text)' }),
+    );
     const opened = processFigures(nodePid);
     // Asked again, the ones opened last: found open.
     const recent = names.slice(-Math.min(MAX_OPEN, TENANTS) + CLIENTS);
-    const warm = await inTurns(recent, (name) => call(router, TOKEN, 'POST', `/t/${name}/query`, { statement: 'get notes count' }));
+    const warm = await inTurns(recent, (name) =>
+      call(router, TOKEN, 'POST', `/t/${name}/query`, { statement: 'get notes count' }),
+    );
     // Asked again from the start: closed long ago, opened again.
-    const reopened = await inTurns(names.slice(0, Math.min(2000, TENANTS)), (name) => call(router, TOKEN, 'POST', `/t/${name}/query`, { statement: 'get notes count' }));
+    const reopened = await inTurns(names.slice(0, Math.min(2000, TENANTS)), (name) =>
+      call(router, TOKEN, 'POST', `/t/${name}/query`, { statement: 'get notes count' }),
+    );
     const after = processFigures(nodePid);
     const bytes = folderBytes(dir);
 
@@ -64,11 +90,11 @@ async function main(): Promise<void> {
     };
     process.stdout.write(
       `tenants-bench: ${TENANTS} tenants, --max-open-tenants ${MAX_OPEN}, ${CLIENTS} clients\n` +
-      `  first request (file made and opened): p50 ${cold.p50} ms, p99 ${cold.p99} ms\n` +
-      `  tenant found open:                    p50 ${warm.p50} ms, p99 ${warm.p99} ms\n` +
-      `  closed tenant opened again:           p50 ${reopened.p50} ms, p99 ${reopened.p99} ms\n` +
-      `  node: open files ${baseline.openFiles} → ${opened.openFiles} → ${after.openFiles}, RSS ${baseline.rssMiB} → ${opened.rssMiB} → ${after.rssMiB} MiB\n` +
-      `  disk: ${result.bytesPerTenant} bytes a tenant\n`,
+        `  first request (file made and opened): p50 ${cold.p50} ms, p99 ${cold.p99} ms\n` +
+        `  tenant found open:                    p50 ${warm.p50} ms, p99 ${warm.p99} ms\n` +
+        `  closed tenant opened again:           p50 ${reopened.p50} ms, p99 ${reopened.p99} ms\n` +
+        `  node: open files ${baseline.openFiles} → ${opened.openFiles} → ${after.openFiles}, RSS ${baseline.rssMiB} → ${opened.rssMiB} → ${after.rssMiB} MiB\n` +
+        `  disk: ${result.bytesPerTenant} bytes a tenant\n`,
     );
     writeResults('tenants', result);
   } finally {
@@ -81,14 +107,16 @@ async function main(): Promise<void> {
 async function inTurns(items: readonly string[], task: (item: string) => Promise<unknown>): Promise<Summary> {
   const times: number[] = [];
   let next = 0;
-  await Promise.all(Array.from({ length: CLIENTS }, async () => {
-    while (next < items.length) {
-      const item = items[next++]!;
-      const started = performance.now();
-      await task(item);
-      times.push(performance.now() - started);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (next < items.length) {
+        const item = items[next++]!;
+        const started = performance.now();
+        await task(item);
+        times.push(performance.now() - started);
+      }
+    }),
+  );
   const { p50, p99 } = summary(times);
   return { p50: round2(p50), p99: round2(p99) };
 }

@@ -7,16 +7,28 @@ const TOKEN = 'fenec.token';
 const TENANT = 'fenec.tenant';
 
 export const session = {
-  get token() { return sessionStorage.getItem(TOKEN); },
-  get tenant() { return sessionStorage.getItem(TENANT) ?? ''; },
-  get signedIn() { return sessionStorage.getItem(TOKEN) !== null; },
+  get token() {
+    return sessionStorage.getItem(TOKEN);
+  },
+  get tenant() {
+    return sessionStorage.getItem(TENANT) ?? '';
+  },
+  get signedIn() {
+    return sessionStorage.getItem(TOKEN) !== null;
+  },
   /** A JSON Web Token (three dot-separated parts) is scoped by its policy: no metrics, no tenant list. */
-  get scoped() { return (sessionStorage.getItem(TOKEN) ?? '').split('.').length === 3; },
+  get scoped() {
+    return (sessionStorage.getItem(TOKEN) ?? '').split('.').length === 3;
+  },
   signIn(token, tenant) {
     sessionStorage.setItem(TOKEN, token);
-    if (tenant) sessionStorage.setItem(TENANT, tenant); else sessionStorage.removeItem(TENANT);
+    if (tenant) sessionStorage.setItem(TENANT, tenant);
+    else sessionStorage.removeItem(TENANT);
   },
-  signOut() { sessionStorage.removeItem(TOKEN); sessionStorage.removeItem(TENANT); },
+  signOut() {
+    sessionStorage.removeItem(TOKEN);
+    sessionStorage.removeItem(TENANT);
+  },
 };
 
 /** A refusal as the server gave it: code, message, hint, and line and column when it points into the text. */
@@ -44,7 +56,11 @@ function queryPath() {
 async function answerOf(res) {
   const text = await res.text();
   let body;
-  try { body = JSON.parse(text); } catch { throw new ApiError(res.status, { code: 'not_json', message: text.slice(0, 300) || `HTTP ${res.status}` }); }
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new ApiError(res.status, { code: 'not_json', message: text.slice(0, 300) || `HTTP ${res.status}` });
+  }
   if (!res.ok) throw new ApiError(res.status, body.error);
   return body;
 }
@@ -52,7 +68,11 @@ async function answerOf(res) {
 /** Runs one FenecQL statement with its parameters; resolves with the answer, rejects with an ApiError. */
 export async function query(statement, params) {
   const body = params === undefined ? { statement } : { statement, params };
-  const res = await fetch(queryPath(), { method: 'POST', headers: headers({ 'content-type': 'application/json' }), body: JSON.stringify(body) });
+  const res = await fetch(queryPath(), {
+    method: 'POST',
+    headers: headers({ 'content-type': 'application/json' }),
+    body: JSON.stringify(body),
+  });
   return answerOf(res);
 }
 

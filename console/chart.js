@@ -36,7 +36,11 @@ export function drawChart(canvas, series, { spanMs, unit }) {
     g.fillText(format(max * (i / 4)), 2, y + 4);
   }
   g.fillText(unit, left + 4, 12);
-  g.fillText(spanMs >= 120_000 ? `${Math.round(spanMs / 60_000)} min ago` : `${Math.round(spanMs / 1000)} s ago`, left, height - 4);
+  g.fillText(
+    spanMs >= 120_000 ? `${Math.round(spanMs / 60_000)} min ago` : `${Math.round(spanMs / 1000)} s ago`,
+    left,
+    height - 4,
+  );
   g.fillText('now', width - 24, height - 4);
   series.forEach((s, index) => {
     g.strokeStyle = colorOf(index);
@@ -45,7 +49,8 @@ export function drawChart(canvas, series, { spanMs, unit }) {
     s.points.forEach(([t, v], i) => {
       const x = left + (width - left) * (1 - (now - t) / spanMs);
       const y = bottom - (bottom - 6) * (max === 0 ? 0 : v / max);
-      if (i === 0) g.moveTo(x, y); else g.lineTo(x, y);
+      if (i === 0) g.moveTo(x, y);
+      else g.lineTo(x, y);
     });
     g.stroke();
   });

@@ -28,8 +28,7 @@ export interface McpConfig {
 
 /** What a server serves: one `.fenec` file (`--file`), or a tenant node's directory of them (`--data-dir`). */
 export type ServerWhere =
-  | { readonly kind: 'file'; readonly file: string }
-  | { readonly kind: 'dataDir'; readonly dataDir: string };
+  { readonly kind: 'file'; readonly file: string } | { readonly kind: 'dataDir'; readonly dataDir: string };
 
 export interface ServerConfig {
   /** What is served. Required: a file, or a tenant node's data directory. */
@@ -83,7 +82,9 @@ export interface ServerConfig {
    * Default: none, the no-op API.
    */
   readonly otel: TracingConfig | undefined;
-  /** Worker threads that run statements (`--workers`); each tenant's file belongs to one. Default: the machine's cores. */
+  /**
+   * Worker threads that run statements (`--workers`); each tenant's file belongs to one. Default: the machine's cores.
+   */
   readonly workers: number;
   /** How long one statement may run, in ms, before it is stopped (`--statement-timeout`). Default 5 s. */
   readonly statementTimeoutMs: number;
@@ -92,7 +93,9 @@ export interface ServerConfig {
 }
 
 /** What a caller gives: `file` or `dataDir`, and any option it does not leave to its default. */
-export type ServerConfigInput = ({ readonly file: string } | { readonly dataDir: string }) & Partial<Omit<ServerConfig, 'where' | 'jwt'>> & JwtInput;
+export type ServerConfigInput = ({ readonly file: string } | { readonly dataDir: string }) &
+  Partial<Omit<ServerConfig, 'where' | 'jwt'>> &
+  JwtInput;
 
 export const SERVER_DEFAULTS = Object.freeze({
   workers: os.availableParallelism(),
@@ -113,7 +116,9 @@ export const SERVER_DEFAULTS = Object.freeze({
  */
 export function serverConfig(input: ServerConfigInput): ServerConfig {
   const config: ServerConfig = {
-    where: Object.freeze('file' in input ? { kind: 'file', file: input.file } : { kind: 'dataDir', dataDir: input.dataDir }),
+    where: Object.freeze(
+      'file' in input ? { kind: 'file', file: input.file } : { kind: 'dataDir', dataDir: input.dataDir },
+    ),
     host: input.host ?? SERVER_DEFAULTS.host,
     port: input.port ?? SERVER_DEFAULTS.port,
     httpToken: input.httpToken,
@@ -136,7 +141,10 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     throw invalidOption('--workers', `takes a whole number from 1 to 256, not ${config.workers}`);
   }
   if (!Number.isSafeInteger(config.statementTimeoutMs) || config.statementTimeoutMs < 1) {
-    throw invalidOption('--statement-timeout', `takes a duration such as 500ms, 5s or 1m, not ${config.statementTimeoutMs}`);
+    throw invalidOption(
+      '--statement-timeout',
+      `takes a duration such as 500ms, 5s or 1m, not ${config.statementTimeoutMs}`,
+    );
   }
   if (!Number.isSafeInteger(config.maxAnswerBytes) || config.maxAnswerBytes < 1) {
     throw invalidOption('--max-answer', `takes a positive number of bytes, not ${config.maxAnswerBytes}`);
@@ -147,7 +155,10 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     // A read-only tenant node would have to refuse creating, restoring and moving tenants too: the
     // operator's way to a node that changes no data is --http-read-only, which refuses every write.
     if (config.readOnly) {
-      throw invalidOption('--read-only', 'opens one file (--file) read-only; a tenant node (--data-dir) takes --http-read-only to refuse every write on every tenant');
+      throw invalidOption(
+        '--read-only',
+        'opens one file (--file) read-only; a tenant node (--data-dir) takes --http-read-only to refuse every write on every tenant',
+      );
     }
   }
   if (config.host === '') throw invalidOption('--host', 'must name an address, e.g. 127.0.0.1 or 0.0.0.0');
@@ -160,16 +171,24 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
   }
   if (config.httpCors !== undefined) checkOrigin(config.httpCors);
   if (!Number.isSafeInteger(config.sweepIntervalMs) || config.sweepIntervalMs < 0) {
-    throw invalidOption('--sweep-interval', `takes a duration such as 500ms, 10s or 1m (0: never), not ${config.sweepIntervalMs}`);
+    throw invalidOption(
+      '--sweep-interval',
+      `takes a duration such as 500ms, 10s or 1m (0: never), not ${config.sweepIntervalMs}`,
+    );
   }
   if (config.policy !== undefined && config.jwt === undefined) {
     throw invalidOption('--policy', 'holds JSON Web Tokens to a policy: give --jwt-secret or --jwt-public-key too');
   }
-  if (config.cursorSecret.length < 32) throw invalidOption('cursorSecret', `takes at least 32 bytes, not ${config.cursorSecret.length}`);
-  if (config.audit?.kind === 'file' && config.audit.path === '') throw invalidOption('--audit', 'must name a file, or nothing for stderr');
+  if (config.cursorSecret.length < 32)
+    throw invalidOption('cursorSecret', `takes at least 32 bytes, not ${config.cursorSecret.length}`);
+  if (config.audit?.kind === 'file' && config.audit.path === '')
+    throw invalidOption('--audit', 'must name a file, or nothing for stderr');
   const memory = config.mcp?.memory;
   if (memory !== undefined && (!isName(memory) || memory.startsWith('_'))) {
-    throw invalidOption('--mcp-memory', `takes a collection name (a letter, then letters, digits or _, at most 64), not "${memory}"`);
+    throw invalidOption(
+      '--mcp-memory',
+      `takes a collection name (a letter, then letters, digits or _, at most 64), not "${memory}"`,
+    );
   }
   return Object.freeze(config);
 }

@@ -3,7 +3,15 @@
  * (/query, MCP, `fenec query --file`, `fenec mcp --file`). One path from statement to rows.
  */
 import type { Statement } from '../shared/fenecql/ast.js';
-import { isRowStatement, kindOf, STATEMENT_KINDS, unreachable, type RowStatement, type SchemaStatement, type Size } from '../shared/fenecql/kinds.js';
+import {
+  isRowStatement,
+  kindOf,
+  STATEMENT_KINDS,
+  unreachable,
+  type RowStatement,
+  type SchemaStatement,
+  type Size,
+} from '../shared/fenecql/kinds.js';
 import { checkJsonValue } from '../shared/fenecql/limits.js';
 import { parseStatement } from '../shared/fenecql/parser.js';
 import { printStatement } from '../shared/fenecql/print.js';
@@ -120,7 +128,10 @@ export class FenecDatabase {
 
   private constructor(options: DatabaseOptions, db: Connection, lock: FileLock | undefined) {
     this.file = options.file;
-    this.#quota = options.maxBytes !== undefined && options.maxBytes > 0 && !options.readOnly ? new ByteQuota(db, options.maxBytes) : undefined;
+    this.#quota =
+      options.maxBytes !== undefined && options.maxBytes > 0 && !options.readOnly
+        ? new ByteQuota(db, options.maxBytes)
+        : undefined;
     this.readOnly = options.readOnly;
     this.#db = db;
     this.#lock = lock;
@@ -131,7 +142,10 @@ export class FenecDatabase {
     this.#statements = new StatementCache(db);
     this.#deadline = new Deadline(db);
     this.#cacheVersion = this.#catalog.version;
-    this.#vectors = VectorStore.open(db, this.#catalog.vectorFields(), { readOnly: options.readOnly, onEvent: options.onVectorEvent });
+    this.#vectors = VectorStore.open(db, this.#catalog.vectorFields(), {
+      readOnly: options.readOnly,
+      onEvent: options.onVectorEvent,
+    });
     const interval = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
     if (!options.readOnly && interval > 0) {
       // unref: a sweep that is due never keeps the process alive on its own.
@@ -148,7 +162,9 @@ export class FenecDatabase {
   /** Deletes the rows past their `@ttl`, with their index entries, in one transaction; answers how many. */
   sweepExpired(): number {
     if (this.readOnly || !this.#db.open) return 0;
-    const deleted = this.#room('freeing', () => this.#db.transaction(() => deleteExpired(this.#db, this.#catalog.list(), Date.now()))());
+    const deleted = this.#room('freeing', () =>
+      this.#db.transaction(() => deleteExpired(this.#db, this.#catalog.list(), Date.now()))(),
+    );
     if (deleted > 0) this.#vectors.catchUp();
     return deleted;
   }
@@ -217,14 +233,23 @@ export class FenecDatabase {
     const { statement } = prepared;
     const kind = kindOf(statement);
     if (kind.writes && (options.readOnly === true || this.readOnly)) {
-      throw new FenecError('read_only', this.readOnly ? `${this.file} is open read-only; the statement writes` : 'this server is read-only; the statement writes', {
-        hint: this.readOnly ? 'open the file without --read-only to write' : 'send writes to a server without --http-read-only',
-      });
+      throw new FenecError(
+        'read_only',
+        this.readOnly
+          ? `${this.file} is open read-only; the statement writes`
+          : 'this server is read-only; the statement writes',
+        {
+          hint: this.readOnly
+            ? 'open the file without --read-only to write'
+            : 'send writes to a server without --http-read-only',
+        },
+      );
     }
     params.forEach((value, i) => checkJsonValue(value, `$${i + 1}`));
     const ctx: BindContext = { params, now: Date.now(), jwt: options.jwt };
     try {
-      if (!isRowStatement(statement)) return this.#room(ROOM[kind.size], () => this.#runSchemaStatement(statement, ctx, options.policy));
+      if (!isRowStatement(statement))
+        return this.#room(ROOM[kind.size], () => this.#runSchemaStatement(statement, ctx, options.policy));
       const rowPlan = this.#planFor(prepared, statement, options.policy);
       const answer = this.#runRows(rowPlan, kind.size, ctx, options.maxAnswerBytes);
       if (kind.writes) {
@@ -257,7 +282,8 @@ export class FenecDatabase {
     try {
       return go();
     } catch (err) {
-      if (!isStorageFull(err) || rowPlan.growth === undefined || measure(rowPlan.growth, ctx, this.#statements) > 0) throw err;
+      if (!isStorageFull(err) || rowPlan.growth === undefined || measure(rowPlan.growth, ctx, this.#statements) > 0)
+        throw err;
       return this.#quota.within('freeing', go);
     }
   }
@@ -285,7 +311,10 @@ export class FenecDatabase {
     return scoped.plan;
   }
 
-  /** The policy rule a token's statement runs under: a collection the policy does not name is as unknown as one that does not exist. */
+  /**
+   * The policy rule a token's statement runs under: a collection the policy does not name is as unknown as one that
+   * does not exist.
+   */
   #ruleFor(statement: RowStatement, policy: Policy): PolicyRule {
     const rule = policy.rules.get(statement.collection);
     if (rule === undefined || this.#catalog.get(statement.collection) === undefined) {
@@ -293,22 +322,31 @@ export class FenecDatabase {
     }
     const { writes } = STATEMENT_KINDS[statement.kind];
     if (writes ? !rule.write : !rule.read) {
-      throw new FenecError('forbidden', `this token may not ${writes ? 'write' : 'read'} ${statement.collection}: its policy grants ${[rule.read && 'read', rule.write && 'write'].filter(Boolean).join(' and ')} only`, {
-        hint: `the grant comes from ${rule.source}`,
-      });
+      throw new FenecError(
+        'forbidden',
+        `this token may not ${writes ? 'write' : 'read'} ${statement.collection}: its policy grants ${[rule.read && 'read', rule.write && 'write'].filter(Boolean).join(' and ')} only`,
+        {
+          hint: `the grant comes from ${rule.source}`,
+        },
+      );
     }
     return rule;
   }
 
   #runSchemaStatement(statement: SchemaStatement, ctx: BindContext, policy: Policy | undefined): Answer {
     if (policy !== undefined && STATEMENT_KINDS[statement.kind].serverOnly) {
-      throw new FenecError('forbidden', 'schema changes and compact are for the server token; a JSON Web Token runs reads and writes of rows', {
-        hint: 'run it with the server token (--http-token)',
-      });
+      throw new FenecError(
+        'forbidden',
+        'schema changes and compact are for the server token; a JSON Web Token runs reads and writes of rows',
+        {
+          hint: 'run it with the server token (--http-token)',
+        },
+      );
     }
     const visible = policy === undefined ? undefined : (name: string) => policy.rules.get(name)?.read === true;
     // The index state counts rows, the policy's or not: for the server token only.
-    const indexes = policy === undefined ? (collection: string, field: string) => this.#indexState(collection, field) : undefined;
+    const indexes =
+      policy === undefined ? (collection: string, field: string) => this.#indexState(collection, field) : undefined;
     const later = statement.kind === 'Compact' ? this.#rebuildSmallIndexes(statement.collection) : [];
     const answer = runSchemaStatement(statement, this.#catalog, this.#db, ctx, visible, indexes);
     switch (statement.kind) {
@@ -341,7 +379,13 @@ export class FenecDatabase {
    * background after (searches stay right meanwhile, and failures reach onVectorEvent).
    */
   #rebuildSmallIndexes(collection: string | undefined): VectorFieldSpec[] {
-    return this.#catalog.vectorFields().filter((spec) => (collection === undefined || spec.collection === collection) && !this.#vectors.rebuildNow(spec.collection, spec.field));
+    return this.#catalog
+      .vectorFields()
+      .filter(
+        (spec) =>
+          (collection === undefined || spec.collection === collection) &&
+          !this.#vectors.rebuildNow(spec.collection, spec.field),
+      );
   }
 
   /** A vector index's state as `schema` shows it; undefined for a field without one. */
@@ -377,7 +421,9 @@ export class FenecDatabase {
     const step = p.kind === 'read' || p.kind === 'count' ? p.step : undefined;
     if (step === undefined) return [];
     const ctx: BindContext = { params, now: Date.now(), jwt: undefined };
-    const rows = this.#db.prepare(`EXPLAIN QUERY PLAN ${step.sql}`).all(step.args.map((a) => a(ctx))) as { detail: string }[];
+    const rows = this.#db.prepare(`EXPLAIN QUERY PLAN ${step.sql}`).all(step.args.map((a) => a(ctx))) as {
+      detail: string;
+    }[];
     return rows.map((r) => r.detail);
   }
 

@@ -9,7 +9,15 @@ import * as http from 'node:http';
 import { availableParallelism } from 'node:os';
 import { AggregatorRegistry } from 'prom-client';
 import { createLogger, type Logger } from '../shared/logger.js';
-import { auditTarget, createProgram, onExit, openAudit, OTEL_ENDPOINT_HELP, parseCommandLine, tracingConfig } from '../shared/cli/command-line.js';
+import {
+  auditTarget,
+  createProgram,
+  onExit,
+  openAudit,
+  OTEL_ENDPOINT_HELP,
+  parseCommandLine,
+  tracingConfig,
+} from '../shared/cli/command-line.js';
 import { parseCount, parseDurationOption, parsePort, readOptionFile } from '../shared/cli/options.js';
 import { closeServer, listen } from '../shared/http/listen.js';
 import { startTracing } from '../shared/tracing.js';
@@ -46,35 +54,71 @@ async function main(): Promise<void> {
   let options: RouterOptions | undefined;
   let placementFile: string | undefined;
   const program = createProgram(NAME)
-    .description('Route /t/<tenant>/query and /t/<tenant>/_mcp to the tenant node that holds each tenant, after checking the token\'s tenant claim.')
-    .requiredOption('--nodes <list>', 'the tenant nodes, name=url,… e.g. a=http://127.0.0.1:8081,b=http://127.0.0.1:8082 (the names place tenants: keep them stable)')
-    .option('--placement <file>', 'pins, one a line: TENANT NODE (# comments; a later line wins); other tenants are placed by rendezvous hashing')
+    .description(
+      "Route /t/<tenant>/query and /t/<tenant>/_mcp to the tenant node that holds each tenant, after checking the token's tenant claim.",
+    )
+    .requiredOption(
+      '--nodes <list>',
+      'the tenant nodes, name=url,… e.g. a=http://127.0.0.1:8081,b=http://127.0.0.1:8082 (the names place tenants: keep them stable)',
+    )
+    .option(
+      '--placement <file>',
+      'pins, one a line: TENANT NODE (# comments; a later line wins); other tenants are placed by rendezvous hashing',
+    )
     .option('--host <address>', 'address to listen on (0.0.0.0: every interface)', ROUTER_DEFAULTS.host)
-    .option('--port <port>', 'port to listen on; 0 takes a free one, named in the startup log line', String(ROUTER_DEFAULTS.port))
-    .option('--http-token <token>', 'the server token: every tenant, PUT/DELETE /t/<tenant>, /_tenants, /_metrics (default: $FENEC_TOKEN)')
-    .option('--jwt-secret <secret>', 'take JSON Web Tokens signed HS256 with this secret, at least 32 bytes (default: $FENEC_JWT_SECRET unless --jwt-public-key is given)')
-    .option('--jwt-public-key <file>', 'take JSON Web Tokens signed with the private half of this PEM public key (RS256 or ES256)')
+    .option(
+      '--port <port>',
+      'port to listen on; 0 takes a free one, named in the startup log line',
+      String(ROUTER_DEFAULTS.port),
+    )
+    .option(
+      '--http-token <token>',
+      'the server token: every tenant, PUT/DELETE /t/<tenant>, /_tenants, /_metrics (default: $FENEC_TOKEN)',
+    )
+    .option(
+      '--jwt-secret <secret>',
+      'take JSON Web Tokens signed HS256 with this secret, at least 32 bytes (default: $FENEC_JWT_SECRET unless --jwt-public-key is given)',
+    )
+    .option(
+      '--jwt-public-key <file>',
+      'take JSON Web Tokens signed with the private half of this PEM public key (RS256 or ES256)',
+    )
     .option('--jwt-issuer <iss>', 'take only JSON Web Tokens whose iss claim is this')
     .option('--jwt-audience <aud>', 'take only JSON Web Tokens whose aud claim is or contains this')
     .option('--node-timeout <duration>', 'a node that has not begun to answer by then gets the client a 503', '10s')
     .option('--max-sockets <n>', 'kept-alive connections per node', String(ROUTER_DEFAULTS.maxSocketsPerNode))
-    .option('--audit [file]', 'write one JSON line per refused token to this file (appended), or to stderr when no file is named')
-    .option('--workers <n>', 'processes serving the port (node:cluster), each a whole router (default: the machine\'s cores)', String(availableParallelism()))
+    .option(
+      '--audit [file]',
+      'write one JSON line per refused token to this file (appended), or to stderr when no file is named',
+    )
+    .option(
+      '--workers <n>',
+      "processes serving the port (node:cluster), each a whole router (default: the machine's cores)",
+      String(availableParallelism()),
+    )
     .option('--otel-endpoint <url>', OTEL_ENDPOINT_HELP)
     .action((flags: Flags) => {
       const nodes = parseNodes(flags.nodes);
-      const jwtSecret = flags.jwtSecret ?? (flags.jwtPublicKey === undefined ? process.env.FENEC_JWT_SECRET || undefined : undefined);
+      const jwtSecret =
+        flags.jwtSecret ?? (flags.jwtPublicKey === undefined ? process.env.FENEC_JWT_SECRET || undefined : undefined);
       const workers = parseCount('--workers', flags.workers, 1, 256);
       placementFile = flags.placement;
       options = routerOptions({
         nodes,
         workers,
-        pins: flags.placement === undefined ? new Map() : parsePlacement(readOptionFile('--placement', flags.placement), flags.placement, nodes),
+        pins:
+          flags.placement === undefined
+            ? new Map()
+            : parsePlacement(readOptionFile('--placement', flags.placement), flags.placement, nodes),
         host: flags.host,
         port: parsePort(flags.port),
         httpToken: flags.httpToken ?? (process.env.FENEC_TOKEN || undefined),
         ...(jwtSecret === undefined ? {} : { jwtSecret }),
-        ...(flags.jwtPublicKey === undefined ? {} : { jwtPublicKey: { pem: readOptionFile('--jwt-public-key', flags.jwtPublicKey), source: flags.jwtPublicKey } }),
+        ...(flags.jwtPublicKey === undefined
+          ? {}
+          : {
+              jwtPublicKey: { pem: readOptionFile('--jwt-public-key', flags.jwtPublicKey), source: flags.jwtPublicKey },
+            }),
         ...(flags.jwtIssuer === undefined ? {} : { jwtIssuer: flags.jwtIssuer }),
         ...(flags.jwtAudience === undefined ? {} : { jwtAudience: flags.jwtAudience }),
         nodeTimeoutMs: parseDurationOption('--node-timeout', flags.nodeTimeout),
@@ -149,11 +193,12 @@ function clusterMetricsText(registry: RouterApp['metrics']['registry']): () => P
     if (message.error !== undefined) asked?.reject(new Error(message.error));
     else asked?.resolve(message.text ?? '');
   });
-  return () => new Promise((resolve, reject) => {
-    const id = next++;
-    waiting.set(id, { resolve, reject });
-    process.send!({ type: METRICS_ASK, id });
-  });
+  return () =>
+    new Promise((resolve, reject) => {
+      const id = next++;
+      waiting.set(id, { resolve, reject });
+      process.send!({ type: METRICS_ASK, id });
+    });
 }
 
 /**
@@ -169,7 +214,10 @@ function watchPlacement(file: string, options: RouterOptions, app: RouterApp, lo
     try {
       text = fs.readFileSync(file, 'utf8');
     } catch (err) {
-      return logger.error({ placement: file, err: (err as NodeJS.ErrnoException).code ?? (err as Error).message }, 'placement not re-read; the pins before it stay');
+      return logger.error(
+        { placement: file, err: (err as NodeJS.ErrnoException).code ?? (err as Error).message },
+        'placement not re-read; the pins before it stay',
+      );
     }
     if (text === last) return;
     last = text;
@@ -200,23 +248,37 @@ async function serve(options: RouterOptions, placementFile: string | undefined):
     logger.error({ err: (err as Error).message }, 'cannot listen');
     process.exit(1);
   });
-  onExit(() => {
-    app.close();
-    audit.close();
-  }, (signal) => {
-    logger.info({ signal }, 'stopping');
-    // The last requests' spans are exported before the process ends.
-    void running.close().then(() => tracing.shutdown()).then(() => process.exit(0));
-  });
-  logger.info({
-    url: running.url,
-    port: running.port,
-    nodes: options.nodes.map((node) => `${node.name}=${node.url.origin}`),
-    pins: options.pins.size,
-    auth: [options.httpToken === undefined ? undefined : 'token', options.jwt === undefined ? undefined : `JWT ${options.jwt.algorithm}`].filter(Boolean).join(' + '),
-    audit: options.audit === undefined ? undefined : options.audit.kind === 'file' ? options.audit.path : 'stderr',
-    traces: options.otel?.endpoint,
-  }, 'listening');
+  onExit(
+    () => {
+      app.close();
+      audit.close();
+    },
+    (signal) => {
+      logger.info({ signal }, 'stopping');
+      // The last requests' spans are exported before the process ends.
+      void running
+        .close()
+        .then(() => tracing.shutdown())
+        .then(() => process.exit(0));
+    },
+  );
+  logger.info(
+    {
+      url: running.url,
+      port: running.port,
+      nodes: options.nodes.map((node) => `${node.name}=${node.url.origin}`),
+      pins: options.pins.size,
+      auth: [
+        options.httpToken === undefined ? undefined : 'token',
+        options.jwt === undefined ? undefined : `JWT ${options.jwt.algorithm}`,
+      ]
+        .filter(Boolean)
+        .join(' + '),
+      audit: options.audit === undefined ? undefined : options.audit.kind === 'file' ? options.audit.path : 'stderr',
+      traces: options.otel?.endpoint,
+    },
+    'listening',
+  );
 }
 
 await main();

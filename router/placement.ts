@@ -30,23 +30,30 @@ const MEMO_SIZE = 10_000;
  */
 export function parseNodes(text: string): readonly NodeTarget[] {
   const nodes: NodeTarget[] = [];
-  for (const entry of text.split(',').map((part) => part.trim()).filter((part) => part !== '')) {
+  for (const entry of text
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '')) {
     const eq = entry.indexOf('=');
     const name = eq === -1 ? '' : entry.slice(0, eq);
     const address = eq === -1 ? '' : entry.slice(eq + 1);
-    if (!NODE_NAME.test(name)) throw invalidNodes(`entry ${JSON.stringify(entry)} is not NAME=URL (NAME: letters, digits, . _ -)`);
+    if (!NODE_NAME.test(name))
+      throw invalidNodes(`entry ${JSON.stringify(entry)} is not NAME=URL (NAME: letters, digits, . _ -)`);
     let url: URL;
     try {
       url = new URL(address);
     } catch {
       throw invalidNodes(`node ${name}'s URL ${JSON.stringify(address)} is not a URL`);
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalidNodes(`node ${name}'s URL must be http:// or https://`);
-    if (url.pathname !== '/' || url.search !== '') throw invalidNodes(`node ${name}'s URL must be a bare origin (no path), like http://10.0.0.5:8080`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw invalidNodes(`node ${name}'s URL must be http:// or https://`);
+    if (url.pathname !== '/' || url.search !== '')
+      throw invalidNodes(`node ${name}'s URL must be a bare origin (no path), like http://10.0.0.5:8080`);
     if (nodes.some((node) => node.name === name)) throw invalidNodes(`node ${name} is named twice`);
     nodes.push(Object.freeze({ name, url }));
   }
-  if (nodes.length === 0) throw invalidNodes('names no node; give name=url,… e.g. a=http://127.0.0.1:8081,b=http://127.0.0.1:8082');
+  if (nodes.length === 0)
+    throw invalidNodes('names no node; give name=url,… e.g. a=http://127.0.0.1:8081,b=http://127.0.0.1:8082');
   return Object.freeze(nodes);
 }
 
@@ -56,17 +63,29 @@ export function parseNodes(text: string): readonly NodeTarget[] {
  *
  * @throws FenecError `invalid_option` naming `source:line`: a bad tenant name, an unknown node.
  */
-export function parsePlacement(text: string, source: string, nodes: readonly NodeTarget[]): ReadonlyMap<string, string> {
+export function parsePlacement(
+  text: string,
+  source: string,
+  nodes: readonly NodeTarget[],
+): ReadonlyMap<string, string> {
   const pins = new Map<string, string>();
   text.split('\n').forEach((raw, index) => {
     const line = raw.replace(/#.*/, '').trim();
     if (line === '') return;
     const [tenant = '', node = '', ...rest] = line.split(/\s+/);
     const where = `${source}:${index + 1}`;
-    if (rest.length > 0 || node === '') throw new FenecError('invalid_option', `${where}: a pin is "TENANT NODE", not ${JSON.stringify(line)}`);
-    if (!isTenantName(tenant)) throw new FenecError('invalid_option', `${where}: ${JSON.stringify(tenant)} is not a tenant name ([a-z0-9][a-z0-9-]{0,62})`);
+    if (rest.length > 0 || node === '')
+      throw new FenecError('invalid_option', `${where}: a pin is "TENANT NODE", not ${JSON.stringify(line)}`);
+    if (!isTenantName(tenant))
+      throw new FenecError(
+        'invalid_option',
+        `${where}: ${JSON.stringify(tenant)} is not a tenant name ([a-z0-9][a-z0-9-]{0,62})`,
+      );
     if (!nodes.some((target) => target.name === node)) {
-      throw new FenecError('invalid_option', `${where}: node ${JSON.stringify(node)} is not in --nodes (${nodes.map((target) => target.name).join(', ')})`);
+      throw new FenecError(
+        'invalid_option',
+        `${where}: node ${JSON.stringify(node)} is not in --nodes (${nodes.map((target) => target.name).join(', ')})`,
+      );
     }
     pins.set(tenant, node);
   });

@@ -1,12 +1,12 @@
 /**
  * The router's HTTP application: express for its few routes, http-proxy for the forwarding.
  *
- * `/t/<tenant>/query`, `/t/<tenant>/_mcp` and `/t/<tenant>/_revocations` (any method) and `PUT`/`DELETE /t/<tenant>` go to the
- * tenant's node, streamed both ways (no body is parsed here), once the token is checked;
- * `GET /_tenants` asks every node; `/_health` and `/_metrics` are the router's own.
+ * `/t/<tenant>/query`, `/t/<tenant>/_mcp` and `/t/<tenant>/_revocations` (any method) and `PUT`/`DELETE /t/<tenant>` go
+ * to the tenant's node, streamed both ways (no body is parsed here), once the token is checked; `GET /_tenants` asks
+ * every node; `/_health` and `/_metrics` are the router's own.
  *
- * Upstream connections are kept alive (one agent, `maxSocketsPerNode` each): without it, http-proxy
- * opens a connection per request and its p50 went past a second under load here.
+ * Upstream connections are kept alive (one agent, `maxSocketsPerNode` each): without it, http-proxy opens a connection
+ * per request and its p50 went past a second under load here.
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
@@ -47,17 +47,30 @@ export interface RouterApp {
 }
 
 /** Audit lines name a tenant's route by its pattern, never the tenant. */
-const ROUTE_PATTERNS: Readonly<Record<string, string>> = { query: '/t/<tenant>/query', _mcp: '/t/<tenant>/_mcp', _revocations: '/t/<tenant>/_revocations' };
+const ROUTE_PATTERNS: Readonly<Record<string, string>> = {
+  query: '/t/<tenant>/query',
+  _mcp: '/t/<tenant>/_mcp',
+  _revocations: '/t/<tenant>/_revocations',
+};
 
 export function createRouterApp(options: RouterOptions, logger?: Logger, audit: Audit = Audit.off): RouterApp {
   const placement = new Placement(options.nodes, options.pins);
   const door = new FrontDoor(options, audit);
   const metrics = new RouterMetrics();
   const tracer = trace.getTracer('fenec-router');
-  const agentOptions = { keepAlive: true, maxSockets: options.maxSocketsPerNode, maxFreeSockets: options.maxSocketsPerNode };
+  const agentOptions = {
+    keepAlive: true,
+    maxSockets: options.maxSocketsPerNode,
+    maxFreeSockets: options.maxSocketsPerNode,
+  };
   const httpAgent = new http.Agent(agentOptions);
   const httpsAgent = new https.Agent(agentOptions);
-  const proxy = httpProxy.createProxyServer({ xfwd: true, changeOrigin: true, proxyTimeout: options.nodeTimeoutMs, ws: false });
+  const proxy = httpProxy.createProxyServer({
+    xfwd: true,
+    changeOrigin: true,
+    proxyTimeout: options.nodeTimeoutMs,
+    ws: false,
+  });
   const inFlight = new WeakMap<http.IncomingMessage, InFlight>();
   const nodeClient = { httpAgent, httpsAgent, timeoutMs: options.nodeTimeoutMs };
 
@@ -72,7 +85,9 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
   app.set('etag', false);
 
   app.get(/^\/_console(\/.*)?$/, (req, res) => serveConsole(req, res, req.path, 'router'));
-  app.get('/_health', (_req, res) => send(res, NO_NODE, 200, { ok: true, nodes: options.nodes.map((node) => node.name) }));
+  app.get('/_health', (_req, res) =>
+    send(res, NO_NODE, 200, { ok: true, nodes: options.nodes.map((node) => node.name) }),
+  );
 
   app.get('/_metrics', async (req, res) => {
     if (options.httpToken !== undefined) {
@@ -83,7 +98,12 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
     try {
       text = await metrics.text();
     } catch (err) {
-      return refuse(res, new FenecError('unavailable', `the router's metrics cannot be gathered: ${(err as Error).message}`, { hint: 'retry shortly' }));
+      return refuse(
+        res,
+        new FenecError('unavailable', `the router's metrics cannot be gathered: ${(err as Error).message}`, {
+          hint: 'retry shortly',
+        }),
+      );
     }
     metrics.answered(NO_NODE, 200);
     res.status(200).type(metrics.contentType).send(text);
@@ -104,7 +124,10 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
     const tenant = req.params.tenant!;
     if (!isTenantName(tenant)) return refuse(res, invalidTenant(tenant));
     if (req.method !== 'PUT' && req.method !== 'DELETE') {
-      return refuse(res, new FenecError('method_not_allowed', `/t/${tenant} takes PUT (create, with quotas) and DELETE`));
+      return refuse(
+        res,
+        new FenecError('method_not_allowed', `/t/${tenant} takes PUT (create, with quotas) and DELETE`),
+      );
     }
     // The server's token only: it is not the JWT's own tenant that it would create or delete.
     const caller = serverOnly(req, `${req.method} /t/<tenant>`);
@@ -117,7 +140,14 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
     if (!isTenantName(tenant)) return refuse(res, invalidTenant(tenant));
     const route = req.params.route!;
     if (route === '_backup' || route === '_move') return transferRoute(req, res, tenant, route);
-    if (!TENANT_ROUTES.has(route)) return refuse(res, new FenecError('not_found', `a tenant's routes are /t/${tenant}/query, /t/${tenant}/_mcp and /t/${tenant}/_revocations`));
+    if (!TENANT_ROUTES.has(route))
+      return refuse(
+        res,
+        new FenecError(
+          'not_found',
+          `a tenant's routes are /t/${tenant}/query, /t/${tenant}/_mcp and /t/${tenant}/_revocations`,
+        ),
+      );
     tenantRoute(req, res, tenant, route);
   });
 
@@ -127,21 +157,30 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
    */
   function transferRoute(req: Request, res: Response, tenant: string, route: '_backup' | '_move'): void {
     const methods = route === '_backup' ? ['GET', 'PUT'] : ['POST'];
-    if (!methods.includes(req.method)) return refuse(res, new FenecError('method_not_allowed', `/t/${tenant}/${route} takes ${methods.join(' or ')}`));
+    if (!methods.includes(req.method))
+      return refuse(res, new FenecError('method_not_allowed', `/t/${tenant}/${route} takes ${methods.join(' or ')}`));
     const caller = serverOnly(req, `/t/<tenant>/${route}`);
     if (caller instanceof FenecError) return refuse(res, caller);
     if (route === '_backup') return forward(req, res, tenant, `/t/${tenant}/_backup`);
-    readJson(req, MAX_MOVE_BODY).then((body) => {
-      const to = (body as { to?: unknown } | undefined)?.to;
-      const target = options.nodes.find((node) => node.name === to);
-      if (target === undefined) {
-        throw new FenecError('bad_request', `POST /t/${tenant}/_move takes {"to": NODE}, NODE one of ${options.nodes.map((node) => node.name).join(', ')}`);
-      }
-      return moveTenant(tenant, target, placement, nodeClient, req.headers.authorization!);
-    }).then((moved) => {
-      logger?.info(moved, 'tenant moved');
-      send(res, NO_NODE, 200, moved);
-    }, (err) => refuse(res, err instanceof FenecError ? err : new FenecError('unavailable', String(err))));
+    readJson(req, MAX_MOVE_BODY)
+      .then((body) => {
+        const to = (body as { to?: unknown } | undefined)?.to;
+        const target = options.nodes.find((node) => node.name === to);
+        if (target === undefined) {
+          throw new FenecError(
+            'bad_request',
+            `POST /t/${tenant}/_move takes {"to": NODE}, NODE one of ${options.nodes.map((node) => node.name).join(', ')}`,
+          );
+        }
+        return moveTenant(tenant, target, placement, nodeClient, req.headers.authorization!);
+      })
+      .then(
+        (moved) => {
+          logger?.info(moved, 'tenant moved');
+          send(res, NO_NODE, 200, moved);
+        },
+        (err) => refuse(res, err instanceof FenecError ? err : new FenecError('unavailable', String(err))),
+      );
   }
 
   /**
@@ -155,7 +194,15 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
     forward(req, res, tenant, `/t/${tenant}/${route}`);
   }
 
-  app.use((req, res) => refuse(res, new FenecError('not_found', `no route ${req.method} ${req.path}; the router serves /t/<tenant>/query, /t/<tenant>/_mcp, /t/<tenant>/_revocations, PUT|DELETE /t/<tenant>, GET /_tenants, /_health, /_metrics${req.path === '/_revocations' ? ' (revocations are a tenant\'s: fenec token revoke … --tenant NAME)' : ''}`)));
+  app.use((req, res) =>
+    refuse(
+      res,
+      new FenecError(
+        'not_found',
+        `no route ${req.method} ${req.path}; the router serves /t/<tenant>/query, /t/<tenant>/_mcp, /t/<tenant>/_revocations, PUT|DELETE /t/<tenant>, GET /_tenants, /_health, /_metrics${req.path === '/_revocations' ? " (revocations are a tenant's: fenec token revoke … --tenant NAME)" : ''}`,
+      ),
+    ),
+  );
 
   /** Sends the request on to the tenant's node, with the path rebuilt from checked parts only. */
   function forward(req: http.IncomingMessage, res: http.ServerResponse, tenant: string, path: string): void {
@@ -177,22 +224,35 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
       metrics.answered(node.name, res.statusCode);
       endRequestSpan(span, res.statusCode);
     });
-    proxy.web(req, res, {
-      target: node.url.href,
-      agent: node.url.protocol === 'https:' ? httpsAgent : httpAgent,
-      headers: carrier,
-    }, (err: NodeJS.ErrnoException) => {
-      const flight = inFlight.get(req);
-      if (flight !== undefined) metrics.proxied(node.name, seconds(flight.start));
-      logger?.error({ node: node.name, err: err.code ?? err.message }, 'node does not answer');
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      writeError(res, new FenecError('unavailable', `node ${node.name} (which holds tenant ${tenant}) does not answer: ${err.code ?? err.message}`, {
-        hint: 'retry shortly; the node is restarting or unreachable',
-      }), { 'retry-after': '1' });
-    });
+    proxy.web(
+      req,
+      res,
+      {
+        target: node.url.href,
+        agent: node.url.protocol === 'https:' ? httpsAgent : httpAgent,
+        headers: carrier,
+      },
+      (err: NodeJS.ErrnoException) => {
+        const flight = inFlight.get(req);
+        if (flight !== undefined) metrics.proxied(node.name, seconds(flight.start));
+        logger?.error({ node: node.name, err: err.code ?? err.message }, 'node does not answer');
+        if (res.headersSent) {
+          res.destroy();
+          return;
+        }
+        writeError(
+          res,
+          new FenecError(
+            'unavailable',
+            `node ${node.name} (which holds tenant ${tenant}) does not answer: ${err.code ?? err.message}`,
+            {
+              hint: 'retry shortly; the node is restarting or unreachable',
+            },
+          ),
+          { 'retry-after': '1' },
+        );
+      },
+    );
   }
 
   function serverOnly(req: Request, route: string): Caller | FenecError {
@@ -204,20 +264,30 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
     return new Promise((resolve, reject) => {
       const url = new URL('/_tenants', node.url);
       const lib = url.protocol === 'https:' ? https : http;
-      const unavailable = (why: string): FenecError => new FenecError('unavailable', `node ${node.name} does not answer its tenant list: ${why}`);
-      const req = lib.request(url, { method: 'GET', headers: { authorization }, agent: url.protocol === 'https:' ? httpsAgent : httpAgent, timeout: options.nodeTimeoutMs }, (answer) => {
-        const chunks: Buffer[] = [];
-        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
-        answer.on('end', () => {
-          if (answer.statusCode !== 200) return reject(unavailable(`status ${answer.statusCode}`));
-          try {
-            const body = JSON.parse(Buffer.concat(chunks).toString()) as { tenants: Record<string, unknown>[] };
-            resolve(body.tenants.map((tenant) => ({ ...tenant, node: node.name })));
-          } catch {
-            reject(unavailable('not JSON'));
-          }
-        });
-      });
+      const unavailable = (why: string): FenecError =>
+        new FenecError('unavailable', `node ${node.name} does not answer its tenant list: ${why}`);
+      const req = lib.request(
+        url,
+        {
+          method: 'GET',
+          headers: { authorization },
+          agent: url.protocol === 'https:' ? httpsAgent : httpAgent,
+          timeout: options.nodeTimeoutMs,
+        },
+        (answer) => {
+          const chunks: Buffer[] = [];
+          answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+          answer.on('end', () => {
+            if (answer.statusCode !== 200) return reject(unavailable(`status ${answer.statusCode}`));
+            try {
+              const body = JSON.parse(Buffer.concat(chunks).toString()) as { tenants: Record<string, unknown>[] };
+              resolve(body.tenants.map((tenant) => ({ ...tenant, node: node.name })));
+            } catch {
+              reject(unavailable('not JSON'));
+            }
+          });
+        },
+      );
       req.on('timeout', () => req.destroy(new Error('timeout')));
       req.on('error', (err: NodeJS.ErrnoException) => reject(unavailable(err.code ?? err.message)));
       req.end();
@@ -236,7 +306,10 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
     metrics.answered(NO_NODE, error.status);
   }
 
-  const stopWatching = options.httpToken === undefined ? () => undefined : watchMoves(placement, nodeClient, `Bearer ${options.httpToken}`, logger);
+  const stopWatching =
+    options.httpToken === undefined
+      ? () => undefined
+      : watchMoves(placement, nodeClient, `Bearer ${options.httpToken}`, logger);
   const expressApp = app as unknown as http.RequestListener;
   return {
     // The hot route skips express's router (about half the router's time per request, measured);
@@ -259,7 +332,6 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
 
 /** `/t/<tenant>/query` or `/t/<tenant>/_mcp`, with or without a query string. */
 const HOT_ROUTE = /^\/t\/([a-z0-9][a-z0-9-]{0,62})\/(query|_mcp)(?:\?|$)/;
-
 
 function seconds(start: bigint): number {
   return Number(process.hrtime.bigint() - start) / 1e9;

@@ -27,13 +27,23 @@ export interface RouterOptions {
   readonly maxSocketsPerNode: number;
   /** Where audit lines go (`--audit [FILE]`: a file, or stderr when no file is named). Default: no audit. */
   readonly audit: AuditTarget | undefined;
-  /** Processes serving the port (`--workers`, node:cluster). Default 1 here; the CLI's default is the machine's cores. */
+  /**
+   * Processes serving the port (`--workers`, node:cluster). Default 1 here; the CLI's default is the machine's cores.
+   */
   readonly workers: number;
-  /** Where spans are exported and how many (`--otel-endpoint`, `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_TRACES_SAMPLER`). Default: none, the no-op API. */
+  /**
+   * Where spans are exported and how many (`--otel-endpoint`, `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_TRACES_SAMPLER`).
+   * Default: none, the no-op API.
+   */
   readonly otel: TracingConfig | undefined;
 }
 
-export const ROUTER_DEFAULTS = Object.freeze({ host: '127.0.0.1', port: 8080, nodeTimeoutMs: 10_000, maxSocketsPerNode: 64 });
+export const ROUTER_DEFAULTS = Object.freeze({
+  host: '127.0.0.1',
+  port: 8080,
+  nodeTimeoutMs: 10_000,
+  maxSocketsPerNode: 64,
+});
 
 export interface RouterOptionsInput extends Partial<Omit<RouterOptions, 'nodes' | 'jwt'>>, JwtInput {
   readonly nodes: readonly NodeTarget[];
@@ -50,13 +60,19 @@ export function routerOptions(input: RouterOptionsInput): RouterOptions {
   if (input.httpToken === '') throw new FenecError('invalid_option', '--http-token must not be empty');
   const jwt = jwtVerifier(input);
   if (input.httpToken === undefined && jwt === undefined) {
-    throw new FenecError('invalid_option', '--http-token (or FENEC_TOKEN) or a JWT key (--jwt-secret, FENEC_JWT_SECRET, --jwt-public-key) is required: the router forwards only requests it can attribute to a tenant');
+    throw new FenecError(
+      'invalid_option',
+      '--http-token (or FENEC_TOKEN) or a JWT key (--jwt-secret, FENEC_JWT_SECRET, --jwt-public-key) is required: the router forwards only requests it can attribute to a tenant',
+    );
   }
-  if (input.audit?.kind === 'file' && input.audit.path === '') throw new FenecError('invalid_option', '--audit must name a file, or nothing for stderr');
+  if (input.audit?.kind === 'file' && input.audit.path === '')
+    throw new FenecError('invalid_option', '--audit must name a file, or nothing for stderr');
   const nodeTimeoutMs = input.nodeTimeoutMs ?? ROUTER_DEFAULTS.nodeTimeoutMs;
-  if (!Number.isSafeInteger(nodeTimeoutMs) || nodeTimeoutMs <= 0) throw new FenecError('invalid_option', `--node-timeout takes a positive duration, not ${nodeTimeoutMs} ms`);
+  if (!Number.isSafeInteger(nodeTimeoutMs) || nodeTimeoutMs <= 0)
+    throw new FenecError('invalid_option', `--node-timeout takes a positive duration, not ${nodeTimeoutMs} ms`);
   const maxSocketsPerNode = input.maxSocketsPerNode ?? ROUTER_DEFAULTS.maxSocketsPerNode;
-  if (!Number.isSafeInteger(maxSocketsPerNode) || maxSocketsPerNode < 1) throw new FenecError('invalid_option', `--max-sockets takes a positive integer, not ${maxSocketsPerNode}`);
+  if (!Number.isSafeInteger(maxSocketsPerNode) || maxSocketsPerNode < 1)
+    throw new FenecError('invalid_option', `--max-sockets takes a positive integer, not ${maxSocketsPerNode}`);
   return Object.freeze({
     nodes: input.nodes,
     pins: input.pins ?? new Map(),

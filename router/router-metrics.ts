@@ -9,10 +9,16 @@ import { MetricsRegistry } from '../shared/http/metrics-registry.js';
 export const NO_NODE = 'none';
 
 export class RouterMetrics extends MetricsRegistry {
-  readonly #requests: Counter<'node' | 'status'> = this.counter('fenec_router_requests_total',
-    'Requests answered by the router, by node (none: answered by the router itself) and status.', ['node', 'status']);
-  readonly #latency: Histogram<'node'> = this.latency('fenec_router_proxy_duration_seconds',
-    'Time from a request\'s arrival to the node\'s answer headers (or the router\'s 503), by node.', ['node']);
+  readonly #requests: Counter<'node' | 'status'> = this.counter(
+    'fenec_router_requests_total',
+    'Requests answered by the router, by node (none: answered by the router itself) and status.',
+    ['node', 'status'],
+  );
+  readonly #latency: Histogram<'node'> = this.latency(
+    'fenec_router_proxy_duration_seconds',
+    "Time from a request's arrival to the node's answer headers (or the router's 503), by node.",
+    ['node'],
+  );
 
   answered(node: string, status: number): void {
     this.#requests.inc({ node, status });

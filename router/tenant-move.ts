@@ -36,7 +36,13 @@ export interface Moved {
   readonly ms: number;
 }
 
-export async function moveTenant(tenant: string, to: NodeTarget, placement: Placement, client: NodeClient, authorization: string): Promise<Moved> {
+export async function moveTenant(
+  tenant: string,
+  to: NodeTarget,
+  placement: Placement,
+  client: NodeClient,
+  authorization: string,
+): Promise<Moved> {
   const from = placement.nodeOf(tenant);
   if (from.name === to.name) throw new FenecError('bad_request', `tenant ${tenant} is on node ${to.name} already`);
   const started = performance.now();
@@ -46,8 +52,11 @@ export async function moveTenant(tenant: string, to: NodeTarget, placement: Plac
     const bytes = await copy(client, tenant, from, to, authorization);
     copied = true;
     // The tenant's own policy goes with it: without it the target would hold its tokens to the node's.
-    const { policy } = await call(client, from, 'GET', `/t/${tenant}/_policy`, authorization) as { policy: string | null };
-    if (policy !== null) await call(client, to, 'PUT', `/t/${tenant}/_policy`, authorization, JSON.stringify({ policy }));
+    const { policy } = (await call(client, from, 'GET', `/t/${tenant}/_policy`, authorization)) as {
+      policy: string | null;
+    };
+    if (policy !== null)
+      await call(client, to, 'PUT', `/t/${tenant}/_policy`, authorization, JSON.stringify({ policy }));
     await call(client, from, 'POST', `/t/${tenant}/_moved?to=${encodeURIComponent(to.name)}`, authorization);
     placement.learnMove(tenant, from.name, to.name);
     return { moved: tenant, from: from.name, to: to.name, bytes, ms: Math.round(performance.now() - started) };
@@ -62,17 +71,26 @@ export async function moveTenant(tenant: string, to: NodeTarget, placement: Plac
  * Reads every node's tombstones each second into `placement`, until the returned function is called.
  * A node that does not answer keeps what was last read of it.
  */
-export function watchMoves(placement: Placement, client: NodeClient, authorization: string, logger?: Logger): () => void {
+export function watchMoves(
+  placement: Placement,
+  client: NodeClient,
+  authorization: string,
+  logger?: Logger,
+): () => void {
   let stopped = false;
   const readAll = async (): Promise<void> => {
-    await Promise.all(placement.nodes.map(async (node) => {
-      try {
-        const answer = await call(client, node, 'GET', '/_moved', authorization) as { moved: Record<string, string> };
-        placement.setMoved(node.name, new Map(Object.entries(answer.moved)));
-      } catch (err) {
-        logger?.debug({ node: node.name, err: (err as Error).message }, 'tombstones not read');
-      }
-    }));
+    await Promise.all(
+      placement.nodes.map(async (node) => {
+        try {
+          const answer = (await call(client, node, 'GET', '/_moved', authorization)) as {
+            moved: Record<string, string>;
+          };
+          placement.setMoved(node.name, new Map(Object.entries(answer.moved)));
+        } catch (err) {
+          logger?.debug({ node: node.name, err: (err as Error).message }, 'tombstones not read');
+        }
+      }),
+    );
   };
   const loop = (): void => {
     if (stopped) return;
@@ -87,22 +105,36 @@ export function watchMoves(placement: Placement, client: NodeClient, authorizati
 }
 
 /** GET the backup from one node, PUT it to the other as it arrives; resolves with its size. */
-function copy(client: NodeClient, tenant: string, from: NodeTarget, to: NodeTarget, authorization: string): Promise<number> {
+function copy(
+  client: NodeClient,
+  tenant: string,
+  from: NodeTarget,
+  to: NodeTarget,
+  authorization: string,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const source = request(client, from, 'GET', `/t/${tenant}/_backup`, authorization, (backup) => {
       if (backup.statusCode !== 200) return refusalOf(backup, from).then(reject, reject);
       const bytes = Number(backup.headers['content-length'] ?? 0);
-      const target = request(client, to, 'PUT', `/t/${tenant}/_backup`, authorization, (restored) => {
-        if (restored.statusCode === 200 || restored.statusCode === 201) {
-          restored.resume();
-          return resolve(bytes);
-        }
-        refusalOf(restored, to).then(reject, reject);
-      }, {
-        'content-type': 'application/vnd.sqlite3',
-        'content-length': String(bytes),
-        'fenec-quotas': String(backup.headers['fenec-quotas'] ?? ''),
-      });
+      const target = request(
+        client,
+        to,
+        'PUT',
+        `/t/${tenant}/_backup`,
+        authorization,
+        (restored) => {
+          if (restored.statusCode === 200 || restored.statusCode === 201) {
+            restored.resume();
+            return resolve(bytes);
+          }
+          refusalOf(restored, to).then(reject, reject);
+        },
+        {
+          'content-type': 'application/vnd.sqlite3',
+          'content-length': String(bytes),
+          'fenec-quotas': String(backup.headers['fenec-quotas'] ?? ''),
+        },
+      );
       target.on('error', (err) => reject(unavailable(to, err)));
       backup.on('error', (err) => {
         target.destroy();
@@ -116,35 +148,63 @@ function copy(client: NodeClient, tenant: string, from: NodeTarget, to: NodeTarg
 }
 
 /** One call to a node's admin route; resolves with its JSON answer, rejects with its refusal. */
-function call(client: NodeClient, node: NodeTarget, method: string, path: string, authorization: string, body?: string): Promise<unknown> {
+function call(
+  client: NodeClient,
+  node: NodeTarget,
+  method: string,
+  path: string,
+  authorization: string,
+  body?: string,
+): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    const req = request(client, node, method, path, authorization, (answer) => {
-      if (answer.statusCode !== 200) return refusalOf(answer, node).then(reject, reject);
-      const chunks: Buffer[] = [];
-      answer.on('data', (chunk: Buffer) => chunks.push(chunk));
-      answer.on('end', () => {
-        try {
-          resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-        } catch {
-          reject(unavailable(node, new Error('an answer that is not JSON')));
-        }
-      });
-    }, body === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) });
+    const req = request(
+      client,
+      node,
+      method,
+      path,
+      authorization,
+      (answer) => {
+        if (answer.statusCode !== 200) return refusalOf(answer, node).then(reject, reject);
+        const chunks: Buffer[] = [];
+        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+        answer.on('end', () => {
+          try {
+            resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+          } catch {
+            reject(unavailable(node, new Error('an answer that is not JSON')));
+          }
+        });
+      },
+      body === undefined
+        ? {}
+        : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+    );
     req.on('error', (err) => reject(unavailable(node, err)));
     req.end(body);
   });
 }
 
-function request(client: NodeClient, node: NodeTarget, method: string, path: string, authorization: string,
-  onAnswer: (answer: http.IncomingMessage) => void, headers: Record<string, string> = {}): http.ClientRequest {
+function request(
+  client: NodeClient,
+  node: NodeTarget,
+  method: string,
+  path: string,
+  authorization: string,
+  onAnswer: (answer: http.IncomingMessage) => void,
+  headers: Record<string, string> = {},
+): http.ClientRequest {
   const url = new URL(path, node.url);
   const secure = url.protocol === 'https:';
-  const req = (secure ? https : http).request(url, {
-    method,
-    headers: { authorization, ...headers },
-    agent: secure ? client.httpsAgent : client.httpAgent,
-    timeout: client.timeoutMs,
-  }, onAnswer);
+  const req = (secure ? https : http).request(
+    url,
+    {
+      method,
+      headers: { authorization, ...headers },
+      agent: secure ? client.httpsAgent : client.httpAgent,
+      timeout: client.timeoutMs,
+    },
+    onAnswer,
+  );
   req.on('timeout', () => req.destroy(new Error(`no answer within ${client.timeoutMs} ms`)));
   return req;
 }
@@ -154,9 +214,15 @@ async function refusalOf(answer: http.IncomingMessage, node: NodeTarget): Promis
   const chunks: Buffer[] = [];
   for await (const chunk of answer) chunks.push(chunk as Buffer);
   try {
-    const { error } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { error: { code: string; message: string; hint?: string } };
+    const { error } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+      error: { code: string; message: string; hint?: string };
+    };
     if (error.code in CATALOGUE) {
-      return new FenecError(error.code as ErrorCode, `node ${node.name}: ${error.message}`, error.hint === undefined ? {} : { hint: error.hint });
+      return new FenecError(
+        error.code as ErrorCode,
+        `node ${node.name}: ${error.message}`,
+        error.hint === undefined ? {} : { hint: error.hint },
+      );
     }
   } catch {
     // not a refusal of ours: said below
@@ -165,5 +231,9 @@ async function refusalOf(answer: http.IncomingMessage, node: NodeTarget): Promis
 }
 
 function unavailable(node: NodeTarget, err: Error): FenecError {
-  return new FenecError('unavailable', `node ${node.name} does not answer: ${(err as NodeJS.ErrnoException).code ?? err.message}`, { hint: 'retry the move once the node answers' });
+  return new FenecError(
+    'unavailable',
+    `node ${node.name} does not answer: ${(err as NodeJS.ErrnoException).code ?? err.message}`,
+    { hint: 'retry the move once the node answers' },
+  );
 }

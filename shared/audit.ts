@@ -56,7 +56,13 @@ export class Audit {
 
   /** An audit whose lines go to `sink`, one string ending in a newline each. */
   static toSink(sink: (line: string) => void): Audit {
-    return new Audit(undefined, (err) => { throw err; }, sink);
+    return new Audit(
+      undefined,
+      (err) => {
+        throw err;
+      },
+      sink,
+    );
   }
 
   get enabled(): boolean {
@@ -85,7 +91,18 @@ export class Audit {
    */
   mcp(tool: string, tenant: string | null, sub: string | null, ok: boolean, error: ErrorCode | undefined): void {
     if (this === Audit.off) return;
-    this.#write({ time: new Date().toISOString(), event: 'mcp', tool, tenant, sub: sub === null ? null : cut(sub), ok, error: error ?? null }, true);
+    this.#write(
+      {
+        time: new Date().toISOString(),
+        event: 'mcp',
+        tool,
+        tenant,
+        sub: sub === null ? null : cut(sub),
+        ok,
+        error: error ?? null,
+      },
+      true,
+    );
   }
 
   /**
@@ -94,7 +111,10 @@ export class Audit {
    */
   revocation(kind: 'jti' | 'sub', value: string, tenant: string | null, created: boolean): void {
     if (this === Audit.off) return;
-    this.#write({ time: new Date().toISOString(), event: 'revoke', kind, value: cut(value), tenant, created, who: 'server' }, true);
+    this.#write(
+      { time: new Date().toISOString(), event: 'revoke', kind, value: cut(value), tenant, created, who: 'server' },
+      true,
+    );
   }
 
   /** Closes the file (stderr is left open). */

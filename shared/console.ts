@@ -81,7 +81,11 @@ export function serveConsole(req: IncomingMessage, res: ServerResponse, pathname
 
 /** The console's files as shipped, each with its size plain and gzipped (for docs and tests). */
 export function consoleBundle(kind: ConsoleKind = 'file'): { name: string; bytes: number; gzipBytes: number }[] {
-  return [...assetsOf(kind)].map(([name, asset]) => ({ name, bytes: asset.plain.length, gzipBytes: asset.gzip.length }));
+  return [...assetsOf(kind)].map(([name, asset]) => ({
+    name,
+    bytes: asset.plain.length,
+    gzipBytes: asset.gzip.length,
+  }));
 }
 
 function assetsOf(kind: ConsoleKind): ReadonlyMap<string, Asset> {
@@ -108,6 +112,10 @@ function loadAssets(kind: ConsoleKind): ReadonlyMap<string, Asset> {
 }
 
 function plain(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
+  res.writeHead(status, {
+    'content-type': 'text/plain; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(text);
 }

@@ -3,7 +3,10 @@
  * `expires_in`, the command lines' `--statement-timeout 5s`: a whole number and a unit.
  */
 
-/** Duration units and their length in milliseconds, largest first (FenecQL prints a duration in the largest that divides it). */
+/**
+ * Duration units and their length in milliseconds, largest first (FenecQL prints a duration in the largest that divides
+ * it).
+ */
 export const DURATION_UNITS: ReadonlyArray<readonly [unit: string, ms: number]> = [
   ['w', 604_800_000],
   ['d', 86_400_000],
@@ -14,10 +17,14 @@ export const DURATION_UNITS: ReadonlyArray<readonly [unit: string, ms: number]> 
 ];
 
 /** The units as a message lists them, shortest first. */
-export const DURATION_UNIT_LIST = DURATION_UNITS.map(([unit]) => unit).reverse().join(', ');
+export const DURATION_UNIT_LIST = DURATION_UNITS.map(([unit]) => unit)
+  .reverse()
+  .join(', ');
 
 /** A duration's text as a regular expression (a JSON Schema `pattern`: the MCP memory's `expires_in`). */
-export const DURATION_PATTERN = `^[0-9]+(${DURATION_UNITS.map(([unit]) => unit).reverse().join('|')})$`;
+export const DURATION_PATTERN = `^[0-9]+(${DURATION_UNITS.map(([unit]) => unit)
+  .reverse()
+  .join('|')})$`;
 
 /** The length of one `unit` in milliseconds, or undefined for a word that is not a unit. */
 export function unitMs(unit: string): number | undefined {

@@ -11,8 +11,5 @@ export type { Logger };
  * faults), and a line written just before exit — a fault, a refused start — must not be lost.
  */
 export function createLogger(program: string): Logger {
-  return pino(
-    { name: program, timestamp: pino.stdTimeFunctions.isoTime },
-    pino.destination({ dest: 2, sync: true }),
-  );
+  return pino({ name: program, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: 2, sync: true }));
 }

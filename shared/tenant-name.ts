@@ -12,5 +12,8 @@ export function isTenantName(name: string): boolean {
 
 /** The refusal of a path's tenant that is not a name, the same from the router and a node. */
 export function invalidTenant(name: string): FenecError {
-  return new FenecError('invalid_tenant', `${JSON.stringify(name.slice(0, 80))} is not a tenant name: a-z, 0-9 and -, 1 to 63 characters, not starting with -`);
+  return new FenecError(
+    'invalid_tenant',
+    `${JSON.stringify(name.slice(0, 80))} is not a tenant name: a-z, 0-9 and -, 1 to 63 characters, not starting with -`,
+  );
 }

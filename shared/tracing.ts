@@ -11,7 +11,18 @@
  * method, the status, the node, the tool. Never a token, a statement, its parameters or a row.
  */
 import type * as http from 'node:http';
-import { context, diag, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, DiagLogLevel, type Context, type Span } from '@opentelemetry/api';
+import {
+  context,
+  diag,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  DiagLogLevel,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
 import type { Logger } from './logger.js';
 
 /** Where spans go and how many: the CLI's `--otel-endpoint` and the standard OTEL_* variables, read once. */
@@ -39,11 +50,23 @@ const EXPORT_ERROR_LOG_MS = 60_000;
 
 const OFF: Tracing = Object.freeze({ shutdown: () => Promise.resolve() });
 
-/** Registers the OpenTelemetry SDK globally as `config` says, as `serviceName`; with no config, leaves the no-op API. */
-export async function startTracing(config: TracingConfig | undefined, serviceName: string, logger: Logger): Promise<Tracing> {
+/**
+ * Registers the OpenTelemetry SDK globally as `config` says, as `serviceName`; with no config, leaves the no-op API.
+ */
+export async function startTracing(
+  config: TracingConfig | undefined,
+  serviceName: string,
+  logger: Logger,
+): Promise<Tracing> {
   if (config === undefined) return OFF;
   // Loaded only when asked for: a process without an endpoint never parses the SDK.
-  const [{ TracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler }, { AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }, { resourceFromAttributes }, { OTLPTraceExporter }] = await Promise.all([
+  const [
+    { TracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler },
+    { AsyncLocalStorageContextManager },
+    { W3CTraceContextPropagator },
+    { resourceFromAttributes },
+    { OTLPTraceExporter },
+  ] = await Promise.all([
     import('@opentelemetry/sdk-trace'),
     import('@opentelemetry/context-async-hooks'),
     import('@opentelemetry/core'),
@@ -54,20 +77,30 @@ export async function startTracing(config: TracingConfig | undefined, serviceNam
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ 'service.name': serviceName }),
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampleRatio) }),
-    // Batched (every 5 s, or 512 spans; at most 2048 waiting, the rest dropped): a slow collector never holds a request.
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: config.endpoint, timeoutMillis: EXPORT_TIMEOUT_MS }), exportTimeoutMillis: EXPORT_TIMEOUT_MS })],
+    // Batched (every 5 s, or 512 spans; at most 2048 waiting, the rest dropped): a slow collector never holds a
+    // request.
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter: new OTLPTraceExporter({ url: config.endpoint, timeoutMillis: EXPORT_TIMEOUT_MS }),
+        exportTimeoutMillis: EXPORT_TIMEOUT_MS,
+      }),
+    ],
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
   return {
-    shutdown: () => new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, SHUTDOWN_TIMEOUT_MS);
-      provider.shutdown().catch(() => undefined).finally(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    }),
+    shutdown: () =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, SHUTDOWN_TIMEOUT_MS);
+        provider
+          .shutdown()
+          .catch(() => undefined)
+          .finally(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+      }),
   };
 }
 
@@ -96,9 +129,24 @@ export interface SpanRoute {
 
 /** `/t/<tenant>` and `/t/<tenant>/<route>`; a tenant name as shared/tenant-name.ts has it. */
 const TENANT_PATH = /^\/t\/([a-z0-9][a-z0-9-]{0,62})(?:\/([^/]*))?$/;
-/** A tenant's routes, the router's and the node's: any other name is `other` (a caller's text is never a span's name). */
-const TENANT_ROUTES: ReadonlySet<string> = new Set(['query', '_mcp', '_revocations', '_backup', '_policy', '_pause', '_resume', '_moved', '_move']);
-/** Probes, scrapes and the routers' poll of moved tenants (`GET /_moved`, each second): traced, they would bury the requests' traces. */
+/**
+ * A tenant's routes, the router's and the node's: any other name is `other` (a caller's text is never a span's name).
+ */
+const TENANT_ROUTES: ReadonlySet<string> = new Set([
+  'query',
+  '_mcp',
+  '_revocations',
+  '_backup',
+  '_policy',
+  '_pause',
+  '_resume',
+  '_moved',
+  '_move',
+]);
+/**
+ * Probes, scrapes and the routers' poll of moved tenants (`GET /_moved`, each second): traced, they would bury the
+ * requests' traces.
+ */
 const UNTRACED = /^\/(?:_health|_metrics|_console|_moved)(?:\/|$)/;
 const NODE_ROUTES: ReadonlySet<string> = new Set(['/query', '/_mcp', '/_revocations', '/_tenants']);
 
@@ -154,7 +202,11 @@ export function tracedListener(listener: http.RequestListener, tracerName: strin
     const at = spanRouteOf(req.url);
     if (at === undefined) return listener(req, res);
     const parent = propagation.extract(ROOT_CONTEXT, req.headers);
-    const span = tracer.startSpan(`${req.method} ${at.route}`, { kind: SpanKind.SERVER, attributes: requestAttributes(req.method, at) }, parent);
+    const span = tracer.startSpan(
+      `${req.method} ${at.route}`,
+      { kind: SpanKind.SERVER, attributes: requestAttributes(req.method, at) },
+      parent,
+    );
     const active = trace.setSpan(parent, span);
     REQUEST_CONTEXTS.set(req, active);
     res.once('close', () => endRequestSpan(span, res.statusCode));

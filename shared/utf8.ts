@@ -10,7 +10,16 @@ export function invalidUtf8At(bytes: Uint8Array): number {
   if (isUtf8(bytes)) return -1;
   for (let i = 0; i < bytes.length;) {
     const lead = bytes[i]!;
-    const follow = lead < 0x80 ? 0 : lead >= 0xc2 && lead <= 0xdf ? 1 : lead >= 0xe0 && lead <= 0xef ? 2 : lead >= 0xf0 && lead <= 0xf4 ? 3 : -1;
+    const follow =
+      lead < 0x80
+        ? 0
+        : lead >= 0xc2 && lead <= 0xdf
+          ? 1
+          : lead >= 0xe0 && lead <= 0xef
+            ? 2
+            : lead >= 0xf0 && lead <= 0xf4
+              ? 3
+              : -1;
     if (follow < 0) return i;
     for (let k = 1; k <= follow; k++) {
       const next = bytes[i + k];

@@ -9,7 +9,10 @@
 
 export type VectorIndexKind = 'hnsw' | 'flat';
 
-/** 'l2': squared Euclidean distance, nearer is smaller. 'ip': inner product, nearer is larger (cosine on normalised vectors). */
+/**
+ * 'l2': squared Euclidean distance, nearer is smaller. 'ip': inner product, nearer is larger (cosine on normalised
+ * vectors).
+ */
 export type VectorMetric = 'l2' | 'ip';
 
 export interface VectorIndexOptions {
@@ -55,16 +58,23 @@ export interface VectorIndex {
    * (labels first … ntotal-1 of its batch are searchable).
    */
   readonly ntotal: number;
-  /** True while an addAsync or serializeAsync runs: add, serialize and dispose are refused until it ends; search is not. */
+  /**
+   * True while an addAsync or serializeAsync runs: add, serialize and dispose are refused until it ends; search is not.
+   */
   readonly busy: boolean;
-  /** Adds n vectors (n × dims floats, read in place) on the calling thread; returns the first one's label (the others follow in order). */
+  /**
+   * Adds n vectors (n × dims floats, read in place) on the calling thread; returns the first one's label (the others
+   * follow in order).
+   */
   add(vectors: Float32Array): number;
   /**
    * add on a worker thread (the vectors are copied first), in parts of a few milliseconds each, so
    * that a search beside it waits at most for one part; the index is searchable throughout.
    */
   addAsync(vectors: Float32Array): Promise<number>;
-  /** The k nearest labels of each of the nq queries (nq × dims floats), on the calling thread alone (no OpenMP team). */
+  /**
+   * The k nearest labels of each of the nq queries (nq × dims floats), on the calling thread alone (no OpenMP team).
+   */
   search(queries: Float32Array, k: number, options?: VectorSearchOptions): VectorSearchResult;
   /** The whole index as bytes (a checksummed envelope around Faiss's own format). */
   serialize(): Buffer;

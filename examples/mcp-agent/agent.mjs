@@ -54,7 +54,12 @@ try {
     // Remembering a few facts or recalling once takes two or three turns; ten bounds a model that loops.
     max_iterations: 10,
   });
-  process.stdout.write(`${answer.content.filter((block) => block.type === 'text').map((block) => block.text).join('\n')}\n`);
+  process.stdout.write(
+    `${answer.content
+      .filter((block) => block.type === 'text')
+      .map((block) => block.text)
+      .join('\n')}\n`,
+  );
 } catch (err) {
   process.stderr.write(`agent: ${err instanceof Error ? err.message : String(err)}\n${log}`);
   process.exitCode = 1;

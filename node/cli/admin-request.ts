@@ -23,7 +23,13 @@ export async function adminRequest(method: string, base: string, path: string, b
  * Sends one request (a streamed body when given one) and resolves with the response, or with
  * undefined when the server cannot be reached (said on stderr, exit status 1).
  */
-export async function adminSend(method: string, base: string, path: string, headers: Record<string, string>, body?: RequestInit['body']): Promise<Response | undefined> {
+export async function adminSend(
+  method: string,
+  base: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: RequestInit['body'],
+): Promise<Response | undefined> {
   const token = process.env.FENEC_TOKEN || undefined;
   if (token === undefined) usageError(NAME, 'this command needs the server token in $FENEC_TOKEN');
   let url: URL;
@@ -37,11 +43,18 @@ export async function adminSend(method: string, base: string, path: string, head
       method,
       headers: { authorization: `Bearer ${token}`, ...headers },
       // A stream sent as the body must say it is sent while the answer may already come (undici's rule).
-      ...(body === undefined ? {} : { body, duplex: 'half' } as RequestInit),
+      ...(body === undefined ? {} : ({ body, duplex: 'half' } as RequestInit)),
     });
   } catch (err) {
     const cause = (err as Error).cause as NodeJS.ErrnoException | undefined;
-    refused(JSON.stringify(new FenecError('unavailable', `cannot reach ${url.href}: ${cause?.code ?? cause?.message ?? (err as Error).message}`).toJSON()));
+    refused(
+      JSON.stringify(
+        new FenecError(
+          'unavailable',
+          `cannot reach ${url.href}: ${cause?.code ?? cause?.message ?? (err as Error).message}`,
+        ).toJSON(),
+      ),
+    );
     return undefined;
   }
 }

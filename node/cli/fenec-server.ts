@@ -6,7 +6,14 @@
 import { parsePolicy, type Policy } from '../../shared/auth/policy.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
-import { parseByteSize, parseCount, parseDurationOption, parsePort, readOptionFile, type PublicKeyInput } from '../../shared/cli/options.js';
+import {
+  parseByteSize,
+  parseCount,
+  parseDurationOption,
+  parsePort,
+  readOptionFile,
+  type PublicKeyInput,
+} from '../../shared/cli/options.js';
 import { switchedBy, toolNames } from '../../shared/mcp/tools.js';
 import { isTenantNode, serverConfig, SERVER_DEFAULTS, type ServerConfig, type TenantNodeConfig } from '../config.js';
 import { mcpText } from '../mcp/serve-mcp.js';
@@ -16,7 +23,15 @@ import type { TenantNodeOptions } from '../tenants/tenant-node.js';
 import { ONE_FILE, type TenantLimits } from '../workers/protocol.js';
 import { replyError, WorkerPool, workerSetup } from '../workers/worker-pool.js';
 import { startTracing, type Tracing } from '../../shared/tracing.js';
-import { auditTarget, createProgram, onExit, openAudit, OTEL_ENDPOINT_HELP, parseCommandLine, tracingConfig } from '../../shared/cli/command-line.js';
+import {
+  auditTarget,
+  createProgram,
+  onExit,
+  openAudit,
+  OTEL_ENDPOINT_HELP,
+  parseCommandLine,
+  tracingConfig,
+} from '../../shared/cli/command-line.js';
 
 const NAME = 'fenec-server';
 
@@ -57,50 +72,127 @@ async function main(): Promise<void> {
   let config: ServerConfig | undefined;
   let tenants: TenantNodeOptions | undefined;
   const program = createProgram(NAME)
-    .description('Serve one .fenec file over HTTP (POST /query, POST /_mcp with --mcp, GET /_health, GET /_metrics), '
-      + 'or, with --data-dir, be a tenant node: the same under /t/<tenant>/, one file per tenant, with quotas.')
+    .description(
+      'Serve one .fenec file over HTTP (POST /query, POST /_mcp with --mcp, GET /_health, GET /_metrics), ' +
+        'or, with --data-dir, be a tenant node: the same under /t/<tenant>/, one file per tenant, with quotas.',
+    )
     .option('--file <path>', 'the .fenec file to serve; created when missing (its lock F.lock is held while serving)')
-    .option('--data-dir <dir>', 'be a tenant node: tenant T\'s data in DIR/T.fenec, its policy in DIR/T.policy when present (else --policy); '
-      + 'PUT/DELETE /t/<tenant> and GET /_tenants with the server token')
-    .option('--max-open-tenants <n>', 'tenant files open at once; the least recently used is closed past it', String(DEFAULT_MAX_OPEN_TENANTS))
-    .option('--tenant-rate <n>', 'default requests per second of a tenant, /query and MCP alike (429 + Retry-After past it)', String(QUOTA_DEFAULTS.rate))
-    .option('--tenant-burst <n>', 'default requests a tenant may send at once above its rate', String(QUOTA_DEFAULTS.burst))
-    .option('--tenant-max-bytes <size>', 'default largest tenant file, e.g. 1024mb; writes past it get 507', `${QUOTA_DEFAULTS.maxBytes / 1024 ** 2}mb`)
-    .option('--tenant-max-collections <n>', 'default most collections of a tenant (0: no limit)', String(QUOTA_DEFAULTS.maxCollections))
+    .option(
+      '--data-dir <dir>',
+      "be a tenant node: tenant T's data in DIR/T.fenec, its policy in DIR/T.policy when present (else --policy); " +
+        'PUT/DELETE /t/<tenant> and GET /_tenants with the server token',
+    )
+    .option(
+      '--max-open-tenants <n>',
+      'tenant files open at once; the least recently used is closed past it',
+      String(DEFAULT_MAX_OPEN_TENANTS),
+    )
+    .option(
+      '--tenant-rate <n>',
+      'default requests per second of a tenant, /query and MCP alike (429 + Retry-After past it)',
+      String(QUOTA_DEFAULTS.rate),
+    )
+    .option(
+      '--tenant-burst <n>',
+      'default requests a tenant may send at once above its rate',
+      String(QUOTA_DEFAULTS.burst),
+    )
+    .option(
+      '--tenant-max-bytes <size>',
+      'default largest tenant file, e.g. 1024mb; writes past it get 507',
+      `${QUOTA_DEFAULTS.maxBytes / 1024 ** 2}mb`,
+    )
+    .option(
+      '--tenant-max-collections <n>',
+      'default most collections of a tenant (0: no limit)',
+      String(QUOTA_DEFAULTS.maxCollections),
+    )
     .option('--tenant-max-rows <n>', 'default most rows of a tenant (0: no limit)', String(QUOTA_DEFAULTS.maxRows))
-    .option('--tenant-cost <ms>', 'default worker time of a tenant, in milliseconds per second (429 + Retry-After past it; 0: no limit)', String(QUOTA_DEFAULTS.costMs))
-    .option('--workers <n>', 'worker threads that run statements; each tenant\'s file belongs to one (default: the machine\'s cores)', String(SERVER_DEFAULTS.workers))
-    .option('--statement-timeout <duration>', 'how long one statement may run before it is stopped (504 statement_timeout), e.g. 500ms, 5s; a tenant\'s default too', '5s')
-    .option('--max-answer <size>', 'largest /query answer, e.g. 32mb (413 answer_too_large past it, with how to page); a tenant\'s default too', '32mb')
+    .option(
+      '--tenant-cost <ms>',
+      'default worker time of a tenant, in milliseconds per second (429 + Retry-After past it; 0: no limit)',
+      String(QUOTA_DEFAULTS.costMs),
+    )
+    .option(
+      '--workers <n>',
+      "worker threads that run statements; each tenant's file belongs to one (default: the machine's cores)",
+      String(SERVER_DEFAULTS.workers),
+    )
+    .option(
+      '--statement-timeout <duration>',
+      "how long one statement may run before it is stopped (504 statement_timeout), e.g. 500ms, 5s; a tenant's default too",
+      '5s',
+    )
+    .option(
+      '--max-answer <size>',
+      "largest /query answer, e.g. 32mb (413 answer_too_large past it, with how to page); a tenant's default too",
+      '32mb',
+    )
     .option('--host <address>', 'address to listen on (0.0.0.0: every interface)', SERVER_DEFAULTS.host)
-    .option('--port <port>', 'port to listen on; 0 takes a free one, named in the startup log line', String(SERVER_DEFAULTS.port))
-    .option('--http-token <token>', 'bearer token required on every request but /_health (default: $FENEC_TOKEN; '
-      + 'without one, only a Host naming this machine is answered)')
+    .option(
+      '--port <port>',
+      'port to listen on; 0 takes a free one, named in the startup log line',
+      String(SERVER_DEFAULTS.port),
+    )
+    .option(
+      '--http-token <token>',
+      'bearer token required on every request but /_health (default: $FENEC_TOKEN; ' +
+        'without one, only a Host naming this machine is answered)',
+    )
     .option('--http-read-only', 'refuse every write over HTTP (403 read_only)')
     .option('--read-only', 'open the file read-only: no lock, no writes, the file as it stood at start')
     .option('--max-body <size>', 'largest request body, e.g. 512kb, 1mb or a number of bytes', '1mb')
-    .option('--http-cors <origin>', 'a browser origin (https://app.example.com) allowed besides the server\'s own')
-    .option('--sweep-interval <duration>', 'how often rows past their @ttl are deleted from the file (reads leave them out at once); 0: never', '10s')
-    .option('--jwt-secret <secret>', 'take JSON Web Tokens signed HS256 with this secret, at least 32 bytes '
-      + '(default: $FENEC_JWT_SECRET unless --jwt-public-key is given)')
-    .option('--jwt-public-key <file>', 'take JSON Web Tokens signed with the private half of this PEM public key: '
-      + 'RS256 for an RSA key (2048 bits or more), ES256 for an EC P-256 key')
+    .option('--http-cors <origin>', "a browser origin (https://app.example.com) allowed besides the server's own")
+    .option(
+      '--sweep-interval <duration>',
+      'how often rows past their @ttl are deleted from the file (reads leave them out at once); 0: never',
+      '10s',
+    )
+    .option(
+      '--jwt-secret <secret>',
+      'take JSON Web Tokens signed HS256 with this secret, at least 32 bytes ' +
+        '(default: $FENEC_JWT_SECRET unless --jwt-public-key is given)',
+    )
+    .option(
+      '--jwt-public-key <file>',
+      'take JSON Web Tokens signed with the private half of this PEM public key: ' +
+        'RS256 for an RSA key (2048 bits or more), ES256 for an EC P-256 key',
+    )
     .option('--jwt-issuer <iss>', 'take only JSON Web Tokens whose iss claim is this')
     .option('--jwt-audience <aud>', 'take only JSON Web Tokens whose aud claim is or contains this')
-    .option('--policy <file>', 'the policy JSON Web Tokens are held to: lines COLLECTION GRANTS [where COND], '
-      + 'e.g. "memories read,write where owner = $jwt.sub" (without it, a JWT reaches no collection)')
-    .option('--mcp', `serve MCP (the Model Context Protocol) at POST /_mcp: the tools ${toolNames(switchedBy('always'))}, under the same tokens as /query`)
-    .option('--mcp-write', `add the MCP tool ${toolNames(switchedBy('write'))} (rows written; never a schema change); implies --mcp`)
-    .option('--mcp-memory <collection>', `add the MCP tools ${toolNames(switchedBy('memory'))} over this collection, made at the first memory; implies --mcp`)
-    .option('--audit [file]', `write one JSON line per refused token, schema change and MCP ${toolNames((tool) => tool.audited, 'or')} to this file (appended), or to stderr when no file is named`)
+    .option(
+      '--policy <file>',
+      'the policy JSON Web Tokens are held to: lines COLLECTION GRANTS [where COND], ' +
+        'e.g. "memories read,write where owner = $jwt.sub" (without it, a JWT reaches no collection)',
+    )
+    .option(
+      '--mcp',
+      `serve MCP (the Model Context Protocol) at POST /_mcp: the tools ${toolNames(switchedBy('always'))}, under the same tokens as /query`,
+    )
+    .option(
+      '--mcp-write',
+      `add the MCP tool ${toolNames(switchedBy('write'))} (rows written; never a schema change); implies --mcp`,
+    )
+    .option(
+      '--mcp-memory <collection>',
+      `add the MCP tools ${toolNames(switchedBy('memory'))} over this collection, made at the first memory; implies --mcp`,
+    )
+    .option(
+      '--audit [file]',
+      `write one JSON line per refused token, schema change and MCP ${toolNames((tool) => tool.audited, 'or')} to this file (appended), or to stderr when no file is named`,
+    )
     .option('--otel-endpoint <url>', OTEL_ENDPOINT_HELP)
     .action((options: Options) => {
       // The secret from the environment only when no key is named on the command line: an empty
       // FENEC_JWT_SECRET is unset, as FENEC_TOKEN's is.
-      const jwtSecret = options.jwtSecret
-        ?? (options.jwtPublicKey === undefined ? process.env.FENEC_JWT_SECRET || undefined : undefined);
+      const jwtSecret =
+        options.jwtSecret ??
+        (options.jwtPublicKey === undefined ? process.env.FENEC_JWT_SECRET || undefined : undefined);
       if ((options.file === undefined) === (options.dataDir === undefined)) {
-        throw new FenecError('invalid_option', '--file F (one file) or --data-dir D (a tenant node) is required, not both');
+        throw new FenecError(
+          'invalid_option',
+          '--file F (one file) or --data-dir D (a tenant node) is required, not both',
+        );
       }
       const statementTimeoutMs = parseDurationOption('--statement-timeout', options.statementTimeout);
       const maxAnswerBytes = parseByteSize(options.maxAnswer, '--max-answer');
@@ -136,9 +228,10 @@ async function main(): Promise<void> {
         jwtAudience: options.jwtAudience,
         policy: options.policy === undefined ? undefined : readPolicy(options.policy),
         audit: auditTarget(options.audit),
-        mcp: options.mcp === true || options.mcpWrite === true || options.mcpMemory !== undefined
-          ? { write: options.mcpWrite === true, memory: options.mcpMemory }
-          : undefined,
+        mcp:
+          options.mcp === true || options.mcpWrite === true || options.mcpMemory !== undefined
+            ? { write: options.mcpWrite === true, memory: options.mcpMemory }
+            : undefined,
         otel: tracingConfig(options.otelEndpoint, process.env),
         workers: parseCount('--workers', options.workers, 1),
         statementTimeoutMs,
@@ -160,22 +253,31 @@ async function serveTenants(config: TenantNodeConfig, tenants: TenantNodeOptions
   const tracing = await startTracing(config.otel, NAME, logger);
   const { startTenantNode } = await import('../tenants/tenant-node.js');
   const server = await startTenantNode(config, tenants, logger, audit).catch((err: unknown) => refuseStart(err));
-  onExit(() => undefined, (signal) => {
-    logger.info({ signal }, 'stopping');
-    server.close().then(() => exitAfter(tracing, 0), () => exitAfter(tracing, 1));
-  });
-  logger.info({
-    url: server.url,
-    port: server.port,
-    dataDir: config.where.dataDir,
-    tenants: server.registry.list().length,
-    maxOpenTenants: tenants.maxOpenTenants,
-    quotas: tenants.quotas,
-    workers: config.workers,
-    auth: authText(config),
-    mcp: config.mcp === undefined ? undefined : mcpText(config),
-    traces: config.otel?.endpoint,
-  }, 'listening');
+  onExit(
+    () => undefined,
+    (signal) => {
+      logger.info({ signal }, 'stopping');
+      server.close().then(
+        () => exitAfter(tracing, 0),
+        () => exitAfter(tracing, 1),
+      );
+    },
+  );
+  logger.info(
+    {
+      url: server.url,
+      port: server.port,
+      dataDir: config.where.dataDir,
+      tenants: server.registry.list().length,
+      maxOpenTenants: tenants.maxOpenTenants,
+      quotas: tenants.quotas,
+      workers: config.workers,
+      auth: authText(config),
+      mcp: config.mcp === undefined ? undefined : mcpText(config),
+      traces: config.otel?.endpoint,
+    },
+    'listening',
+  );
 }
 
 /** Exits once the last requests' spans are exported (a bounded wait; at once without tracing). */
@@ -205,9 +307,18 @@ async function serve(config: ServerConfig, file: string): Promise<void> {
   }
   let stop: (signal: NodeJS.Signals) => void = () => process.exit(1);
   // The lock is released on every way out: a signal, an exit, an uncaught fault.
-  onExit(() => lock?.release(), (signal) => stop(signal));
+  onExit(
+    () => lock?.release(),
+    (signal) => stop(signal),
+  );
 
-  const limits: TenantLimits = { maxBytes: 0, maxCollections: 0, maxRows: 0, maxAnswerBytes: config.maxAnswerBytes, statementTimeoutMs: config.statementTimeoutMs };
+  const limits: TenantLimits = {
+    maxBytes: 0,
+    maxCollections: 0,
+    maxRows: 0,
+    maxAnswerBytes: config.maxAnswerBytes,
+    statementTimeoutMs: config.statementTimeoutMs,
+  };
   // One file is one tenant: its worker is the only one ever started.
   const pool = new WorkerPool({ workers: 1, logger, setup: workerSetup(config) });
   // The worker loads the storage side while this thread loads the HTTP side: a start takes the longer of the two.
@@ -219,17 +330,20 @@ async function serve(config: ServerConfig, file: string): Promise<void> {
   const server = await startServer(config, pool, limits, logger, audit).catch((err: unknown) => refuseStart(err));
   stop = (signal) => {
     logger.info({ signal }, 'stopping');
-    server.close().then(() => pool.stop()).then(
-      () => {
-        lock?.release();
-        logger.info('stopped');
-        exitAfter(tracing, 0);
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'stopping failed');
-        process.exit(1);
-      },
-    );
+    server
+      .close()
+      .then(() => pool.stop())
+      .then(
+        () => {
+          lock?.release();
+          logger.info('stopped');
+          exitAfter(tracing, 0);
+        },
+        (err: unknown) => {
+          logger.error({ err }, 'stopping failed');
+          process.exit(1);
+        },
+      );
   };
   logger.info(
     {
@@ -239,7 +353,12 @@ async function serve(config: ServerConfig, file: string): Promise<void> {
       readOnly: config.readOnly,
       httpReadOnly: config.httpReadOnly,
       auth: authText(config),
-      policy: config.jwt === undefined ? undefined : config.policy === undefined ? 'none: JWTs reach no collection' : `${config.policy.rules.size} collection(s)`,
+      policy:
+        config.jwt === undefined
+          ? undefined
+          : config.policy === undefined
+            ? 'none: JWTs reach no collection'
+            : `${config.policy.rules.size} collection(s)`,
       audit: config.audit === undefined ? undefined : config.audit.kind === 'file' ? config.audit.path : 'stderr',
       mcp: config.mcp === undefined ? undefined : mcpText(config),
       traces: config.otel?.endpoint,
@@ -252,7 +371,10 @@ async function serve(config: ServerConfig, file: string): Promise<void> {
 
 /** What the startup line says of credentials: never a token or a secret. */
 function authText(config: ServerConfig): string {
-  const kinds = [config.httpToken === undefined ? undefined : 'token', config.jwt === undefined ? undefined : `JWT ${config.jwt.algorithm}`];
+  const kinds = [
+    config.httpToken === undefined ? undefined : 'token',
+    config.jwt === undefined ? undefined : `JWT ${config.jwt.algorithm}`,
+  ];
   const given = kinds.filter((kind) => kind !== undefined);
   return given.length === 0 ? 'local Host only' : given.join(' + ');
 }

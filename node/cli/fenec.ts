@@ -29,8 +29,11 @@ program
   .description('Run one statement on a .fenec file or a server and print its answer as JSON.')
   .argument('<statement>', 'the FenecQL statement, e.g. "get notes where id = $1"')
   .option('--file <path>', 'run it on this .fenec file (takes its lock while it runs, unless --read-only)')
-  .option('--url <url>', 'run it on a server: its base URL (http://127.0.0.1:8080) or its /query URL; '
-    + 'the token from --token or $FENEC_TOKEN')
+  .option(
+    '--url <url>',
+    'run it on a server: its base URL (http://127.0.0.1:8080) or its /query URL; ' +
+      'the token from --token or $FENEC_TOKEN',
+  )
   .option('--params <json>', 'a JSON array of the values bound to $1, $2, …', '[]')
   .option('--read-only', 'with --file: open it read-only (no lock, beside a server) and refuse writes')
   .option('--token <token>', 'with --url: the bearer token (default: $FENEC_TOKEN)')
@@ -40,7 +43,7 @@ program
       usageError(NAME, 'query takes one of --file <path> or --url <url>');
     }
     if (options.url !== undefined) {
-      if (options.readOnly) usageError(NAME, '--read-only is for --file; a server\'s writes are its own to refuse');
+      if (options.readOnly) usageError(NAME, "--read-only is for --file; a server's writes are its own to refuse");
       const token = tokenOf(options.token);
       await printOutcome(() => queryServer(queryUrl(options.url!), statement, params, token));
     } else {

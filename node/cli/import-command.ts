@@ -41,7 +41,11 @@ interface Target {
 
 /** A refusal: the error, the line it names, and what was committed before it. */
 class ImportRefused extends Error {
-  constructor(readonly error: Record<string, unknown>, readonly line: number | undefined, readonly committed: number) {
+  constructor(
+    readonly error: Record<string, unknown>,
+    readonly line: number | undefined,
+    readonly committed: number,
+  ) {
     super(String(error.message));
   }
 }
@@ -49,26 +53,47 @@ class ImportRefused extends Error {
 export function addImportCommand(program: Command): void {
   program
     .command('import')
-    .description('Load rows into a collection from NDJSON (one JSON object per line) or a JSON array of objects, in batches.')
+    .description(
+      'Load rows into a collection from NDJSON (one JSON object per line) or a JSON array of objects, in batches.',
+    )
     .argument('<collection>', 'the collection the rows go into (it must exist)')
     .argument('<source>', 'the file to read (data.ndjson, data.json), or - for stdin')
-    .option('--url <url>', 'load through a server: its base URL (http://127.0.0.1:8080) or its /query URL; the token from --token or $FENEC_TOKEN')
+    .option(
+      '--url <url>',
+      'load through a server: its base URL (http://127.0.0.1:8080) or its /query URL; the token from --token or $FENEC_TOKEN',
+    )
     .option('--file <path>', 'load into this .fenec file (takes its lock while it runs)')
     .option('--token <token>', 'with --url: the bearer token (default: $FENEC_TOKEN)')
-    .option('--batch-bytes <n>', 'largest request body, in bytes (a batch is halved when the server finds it too large)', String(DEFAULT_BATCH_BYTES))
+    .option(
+      '--batch-bytes <n>',
+      'largest request body, in bytes (a batch is halved when the server finds it too large)',
+      String(DEFAULT_BATCH_BYTES),
+    )
     .option('--no-wait', 'do not wait for the vector indexes to hold every row')
     .action(async (collection: string, source: string, options: ImportOptions) => {
-      if ((options.file === undefined) === (options.url === undefined)) usageError(NAME, 'import takes one of --file <path> or --url <url>');
+      if ((options.file === undefined) === (options.url === undefined))
+        usageError(NAME, 'import takes one of --file <path> or --url <url>');
       if (!isName(collection)) usageError(NAME, `${JSON.stringify(collection)} is not a collection name`);
       const batchBytes = Number(options.batchBytes);
-      if (!Number.isSafeInteger(batchBytes) || batchBytes < 1024) usageError(NAME, `--batch-bytes takes a whole number of bytes ≥ 1024, not ${options.batchBytes}`);
-      if (options.file !== undefined && options.token !== undefined) usageError(NAME, '--token is for --url; a file takes no token');
-      const target = options.url !== undefined ? serverTarget(queryUrl(options.url), tokenOf(options.token)) : fileTarget(options.file!);
+      if (!Number.isSafeInteger(batchBytes) || batchBytes < 1024)
+        usageError(NAME, `--batch-bytes takes a whole number of bytes ≥ 1024, not ${options.batchBytes}`);
+      if (options.file !== undefined && options.token !== undefined)
+        usageError(NAME, '--token is for --url; a file takes no token');
+      const target =
+        options.url !== undefined
+          ? serverTarget(queryUrl(options.url), tokenOf(options.token))
+          : fileTarget(options.file!);
       process.exitCode = await runImport(target, collection, source, batchBytes, options.wait);
     });
 }
 
-async function runImport(target: Target, collection: string, source: string, batchBytes: number, wait: boolean): Promise<number> {
+async function runImport(
+  target: Target,
+  collection: string,
+  source: string,
+  batchBytes: number,
+  wait: boolean,
+): Promise<number> {
   const tty = process.stderr.isTTY === true;
   const write = (text: string): void => void process.stderr.write(text);
   let totalBytes: number | undefined;
@@ -83,22 +108,39 @@ async function runImport(target: Target, collection: string, source: string, bat
   const progress = new Progress({ write: (text) => write(`${tty ? '' : `${NAME} import: `}${text}`), tty, totalBytes });
   let read = 0;
   const rows = readRows(input as AsyncIterable<Buffer>, { onBytes: (bytes) => (read = bytes) });
-  const loader = new Loader(target, `insert into ${collection} $1`, batchBytes, (committed) => progress.update(committed, read));
+  const loader = new Loader(target, `insert into ${collection} $1`, batchBytes, (committed) =>
+    progress.update(committed, read),
+  );
   try {
     await loader.load(rows);
   } catch (err) {
     progress.finish();
-    const refused = err instanceof ImportRefused ? err : new ImportRefused(localError(err).toJSON().error, lineOf(err), loader.committed);
-    if (tty) write(`${NAME} import: ${refused.message}; ${figure(refused.committed)} rows were committed before it, none after\n`);
-    write(`${JSON.stringify({ error: refused.error, ...(refused.line === undefined ? {} : { line: refused.line }), committed: refused.committed })}\n`);
+    const refused =
+      err instanceof ImportRefused
+        ? err
+        : new ImportRefused(localError(err).toJSON().error, lineOf(err), loader.committed);
+    if (tty)
+      write(
+        `${NAME} import: ${refused.message}; ${figure(refused.committed)} rows were committed before it, none after\n`,
+      );
+    write(
+      `${JSON.stringify({ error: refused.error, ...(refused.line === undefined ? {} : { line: refused.line }), committed: refused.committed })}\n`,
+    );
     target.close();
     return 1;
   }
   progress.update(loader.committed, read);
   progress.finish();
   const seconds = progress.elapsed;
-  const summary: Record<string, unknown> = { collection, rows: loader.committed, seconds: round(seconds), rows_per_second: Math.round(loader.committed / Math.max(seconds, 1e-3)) };
-  write(`${NAME} import: ${figure(loader.committed)} rows into ${collection} in ${duration(seconds)} (${figure(summary.rows_per_second as number)} rows/s)\n`);
+  const summary: Record<string, unknown> = {
+    collection,
+    rows: loader.committed,
+    seconds: round(seconds),
+    rows_per_second: Math.round(loader.committed / Math.max(seconds, 1e-3)),
+  };
+  write(
+    `${NAME} import: ${figure(loader.committed)} rows into ${collection} in ${duration(seconds)} (${figure(summary.rows_per_second as number)} rows/s)\n`,
+  );
   if (wait) {
     const waiting = new Progress({ write: (text) => write(`${tty ? '' : `${NAME} import: `}${text}`), tty });
     try {
@@ -172,7 +214,10 @@ class Loader {
       this.#onCommitted(this.committed);
       return;
     }
-    const error = ((outcome.body as { error?: Record<string, unknown> } | null)?.error ?? { code: 'internal', message: JSON.stringify(outcome.body) });
+    const error = (outcome.body as { error?: Record<string, unknown> } | null)?.error ?? {
+      code: 'internal',
+      message: JSON.stringify(outcome.body),
+    };
     if (outcome.status === 413 && rows.length > 1) {
       // Nothing of a batch too large was written: send it in halves, and smaller batches from now on.
       this.#budget = Math.max(1024, Math.floor(this.#budget / 2));
@@ -226,7 +271,8 @@ function serverTarget(url: URL, token: string | undefined): Target {
     async caughtUp(collection, onPending) {
       for (;;) {
         const outcome = await postQuery(url, JSON.stringify({ statement: `schema ${collection}` }), token);
-        if (!outcome.ok) throw new FenecError('unavailable', `schema ${collection} was refused: ${JSON.stringify(outcome.body)}`);
+        if (!outcome.ok)
+          throw new FenecError('unavailable', `schema ${collection} was refused: ${JSON.stringify(outcome.body)}`);
         const pending = indexBacklog(outcome.body);
         if (pending === undefined) return;
         onPending(pending);
@@ -239,7 +285,9 @@ function serverTarget(url: URL, token: string | undefined): Target {
 
 /** Rows the collection's indexes do not hold yet (as `schema` tells), or undefined when they hold every row. */
 function indexBacklog(answer: unknown): number | undefined {
-  const fields = (answer as { collections?: { fields?: { index?: { pending: number; building: boolean } }[] }[] }).collections?.[0]?.fields ?? [];
+  const fields =
+    (answer as { collections?: { fields?: { index?: { pending: number; building: boolean } }[] }[] }).collections?.[0]
+      ?.fields ?? [];
   const indexes = fields.flatMap((f) => (f.index === undefined ? [] : [f.index]));
   if (indexes.every((i) => i.pending === 0 && !i.building)) return undefined;
   return indexes.reduce((sum, i) => sum + i.pending, 0);

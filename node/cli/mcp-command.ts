@@ -33,24 +33,38 @@ interface McpOptions {
 export function addMcpCommand(program: Command): void {
   program
     .command('mcp')
-    .description('Serve MCP over stdio (a JSON-RPC message a line on stdin, an answer a line on stdout, logs on stderr): '
-      + 'over a .fenec file, or as a bridge in front of a server.')
+    .description(
+      'Serve MCP over stdio (a JSON-RPC message a line on stdin, an answer a line on stdout, logs on stderr): ' +
+        'over a .fenec file, or as a bridge in front of a server.',
+    )
     .option('--file <path>', 'serve this .fenec file (takes F.lock while the session lasts, unless --read-only)')
-    .option('--url <url>', 'bridge to a server\'s MCP endpoint, e.g. http://127.0.0.1:8080/_mcp; the token from $FENEC_TOKEN')
+    .option(
+      '--url <url>',
+      "bridge to a server's MCP endpoint, e.g. http://127.0.0.1:8080/_mcp; the token from $FENEC_TOKEN",
+    )
     .option('--memory <collection>', `with --file: offer ${toolNames(switchedBy('memory'))} over this collection`)
     .option('--write', `with --file: offer ${toolNames(switchedBy('write'))} (rows written; never a schema change)`)
     .option('--read-only', 'with --file: take no lock, write nothing, read the file as it stood when the session began')
     .action(async (options: McpOptions) => {
-      if ((options.file === undefined) === (options.url === undefined)) usageError(NAME, 'mcp takes one of --file <path> or --url <url>');
+      if ((options.file === undefined) === (options.url === undefined))
+        usageError(NAME, 'mcp takes one of --file <path> or --url <url>');
       if (options.url !== undefined) {
         for (const flag of ['memory', 'write', 'readOnly'] as const) {
-          if (options[flag] !== undefined) usageError(NAME, `--${flag === 'readOnly' ? 'read-only' : flag} is for --file; over --url the tools are the server's`);
+          if (options[flag] !== undefined)
+            usageError(
+              NAME,
+              `--${flag === 'readOnly' ? 'read-only' : flag} is for --file; over --url the tools are the server's`,
+            );
         }
         await bridge(options.url);
       } else {
-        if (options.write === true && options.readOnly === true) usageError(NAME, '--write and --read-only contradict each other');
+        if (options.write === true && options.readOnly === true)
+          usageError(NAME, '--write and --read-only contradict each other');
         if (options.memory !== undefined && !/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(options.memory)) {
-          usageError(NAME, `--memory takes a collection name (a letter, then letters, digits or _, at most 64), not "${options.memory}"`);
+          usageError(
+            NAME,
+            `--memory takes a collection name (a letter, then letters, digits or _, at most 64), not "${options.memory}"`,
+          );
         }
         await serveFile(options.file!, options);
       }
@@ -65,7 +79,10 @@ async function serveFile(file: string, options: McpOptions): Promise<void> {
   const endpoint = mcpEndpoint(db, { write: options.write === true, memory: options.memory, readOnly, logger });
   // The process is the file's owner, as the server's token is the server's: it reaches everything.
   const caller = { options: { readOnly }, scoped: false };
-  logger.info({ file, readOnly, write: options.write === true, memory: options.memory ?? null }, 'serving MCP on stdio');
+  logger.info(
+    { file, readOnly, write: options.write === true, memory: options.memory ?? null },
+    'serving MCP on stdio',
+  );
   await serveLines(process.stdin, process.stdout, (line) => {
     const reply = endpoint.handle(line, caller);
     return reply.json === undefined ? undefined : [reply.json];
@@ -102,13 +119,17 @@ async function bridge(urlText: string): Promise<void> {
   const logger = createLogger(PROGRAM);
   const bridge = new McpBridge({ url, token: process.env.FENEC_TOKEN || undefined });
   logger.info({ url: url.href, token: process.env.FENEC_TOKEN ? 'from FENEC_TOKEN' : 'none' }, 'bridging MCP on stdio');
-  await serveLines(process.stdin, process.stdout, async (line) => (await bridge.forward(line))?.map((m) => JSON.stringify(m)));
+  await serveLines(process.stdin, process.stdout, async (line) =>
+    (await bridge.forward(line))?.map((m) => JSON.stringify(m)),
+  );
   process.exit(0);
 }
 
 /** A start refused (the lock held, a file that is not fenecdb's): one line on stderr, and exit status 1. */
 function refuse(err: unknown): never {
   const error = err instanceof FenecError ? err : new FenecError('internal', (err as Error).message);
-  process.stderr.write(`${NAME}: ${error.code}: ${error.message}${error.hint === undefined ? '' : ` (${error.hint})`}\n`);
+  process.stderr.write(
+    `${NAME}: ${error.code}: ${error.message}${error.hint === undefined ? '' : ` (${error.hint})`}\n`,
+  );
   process.exit(1);
 }

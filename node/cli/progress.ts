@@ -21,7 +21,9 @@ const REDRAW_MS = 100;
 
 /** 1234567 as "1 234 567". */
 export function figure(n: number): string {
-  return Math.round(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
+  return Math.round(n)
+    .toString()
+    .replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
 }
 
 /** Seconds as "42 s" or "3 min 07 s". */

@@ -74,18 +74,27 @@ function stringEnd(text: string, from: number): number {
 export function rowValue(row: SourceRow): Record<string, unknown> {
   const notUtf8 = invalidUtf8At(row.bytes);
   if (notUtf8 >= 0) {
-    throw new FenecError('bad_json', `line ${row.line}: not UTF-8 (${describeByte(row.bytes, notUtf8)} of the line begins no character)`, {
-      hint: 'convert the file to UTF-8 (iconv -f LATIN1 -t UTF-8 FILE)',
-    });
+    throw new FenecError(
+      'bad_json',
+      `line ${row.line}: not UTF-8 (${describeByte(row.bytes, notUtf8)} of the line begins no character)`,
+      {
+        hint: 'convert the file to UTF-8 (iconv -f LATIN1 -t UTF-8 FILE)',
+      },
+    );
   }
   let value: unknown;
   try {
     value = JSON.parse(row.bytes.toString('utf8'));
   } catch (err) {
-    throw new FenecError('bad_json', `line ${row.line}: not JSON (${(err as Error).message})`, { hint: 'each row is one JSON object: {"field": value, …}' });
+    throw new FenecError('bad_json', `line ${row.line}: not JSON (${(err as Error).message})`, {
+      hint: 'each row is one JSON object: {"field": value, …}',
+    });
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new FenecError('bad_json', `line ${row.line}: a row is a JSON object {"field": value, …}, not ${Array.isArray(value) ? 'an array' : JSON.stringify(value)}`);
+    throw new FenecError(
+      'bad_json',
+      `line ${row.line}: a row is a JSON object {"field": value, …}, not ${Array.isArray(value) ? 'an array' : JSON.stringify(value)}`,
+    );
   }
   return value as Record<string, unknown>;
 }
@@ -108,7 +117,10 @@ const isWhite = (code: number): boolean => code === 0x20 || code === 0x09 || cod
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
 /** The rows of `input` (the file's bytes, in chunks as a stream gives them). */
-export async function* readRows(input: AsyncIterable<Buffer>, options: RowSourceOptions = {}): AsyncGenerator<SourceRow> {
+export async function* readRows(
+  input: AsyncIterable<Buffer>,
+  options: RowSourceOptions = {},
+): AsyncGenerator<SourceRow> {
   let bytes = 0;
   const counted = async function* (): AsyncGenerator<Buffer> {
     for await (const chunk of input) {
@@ -210,7 +222,11 @@ async function* arrayRows(chunks: AsyncIterable<Buffer>): AsyncGenerator<SourceR
           depth = 0;
           continue;
         }
-        if (c !== 0x7b) throw new FenecError('bad_json', `line ${line}: a row is a JSON object {"field": value, …}; found ${c < 0x80 ? JSON.stringify(text[i]) : 'a character that is not'}`);
+        if (c !== 0x7b)
+          throw new FenecError(
+            'bad_json',
+            `line ${line}: a row is a JSON object {"field": value, …}; found ${c < 0x80 ? JSON.stringify(text[i]) : 'a character that is not'}`,
+          );
         depth = 2;
         elementLine = line;
         element = [];
@@ -232,5 +248,6 @@ async function* arrayRows(chunks: AsyncIterable<Buffer>): AsyncGenerator<SourceR
     }
     if (pieceStart >= 0) element.push(chunk.subarray(pieceStart));
   }
-  if (!closed) throw new FenecError('bad_json', `line ${line}: the input ends inside the array; it needs its closing ]`);
+  if (!closed)
+    throw new FenecError('bad_json', `line ${line}: the input ends inside the array; it needs its closing ]`);
 }

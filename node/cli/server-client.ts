@@ -24,7 +24,8 @@ export function queryUrl(text: string): URL {
   } catch {
     usageError(NAME, `--url takes a URL such as http://127.0.0.1:8080, not ${text}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') usageError(NAME, `--url takes an http or https URL, not ${text}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    usageError(NAME, `--url takes an http or https URL, not ${text}`);
   if (!url.pathname.endsWith('/query')) url.pathname = `${url.pathname.replace(/\/$/, '')}/query`;
   return url;
 }
@@ -35,26 +36,45 @@ export function queryUrl(text: string): URL {
  *
  * @throws FenecError `unavailable` when no fenecdb server answers at `url`.
  */
-export function postQuery(url: URL, body: string | Buffer, token: string | undefined, idleMs = ANSWER_IDLE_MS): Promise<Outcome> {
+export function postQuery(
+  url: URL,
+  body: string | Buffer,
+  token: string | undefined,
+  idleMs = ANSWER_IDLE_MS,
+): Promise<Outcome> {
   const payload = typeof body === 'string' ? Buffer.from(body) : body;
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(payload.length) };
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'content-length': String(payload.length),
+  };
   if (token !== undefined) headers.authorization = `Bearer ${token}`;
   const secure = url.protocol === 'https:';
   return new Promise((resolve, reject) => {
-    const unavailable = (err: NodeJS.ErrnoException) => reject(new FenecError('unavailable', `cannot reach ${url.href}: ${err.code ?? err.message}`));
-    const sent = (secure ? https : http).request(url, { method: 'POST', headers, agent: secure ? HTTPS_AGENT : HTTP_AGENT }, (response) => {
-      const parts: Buffer[] = [];
-      response.on('data', (part: Buffer) => parts.push(part));
-      response.on('error', unavailable);
-      response.on('end', () => {
-        const status = response.statusCode ?? 0;
-        try {
-          resolve({ ok: status >= 200 && status < 300, status, body: JSON.parse(Buffer.concat(parts).toString('utf8')) });
-        } catch {
-          reject(new FenecError('unavailable', `${url.href} answered ${status} with no JSON; is it a fenecdb server?`));
-        }
-      });
-    });
+    const unavailable = (err: NodeJS.ErrnoException) =>
+      reject(new FenecError('unavailable', `cannot reach ${url.href}: ${err.code ?? err.message}`));
+    const sent = (secure ? https : http).request(
+      url,
+      { method: 'POST', headers, agent: secure ? HTTPS_AGENT : HTTP_AGENT },
+      (response) => {
+        const parts: Buffer[] = [];
+        response.on('data', (part: Buffer) => parts.push(part));
+        response.on('error', unavailable);
+        response.on('end', () => {
+          const status = response.statusCode ?? 0;
+          try {
+            resolve({
+              ok: status >= 200 && status < 300,
+              status,
+              body: JSON.parse(Buffer.concat(parts).toString('utf8')),
+            });
+          } catch {
+            reject(
+              new FenecError('unavailable', `${url.href} answered ${status} with no JSON; is it a fenecdb server?`),
+            );
+          }
+        });
+      },
+    );
     sent.on('error', unavailable);
     // A server that takes the request and never answers would hold the command for good.
     sent.setTimeout(idleMs, () => sent.destroy(new Error(`no answer in ${idleMs / 1000} s`)));

@@ -137,17 +137,31 @@ export class HttpHandler {
         return this.#otherMethod(req, res, 'GET, HEAD');
     }
     if (isConsolePath(path)) return serveConsole(req, res, path, 'file');
-    return this.fail(req, res, new FenecError('not_found', `no route ${JSON.stringify(path.slice(0, 200))}; this server answers ${this.#routes}`));
+    return this.fail(
+      req,
+      res,
+      new FenecError(
+        'not_found',
+        `no route ${JSON.stringify(path.slice(0, 200))}; this server answers ${this.#routes}`,
+      ),
+    );
   };
 
-  /** A route whose work runs in the worker: the front door (the server's token only for /_revocations), then the body. */
+  /**
+   * A route whose work runs in the worker: the front door (the server's token only for /_revocations), then the body.
+   */
   #query(req: FenecRequest, res: ServerResponse): void {
     req.cors = this.#cors !== undefined && this.#door.isCorsOrigin(req);
     const caller = req.caller ?? this.#door.caller(req, req.route, req.route === '/_revocations' ? 'server' : 'any');
     if (caller instanceof FenecError) return this.fail(req, res, caller);
     req.caller = caller;
     if (this.#stopping) {
-      return this.fail(req, res, new FenecError('unavailable', 'the server is stopping', { hint: 'retry on another node, or once it is back' }), { connection: 'close' });
+      return this.fail(
+        req,
+        res,
+        new FenecError('unavailable', 'the server is stopping', { hint: 'retry on another node, or once it is back' }),
+        { connection: 'close' },
+      );
     }
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > this.#maxBody) return this.#tooLarge(req, res);
@@ -198,16 +212,30 @@ export class HttpHandler {
   }
 
   static #onEnd(this: FenecRequest): void {
-    const body = this.shared !== undefined ? this.shared.subarray(0, this.received)
-      : this.rest !== undefined ? Buffer.concat(this.rest, this.received) : (this.first ?? EMPTY);
+    const body =
+      this.shared !== undefined
+        ? this.shared.subarray(0, this.received)
+        : this.rest !== undefined
+          ? Buffer.concat(this.rest, this.received)
+          : (this.first ?? EMPTY);
     this.first = this.rest = this.shared = undefined;
     this.handler!.#work(this, this.response!, body);
   }
 
   /** Hands the work over and writes back its answer; a notification (MCP) is a bare 202. */
   #work(req: FenecRequest, res: ServerResponse, body: Uint8Array): void {
-    const route: WorkRoute = req.route === '/_revocations' ? `${req.method as 'GET' | 'POST'} /_revocations` : req.route as '/query' | '/_mcp';
-    const request: WorkRequest = { route, body, caller: req.caller!, remote: req.socket.remoteAddress, headers: route === '/_mcp' ? req.headers : undefined, trace: traceOf(req) };
+    const route: WorkRoute =
+      req.route === '/_revocations'
+        ? `${req.method as 'GET' | 'POST'} /_revocations`
+        : (req.route as '/query' | '/_mcp');
+    const request: WorkRequest = {
+      route,
+      body,
+      caller: req.caller!,
+      remote: req.socket.remoteAddress,
+      headers: route === '/_mcp' ? req.headers : undefined,
+      trace: traceOf(req),
+    };
     let work: Promise<WorkerReply>;
     try {
       work = this.#dispatch!(req, request);
@@ -215,15 +243,18 @@ export class HttpHandler {
       return this.fail(req, res, err);
     }
     // Settled, the worker has read the body: its memory may take the next one.
-    work.then((reply) => {
-      this.#bodies.give(body);
-      if (reply.tools !== undefined) for (const [tool, outcome] of reply.tools) this.#metrics.toolCall(tool, outcome);
-      if (reply.body === undefined) this.#write(req, res, reply.status, {}, undefined);
-      else this.send(req, res, reply.status, reply.body, this.#stopping ? { connection: 'close' } : undefined);
-    }, (err: unknown) => {
-      this.#bodies.give(body);
-      this.fail(req, res, err);
-    });
+    work.then(
+      (reply) => {
+        this.#bodies.give(body);
+        if (reply.tools !== undefined) for (const [tool, outcome] of reply.tools) this.#metrics.toolCall(tool, outcome);
+        if (reply.body === undefined) this.#write(req, res, reply.status, {}, undefined);
+        else this.send(req, res, reply.status, reply.body, this.#stopping ? { connection: 'close' } : undefined);
+      },
+      (err: unknown) => {
+        this.#bodies.give(body);
+        this.fail(req, res, err);
+      },
+    );
   }
 
   #tooLarge(req: FenecRequest, res: ServerResponse): void {
@@ -248,7 +279,12 @@ export class HttpHandler {
   #otherMethod(req: FenecRequest, res: ServerResponse, allowed: string): void {
     const allow = `${allowed}, OPTIONS`;
     if (req.method !== 'OPTIONS') {
-      return this.fail(req, res, new FenecError('method_not_allowed', `${req.route} takes ${allowed}, not ${req.method}`), { allow });
+      return this.fail(
+        req,
+        res,
+        new FenecError('method_not_allowed', `${req.route} takes ${allowed}, not ${req.method}`),
+        { allow },
+      );
     }
     req.cors = this.#cors !== undefined && this.#door.isCorsOrigin(req);
     const refusal = this.#door.preflightRefusal(req);
@@ -257,9 +293,10 @@ export class HttpHandler {
     if (req.cors) {
       headers['access-control-allow-methods'] = allow;
       // An MCP request repeats its revision, method and tool in headers of its own (2026-07-28).
-      headers['access-control-allow-headers'] = req.route === '/_mcp'
-        ? 'authorization, content-type, mcp-protocol-version, mcp-method, mcp-name'
-        : 'authorization, content-type';
+      headers['access-control-allow-headers'] =
+        req.route === '/_mcp'
+          ? 'authorization, content-type, mcp-protocol-version, mcp-method, mcp-name'
+          : 'authorization, content-type';
       headers['access-control-max-age'] = '600';
     }
     this.#write(req, res, 204, headers, undefined);
@@ -275,11 +312,23 @@ export class HttpHandler {
   }
 
   /** Answers with JSON (or `extra`'s content type), counted. */
-  send(req: FenecRequest, res: ServerResponse, status: number, body: string | Uint8Array, extra?: OutgoingHttpHeaders): void {
+  send(
+    req: FenecRequest,
+    res: ServerResponse,
+    status: number,
+    body: string | Uint8Array,
+    extra?: OutgoingHttpHeaders,
+  ): void {
     this.#write(req, res, status, jsonHeaders(status, body, extra), body);
   }
 
-  #write(req: FenecRequest, res: ServerResponse, status: number, headers: OutgoingHttpHeaders, body: string | Uint8Array | undefined): void {
+  #write(
+    req: FenecRequest,
+    res: ServerResponse,
+    status: number,
+    headers: OutgoingHttpHeaders,
+    body: string | Uint8Array | undefined,
+  ): void {
     if (req.cors) {
       headers['access-control-allow-origin'] = this.#cors;
       headers.vary = 'Origin';

@@ -12,12 +12,21 @@ export type RouteLabel = '/query' | '/_mcp' | '/_health' | '/_metrics' | '/_revo
 export type ToolOutcomeLabel = 'ok' | 'refused' | 'failed';
 
 export class HttpMetrics extends MetricsRegistry {
-  readonly #requests: Counter<'route' | 'status'> = this.counter('fenec_http_requests_total',
-    'HTTP requests answered, by route pattern and status.', ['route', 'status']);
-  readonly #duration: Histogram<'route'> = this.latency('fenec_http_request_duration_seconds',
-    'Time from a request\'s arrival to its answer, by route pattern.', ['route']);
-  readonly #toolCalls: Counter<'tool' | 'outcome'> = this.counter('fenec_mcp_tool_calls_total',
-    'MCP tool calls, by tool (unknown for a name not offered) and outcome (ok, refused, failed). No collection is a label.', ['tool', 'outcome']);
+  readonly #requests: Counter<'route' | 'status'> = this.counter(
+    'fenec_http_requests_total',
+    'HTTP requests answered, by route pattern and status.',
+    ['route', 'status'],
+  );
+  readonly #duration: Histogram<'route'> = this.latency(
+    'fenec_http_request_duration_seconds',
+    "Time from a request's arrival to its answer, by route pattern.",
+    ['route'],
+  );
+  readonly #toolCalls: Counter<'tool' | 'outcome'> = this.counter(
+    'fenec_mcp_tool_calls_total',
+    'MCP tool calls, by tool (unknown for a name not offered) and outcome (ok, refused, failed). No collection is a label.',
+    ['tool', 'outcome'],
+  );
 
   /** Counts one MCP tool call. */
   toolCall(tool: string, outcome: ToolOutcomeLabel): void {

@@ -1,7 +1,7 @@
 /**
- * The bodies a server reads by hand. That of `POST /query`: `{"statement": string, "params"?: array}`, nothing else. A misspelt
- * field (`"param"`) is refused rather than ignored, since ignoring it would run the statement
- * without the values the caller meant to bind.
+ * The bodies a server reads by hand. That of `POST /query`: `{"statement": string, "params"?: array}`, nothing else. A
+ * misspelt field (`"param"`) is refused rather than ignored, since ignoring it would run the statement without the
+ * values the caller meant to bind.
  */
 import { FenecError } from '../../shared/errors.js';
 import { describeByte, invalidUtf8At } from '../../shared/utf8.js';
@@ -21,9 +21,13 @@ export function parseQueryBody(body: Buffer): QueryBody {
   if (body.length === 0) throw new FenecError('bad_json', `the request body is empty; send ${SHAPE}`);
   const notUtf8 = invalidUtf8At(body);
   if (notUtf8 >= 0) {
-    throw new FenecError('bad_json', `the request body is not UTF-8: ${describeByte(body, notUtf8)} begins no character; JSON is sent as UTF-8`, {
-      hint: 'send the text as UTF-8 (a file in another encoding: iconv -f LATIN1 -t UTF-8 FILE)',
-    });
+    throw new FenecError(
+      'bad_json',
+      `the request body is not UTF-8: ${describeByte(body, notUtf8)} begins no character; JSON is sent as UTF-8`,
+      {
+        hint: 'send the text as UTF-8 (a file in another encoding: iconv -f LATIN1 -t UTF-8 FILE)',
+      },
+    );
   }
   let value: unknown;
   try {
@@ -37,20 +41,31 @@ export function parseQueryBody(body: Buffer): QueryBody {
   const { statement, params, cursor } = value as Record<string, unknown>;
   for (const key in value) {
     if (key !== 'statement' && key !== 'params' && key !== 'cursor') {
-      throw new FenecError('bad_request', `unknown field ${JSON.stringify(key)} in the request body; it takes "statement", "params" and "cursor"`);
+      throw new FenecError(
+        'bad_request',
+        `unknown field ${JSON.stringify(key)} in the request body; it takes "statement", "params" and "cursor"`,
+      );
     }
   }
   if (cursor !== undefined && typeof cursor !== 'string') {
-    throw new FenecError('bad_request', `"cursor" must be a string (next_cursor of the page before), not ${kind(cursor)}`);
+    throw new FenecError(
+      'bad_request',
+      `"cursor" must be a string (next_cursor of the page before), not ${kind(cursor)}`,
+    );
   }
   if (typeof statement !== 'string') {
     throw new FenecError(
       'bad_request',
-      statement === undefined ? `"statement" is missing; send ${SHAPE}` : `"statement" must be a string, not ${kind(statement)}`,
+      statement === undefined
+        ? `"statement" is missing; send ${SHAPE}`
+        : `"statement" must be a string, not ${kind(statement)}`,
     );
   }
   if (params !== undefined && !Array.isArray(params)) {
-    throw new FenecError('bad_request', `"params" must be an array of values (bound to $1, $2, …), not ${kind(params)}`);
+    throw new FenecError(
+      'bad_request',
+      `"params" must be an array of values (bound to $1, $2, …), not ${kind(params)}`,
+    );
   }
   const values = params === undefined ? NO_PARAMS : (params as unknown[]);
   return cursor === undefined ? { statement, params: values } : { statement, params: values, cursor };
@@ -69,7 +84,10 @@ export function parseRevocationBody(body: Buffer): { kind: 'jti' | 'sub'; value:
   const keys = value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.keys(value) : [];
   const key = keys[0];
   if (keys.length !== 1 || (key !== 'jti' && key !== 'sub')) {
-    throw new FenecError('bad_request', `the request body must be ${REVOCATION_SHAPE}: one token by its jti, or every token of a sub`);
+    throw new FenecError(
+      'bad_request',
+      `the request body must be ${REVOCATION_SHAPE}: one token by its jti, or every token of a sub`,
+    );
   }
   const named = (value as Record<string, unknown>)[key];
   if (typeof named !== 'string') throw new FenecError('bad_request', `"${key}" must be a string, not ${kind(named)}`);

@@ -36,9 +36,21 @@ export function createServer(config: ServerConfig, handle: http.RequestListener)
  * @throws FenecError `invalid_option` when the address cannot be listened on (in use, not this
  *   machine's, a privileged port).
  */
-export function startServer(config: ServerConfig, pool: WorkerPool, limits: TenantLimits, logger: Logger, audit: Audit = Audit.off): Promise<RunningServer> {
-  const handler = new HttpHandler(config, (_req, work) => pool.run(ONE_FILE, limits, work),
-    new FrontDoor(config, audit), new HttpMetrics(), logger, config.mcp !== undefined);
+export function startServer(
+  config: ServerConfig,
+  pool: WorkerPool,
+  limits: TenantLimits,
+  logger: Logger,
+  audit: Audit = Audit.off,
+): Promise<RunningServer> {
+  const handler = new HttpHandler(
+    config,
+    (_req, work) => pool.run(ONE_FILE, limits, work),
+    new FrontDoor(config, audit),
+    new HttpMetrics(),
+    logger,
+    config.mcp !== undefined,
+  );
   const server = createServer(config, handler.handle);
   return listen(server, config, logger, () => {
     handler.stop();

@@ -24,7 +24,10 @@ export class McpBridge {
 
   constructor(options: BridgeOptions) {
     this.#url = options.url;
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    };
     if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
     this.#headers = Object.freeze(headers);
   }
@@ -34,10 +37,18 @@ export class McpBridge {
     const message = readMessage(line);
     let response: Response;
     try {
-      response = await fetch(this.#url, { method: 'POST', headers: { ...this.#headers, ...mcpHeaders(message) }, body: line });
+      response = await fetch(this.#url, {
+        method: 'POST',
+        headers: { ...this.#headers, ...mcpHeaders(message) },
+        body: line,
+      });
     } catch (err) {
       const cause = (err as Error).cause as NodeJS.ErrnoException | undefined;
-      return this.#error(message, `cannot reach ${this.#url.href}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, { status: null });
+      return this.#error(
+        message,
+        `cannot reach ${this.#url.href}: ${cause?.code ?? cause?.message ?? (err as Error).message}`,
+        { status: null },
+      );
     }
     const text = await response.text();
     if (text === '') return undefined;
@@ -46,20 +57,38 @@ export class McpBridge {
     try {
       body = JSON.parse(text);
     } catch {
-      return this.#error(message, `${this.#url.href} answered ${response.status} without JSON; is it a fenecdb server with --mcp?`, { status: response.status });
+      return this.#error(
+        message,
+        `${this.#url.href} answered ${response.status} without JSON; is it a fenecdb server with --mcp?`,
+        { status: response.status },
+      );
     }
     if (typeof body === 'object' && body !== null && 'jsonrpc' in body) return [body];
     // A refusal before MCP was reached (a token, an Origin, a path): fenecdb's own error JSON.
     const error = (body as { error?: { code?: string; message?: string; hint?: string } }).error;
     const why = error?.message ?? `HTTP ${response.status}`;
-    return this.#error(message, `${this.#url.href} answered ${response.status}: ${why}${error?.hint === undefined ? '' : ` (${error.hint})`}`, { status: response.status, ...(error === undefined ? {} : { error }) });
+    return this.#error(
+      message,
+      `${this.#url.href} answered ${response.status}: ${why}${error?.hint === undefined ? '' : ` (${error.hint})`}`,
+      { status: response.status, ...(error === undefined ? {} : { error }) },
+    );
   }
 
-  #error(message: Record<string, unknown> | undefined, text: string, data: Record<string, unknown>): unknown[] | undefined {
+  #error(
+    message: Record<string, unknown> | undefined,
+    text: string,
+    data: Record<string, unknown>,
+  ): unknown[] | undefined {
     // A notification is answered by nobody, even when it went nowhere.
     if (message !== undefined && !('id' in message)) return undefined;
     const id = message?.id;
-    return [{ jsonrpc: '2.0', id: typeof id === 'string' || typeof id === 'number' ? id : null, error: { code: BRIDGE_ERROR, message: text, data } }];
+    return [
+      {
+        jsonrpc: '2.0',
+        id: typeof id === 'string' || typeof id === 'number' ? id : null,
+        error: { code: BRIDGE_ERROR, message: text, data },
+      },
+    ];
   }
 }
 
@@ -67,7 +96,9 @@ export class McpBridge {
 function readMessage(line: string): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(line);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -78,9 +109,15 @@ function mcpHeaders(message: Record<string, unknown> | undefined): Record<string
   const params = message?.params as Record<string, unknown> | undefined;
   const version = (params?._meta as Record<string, unknown> | undefined)?.[META_VERSION];
   if (typeof version !== 'string' || version < MODERN || typeof message!.method !== 'string') return {};
-  const headers: Record<string, string> = { 'mcp-protocol-version': headerValue(version), 'mcp-method': headerValue(message!.method) };
+  const headers: Record<string, string> = {
+    'mcp-protocol-version': headerValue(version),
+    'mcp-method': headerValue(message!.method),
+  };
   const name = message!.method === 'resources/read' ? params!.uri : params!.name;
-  if (typeof name === 'string' && (message!.method === 'tools/call' || message!.method === 'prompts/get' || message!.method === 'resources/read')) {
+  if (
+    typeof name === 'string' &&
+    (message!.method === 'tools/call' || message!.method === 'prompts/get' || message!.method === 'resources/read')
+  ) {
     headers['mcp-name'] = headerValue(name);
   }
   return headers;
@@ -88,14 +125,20 @@ function mcpHeaders(message: Record<string, unknown> | undefined): Record<string
 
 /** A header value as MCP sends it: plain when printable ASCII without outer blanks, else =?base64?…?=. */
 function headerValue(value: string): string {
-  return /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(value) ? value : `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
+  return /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(value)
+    ? value
+    : `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
 }
 
 /** The messages of a text/event-stream answer: each event's data lines joined. */
 function eventData(text: string): unknown[] {
   const messages: unknown[] = [];
   for (const event of text.split(/\r?\n\r?\n/)) {
-    const data = event.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n');
+    const data = event
+      .split(/\r?\n/)
+      .filter((l) => l.startsWith('data:'))
+      .map((l) => l.slice(5).trimStart())
+      .join('\n');
     if (data === '') continue;
     try {
       messages.push(JSON.parse(data));
@@ -120,7 +163,10 @@ export function bridgeUrl(text: string): URL {
     throw new FenecError('invalid_option', `--url takes a URL such as http://127.0.0.1:8080/_mcp, not ${text}`);
   }
   if (url.protocol !== 'http:') {
-    throw new FenecError('invalid_option', `--url takes an http URL, not ${url.protocol.slice(0, -1)}: the bridge speaks plain HTTP only; an agent whose client speaks https can reach a TLS-terminated server directly`);
+    throw new FenecError(
+      'invalid_option',
+      `--url takes an http URL, not ${url.protocol.slice(0, -1)}: the bridge speaks plain HTTP only; an agent whose client speaks https can reach a TLS-terminated server directly`,
+    );
   }
   if (!url.pathname.endsWith('/_mcp')) url.pathname = `${url.pathname.replace(/\/$/, '')}/_mcp`;
   return url;

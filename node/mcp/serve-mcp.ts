@@ -42,18 +42,25 @@ export interface McpServeOptions {
   readonly tools?: readonly Tool[];
 }
 
-export function mcpEndpoint(db: StatementRunner<ExecuteOptions>, options: McpServeOptions): McpEndpoint<ExecuteOptions> {
+export function mcpEndpoint(
+  db: StatementRunner<ExecuteOptions>,
+  options: McpServeOptions,
+): McpEndpoint<ExecuteOptions> {
   const audit = options.audit ?? Audit.off;
   // Only the server's token (or the file's own process) makes the memory collection: "who" is the server.
-  const runner = new ToolRunner<ExecuteOptions>(db, { write: options.write, memory: options.memory, readOnly: options.readOnly }, {
-    tools: options.tools,
-    // The audit reads the tree the tool ran, as the kinds table says to record it.
-    onSchemaChange: (change) => {
-      const audited = auditedChange(change);
-      if (audited !== undefined) audit.schema(audited.statement, audited.collection, { kind: 'server' });
+  const runner = new ToolRunner<ExecuteOptions>(
+    db,
+    { write: options.write, memory: options.memory, readOnly: options.readOnly },
+    {
+      tools: options.tools,
+      // The audit reads the tree the tool ran, as the kinds table says to record it.
+      onSchemaChange: (change) => {
+        const audited = auditedChange(change);
+        if (audited !== undefined) audit.schema(audited.statement, audited.collection, { kind: 'server' });
+      },
+      cursors: options.cursorSecret === undefined ? undefined : new CursorKeeper(options.cursorSecret),
     },
-    cursors: options.cursorSecret === undefined ? undefined : new CursorKeeper(options.cursorSecret),
-  });
+  );
   const tenant = options.tenant ?? null;
   const { logger, count } = options;
   return new McpEndpoint(runner, {
@@ -61,11 +68,20 @@ export function mcpEndpoint(db: StatementRunner<ExecuteOptions>, options: McpSer
     onToolCall: (event, caller) => {
       count?.(event.tool, event.outcome);
       if (event.outcome === 'failed' && event.error !== undefined) {
-        logger.error({ err: event.error.cause ?? event.error, code: event.error.code, tool: event.tool }, 'MCP tool call failed');
+        logger.error(
+          { err: event.error.cause ?? event.error, code: event.error.code, tool: event.tool },
+          'MCP tool call failed',
+        );
       }
       if (audit.enabled && event.audited) {
         const jwt = caller.options.jwt;
-        audit.mcp(event.tool, tenant, jwt === undefined ? null : subjectOf(jwt), event.outcome === 'ok', event.error?.code);
+        audit.mcp(
+          event.tool,
+          tenant,
+          jwt === undefined ? null : subjectOf(jwt),
+          event.outcome === 'ok',
+          event.error?.code,
+        );
       }
     },
     onFault: (err) => logger.error({ err }, 'MCP message failed'),
@@ -73,8 +89,15 @@ export function mcpEndpoint(db: StatementRunner<ExecuteOptions>, options: McpSer
 }
 
 /** The MCP endpoint and the tools a server with this config offers, as its startup line names them. */
-export function mcpText(config: Pick<ServerConfig, 'mcp' | 'httpReadOnly' | 'readOnly'>, tools: readonly Tool[] = TOOLS): string {
-  const setup = { write: config.mcp!.write, memory: config.mcp!.memory, readOnly: config.httpReadOnly || config.readOnly };
+export function mcpText(
+  config: Pick<ServerConfig, 'mcp' | 'httpReadOnly' | 'readOnly'>,
+  tools: readonly Tool[] = TOOLS,
+): string {
+  const setup = {
+    write: config.mcp!.write,
+    memory: config.mcp!.memory,
+    readOnly: config.httpReadOnly || config.readOnly,
+  };
   const offered = tools.filter((tool) => offers(tool, tool.define(setup), setup)).map((tool) => tool.name);
   return `POST /_mcp: ${offered.join(', ')}${setup.memory === undefined ? '' : ` (memory: ${setup.memory})`}`;
 }

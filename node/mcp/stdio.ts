@@ -12,7 +12,11 @@ export type LineAnswer = readonly string[] | undefined;
  * Answers each line of `input` with the messages `answer` gives. Resolves when the input ends and
  * every answer is written.
  */
-export async function serveLines(input: Readable, output: Writable, answer: (line: string) => LineAnswer | Promise<LineAnswer>): Promise<void> {
+export async function serveLines(
+  input: Readable,
+  output: Writable,
+  answer: (line: string) => LineAnswer | Promise<LineAnswer>,
+): Promise<void> {
   const lines = readline.createInterface({ input, crlfDelay: Infinity, terminal: false });
   const pending = new Set<Promise<void>>();
   for await (const line of lines) {

@@ -85,7 +85,10 @@ function sqlString(text: string): string {
 function indexedValue(row: string, field: TextField): string {
   const column = `${row}.${ident(field.name)}`;
   if (field.type.kind === 'scalar' && field.type.scalar === 'text') return column;
-  assert(field.type.kind === 'array' && field.type.element === 'text', `@text on ${field.name}: the parser lets it on text and [text] only`);
+  assert(
+    field.type.kind === 'array' && field.type.element === 'text',
+    `@text on ${field.name}: the parser lets it on text and [text] only`,
+  );
   // The elements in order, decoded. Not json_each: FTS5 reads its content with virtual tables barred
   // (SQLITE_PREPARE_NO_VTAB), so the view may not use one. Every name is qualified, so no field name
   // can capture it. An empty array or null indexes nothing (null).
@@ -157,11 +160,19 @@ export interface TextSearchSql {
  * a count counts: the index joined to the rows (aliased `c`), the MATCH and the rank constraints.
  * Arguments bind in text order: the where's (inside `from`), the MATCH expression, the rank function.
  */
-export function textSearchSql(collection: string, fields: readonly TextField[], field: string, where?: string): TextSearchSql {
+export function textSearchSql(
+  collection: string,
+  fields: readonly TextField[],
+  field: string,
+  where?: string,
+): TextSearchSql {
   const fts = textIndexName(collection);
   const column = field === '*' ? -1 : fields.findIndex((f) => f.name === field);
   assert(column !== -1 || field === '*', `${field} is not an @text field of ${collection}`);
-  const rows = where === undefined ? `${tableName(collection)} AS c` : `(SELECT * FROM ${tableName(collection)} WHERE ${where}) AS c`;
+  const rows =
+    where === undefined
+      ? `${tableName(collection)} AS c`
+      : `(SELECT * FROM ${tableName(collection)} WHERE ${where}) AS c`;
   return {
     from: `${fts} JOIN ${rows} ON c."id" = ${fts}.rowid`,
     match: `${fts} MATCH ?`,
@@ -182,13 +193,22 @@ export function textSearchSql(collection: string, fields: readonly TextField[], 
  * the limit. Arguments in text order: the where's, the MATCH expression, the rank function when
  * `scoped`, then those of `page` (`LIMIT … OFFSET …`).
  */
-export function textTopSql(collection: string, fields: readonly TextField[], field: string, page: string, options: TopOptions = {}): string {
+export function textTopSql(
+  collection: string,
+  fields: readonly TextField[],
+  field: string,
+  page: string,
+  options: TopOptions = {},
+): string {
   const search = textSearchSql(collection, fields, field, options.where);
   const fts = textIndexName(collection);
   const matches = options.where === undefined && options.order === undefined ? fts : search.from;
   // Called in the select list, the rank function takes its arguments as SQL; through `rank MATCH ?`,
   // FTS5 prepares a statement to read them, each query (about 5 µs).
-  const rank = options.scoped === true ? { score: `${fts}.rank`, match: ` AND ${search.rank}` } : { score: rankFunction(search.column, undefined, fts), match: '' };
+  const rank =
+    options.scoped === true
+      ? { score: `${fts}.rank`, match: ` AND ${search.rank}` }
+      : { score: rankFunction(search.column, undefined, fts), match: '' };
   return `SELECT ${fts}.rowid AS r, ${rank.score} AS s FROM ${matches} WHERE ${search.match}${rank.match} ORDER BY ${options.order ?? 's, r'}${page}`;
 }
 
@@ -214,7 +234,14 @@ export function snippetCall(fields: readonly TextField[], field: string, row: st
  *
  * Arguments: the words (matchTerms), then textTopSql's.
  */
-export function textTopSelect(collection: string, fields: readonly TextField[], field: string, columns: readonly string[], page: string, options: TopOptions = {}): string {
+export function textTopSelect(
+  collection: string,
+  fields: readonly TextField[],
+  field: string,
+  columns: readonly string[],
+  page: string,
+  options: TopOptions = {},
+): string {
   const top = textTopSql(collection, fields, field, page, options);
   const list = [...columns, `${snippetCall(fields, field, 'c')} AS "_snippet"`, '(- top.s) AS "_score"'].join(', ');
   return `SELECT ${list} FROM (${top}) AS top JOIN ${tableName(collection)} AS c ON c."id" = top.r ORDER BY ${options.order ?? 'top.s, top.r'}`;

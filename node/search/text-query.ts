@@ -63,7 +63,11 @@ export function queryWords(userText: string): string[] {
  * Throws `invalid_statement` when `field` is not an `@text` field (the planner should refuse it first,
  * with the statement's position).
  */
-export function matchExpression(userText: string, field: string, fields: readonly { readonly name: string }[]): string | null {
+export function matchExpression(
+  userText: string,
+  field: string,
+  fields: readonly { readonly name: string }[],
+): string | null {
   return matchTerms(userText, field, fields)?.expression ?? null;
 }
 
@@ -72,7 +76,11 @@ export function matchExpression(userText: string, field: string, fields: readonl
  * the query's words in its order (FTS5 numbers its phrases so), '\n' between them, a word never
  * holding one. The words are read once for both; null when the text holds none.
  */
-export function matchTerms(userText: string, field: string, fields: readonly { readonly name: string }[]): { readonly expression: string; readonly snippetWords: string } | null {
+export function matchTerms(
+  userText: string,
+  field: string,
+  fields: readonly { readonly name: string }[],
+): { readonly expression: string; readonly snippetWords: string } | null {
   checkField(field, fields);
   const words = queryWords(userText);
   if (words.length === 0) return null;
@@ -83,7 +91,11 @@ export function matchTerms(userText: string, field: string, fields: readonly { r
  * Each word of matchExpression's query as a MATCH argument of its own, in the query's order (FTS5
  * numbers a query's phrases so): what counts the rows holding each word. [] when the text holds none.
  */
-export function wordExpressions(userText: string, field: string, fields: readonly { readonly name: string }[]): string[] {
+export function wordExpressions(
+  userText: string,
+  field: string,
+  fields: readonly { readonly name: string }[],
+): string[] {
   checkField(field, fields);
   return queryWords(userText).map((word) => inField(fts5String(word), field));
 }

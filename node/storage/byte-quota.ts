@@ -45,7 +45,11 @@ export class ByteQuota {
   within<T>(room: Room, work: () => T): T {
     if (room === 'quota') return work();
     const pages = this.#db.pragma('page_count', { simple: true }) as number;
-    this.#cap(room === 'freeing' ? this.quotaPages + this.headroomPages : 2 * Math.max(pages, this.quotaPages) + this.headroomPages);
+    this.#cap(
+      room === 'freeing'
+        ? this.quotaPages + this.headroomPages
+        : 2 * Math.max(pages, this.quotaPages) + this.headroomPages,
+    );
     try {
       return work();
     } finally {

@@ -52,7 +52,9 @@ export interface Collection {
   readonly apartFields: readonly Field[];
 }
 
-/** How a collection's definition is stored: its fields, and whether its vectors are kept apart (all since that layout). */
+/**
+ * How a collection's definition is stored: its fields, and whether its vectors are kept apart (all since that layout).
+ */
 interface StoredDefinition {
   readonly fields: readonly FieldDef[];
   readonly vectors?: 'apart';
@@ -63,7 +65,9 @@ interface StoredDefinition {
  * column, or for a vector kept apart, the value its table holds for the row (null without one).
  */
 export function fieldSql(field: Field, table: string): string {
-  return field.apart === undefined ? `${table}.${field.column}` : `(SELECT ${field.column} FROM ${field.apart} WHERE "id" = ${table}."id")`;
+  return field.apart === undefined
+    ? `${table}.${field.column}`
+    : `(SELECT ${field.column} FROM ${field.apart} WHERE "id" = ${table}."id")`;
 }
 
 /** The implicit `id int` every collection has. */
@@ -150,7 +154,6 @@ function derivedIndexes(collection: string, defs: readonly FieldDef[]): DerivedI
   return indexes;
 }
 
-
 /** A column's definition; required fields are NOT NULL, so SQLite itself refuses a null that slipped past us. */
 function columnSql(def: FieldDef, notNullDefault?: string): string {
   let sql = `${ident(def.name)} ${columnType(def.type)}`;
@@ -185,7 +188,10 @@ function indexStatements(collection: string, def: FieldDef): string[] {
 }
 
 function checkField(collection: string, def: FieldDef): void {
-  if ((def.unique || def.annotations.some((a) => a.kind === 'hash' || a.kind === 'sorted')) && def.type.kind === 'array') {
+  if (
+    (def.unique || def.annotations.some((a) => a.kind === 'hash' || a.kind === 'sorted')) &&
+    def.type.kind === 'array'
+  ) {
     const what = def.unique ? 'unique' : '@hash or @sorted';
     throw new FenecError(
       'invalid_annotation',
@@ -193,7 +199,10 @@ function checkField(collection: string, def: FieldDef): void {
     );
   }
   if (def.unique && (def.type.kind === 'vector' || (def.type.kind === 'scalar' && def.type.scalar === 'json'))) {
-    throw new FenecError('invalid_annotation', `${collection}.${def.name} is ${printFieldType(def.type)}; unique fits scalar fields only`);
+    throw new FenecError(
+      'invalid_annotation',
+      `${collection}.${def.name} is ${printFieldType(def.type)}; unique fits scalar fields only`,
+    );
   }
 }
 
@@ -236,7 +245,10 @@ export class Catalog {
    * one transaction. Answers the collections moved.
    */
   upgradeLayout(): string[] {
-    const rows = this.#db.prepare('SELECT name, definition FROM _fenec_collections').all() as { name: string; definition: string }[];
+    const rows = this.#db.prepare('SELECT name, definition FROM _fenec_collections').all() as {
+      name: string;
+      definition: string;
+    }[];
     const moved: string[] = [];
     for (const row of rows) {
       const { fields, vectors } = JSON.parse(row.definition) as StoredDefinition;
@@ -246,11 +258,17 @@ export class Catalog {
         // SQLite refuses to drop a column a trigger names; the index log's are made again on the new table.
         for (const trigger of triggerNames(row.name, def.name)) this.#db.exec(`DROP TRIGGER IF EXISTS ${trigger}`);
         for (const sql of apartCreate(row.name, def)) this.#db.exec(sql);
-        this.#db.exec(`INSERT INTO ${vectorTable(row.name, def.name)} ("id", ${ident(def.name)}) SELECT "id", ${ident(def.name)} FROM ${table} WHERE ${ident(def.name)} IS NOT NULL`);
+        this.#db.exec(
+          `INSERT INTO ${vectorTable(row.name, def.name)} ("id", ${ident(def.name)}) SELECT "id", ${ident(def.name)} FROM ${table} WHERE ${ident(def.name)} IS NOT NULL`,
+        );
         this.#db.exec(`ALTER TABLE ${table} DROP COLUMN ${ident(def.name)}`);
-        if (hasAnnotation(def, 'hnsw')) for (const sql of vectorFieldSql(row.name, def.name, vectorTable(row.name, def.name)).triggers) this.#db.exec(sql);
+        if (hasAnnotation(def, 'hnsw'))
+          for (const sql of vectorFieldSql(row.name, def.name, vectorTable(row.name, def.name)).triggers)
+            this.#db.exec(sql);
       }
-      this.#db.prepare('UPDATE _fenec_collections SET definition = ? WHERE name = ?').run(JSON.stringify({ fields, vectors: 'apart' } satisfies StoredDefinition), row.name);
+      this.#db
+        .prepare('UPDATE _fenec_collections SET definition = ? WHERE name = ?')
+        .run(JSON.stringify({ fields, vectors: 'apart' } satisfies StoredDefinition), row.name);
       moved.push(row.name);
     }
     if (moved.length > 0) this.reload();
@@ -279,8 +297,11 @@ export class Catalog {
    */
   unknown(name: string, visible?: (name: string) => boolean): FenecError {
     const names = visible === undefined ? [...this.#collections.keys()] : [...this.#collections.keys()].filter(visible);
-    const otherwise = visible === undefined ? 'schema lists the collections' : 'schema lists the collections this token reaches';
-    return new FenecError('unknown_collection', `no collection named ${name}`, { hint: didYouMean(names, name, otherwise) });
+    const otherwise =
+      visible === undefined ? 'schema lists the collections' : 'schema lists the collections this token reaches';
+    return new FenecError('unknown_collection', `no collection named ${name}`, {
+      hint: didYouMean(names, name, otherwise),
+    });
   }
 
   list(): Collection[] {
@@ -293,7 +314,18 @@ export class Catalog {
       collection.fields.flatMap((field) =>
         field.def.annotations.flatMap((a) =>
           a.kind === 'hnsw' && field.type.kind === 'vector'
-            ? [{ collection: collection.name, field: field.name, table: field.apart ?? collection.table, dims: field.type.dims, metric: a.metric, m: a.m, ef: a.ef, efConstruction: a.efConstruction }]
+            ? [
+                {
+                  collection: collection.name,
+                  field: field.name,
+                  table: field.apart ?? collection.table,
+                  dims: field.type.dims,
+                  metric: a.metric,
+                  m: a.m,
+                  ef: a.ef,
+                  efConstruction: a.efConstruction,
+                },
+              ]
             : [],
         ),
       ),
@@ -304,30 +336,47 @@ export class Catalog {
   create(name: string, defs: readonly FieldDef[]): void {
     const clash = clashes(this.#collections.keys(), name);
     if (clash !== undefined) {
-      throw new FenecError('collection_exists', clash === name ? `collection ${name} exists` : `collection ${name} would clash with ${clash}: names may not differ only in case`, {
-        hint: clash === name ? 'create collection if not exists … leaves an existing one as it is' : undefined,
-      });
+      throw new FenecError(
+        'collection_exists',
+        clash === name
+          ? `collection ${name} exists`
+          : `collection ${name} would clash with ${clash}: names may not differ only in case`,
+        {
+          hint: clash === name ? 'create collection if not exists … leaves an existing one as it is' : undefined,
+        },
+      );
     }
     const seen: string[] = [];
     for (const def of defs) {
       const other = clashes(seen, def.name);
-      if (other !== undefined) throw new FenecError('duplicate_field', `fields ${other} and ${def.name} differ only in case`);
+      if (other !== undefined)
+        throw new FenecError('duplicate_field', `fields ${other} and ${def.name} differ only in case`);
       seen.push(def.name);
       checkField(name, def);
     }
     const stored = withoutPositions(defs);
-    const columns = ['"id" INTEGER PRIMARY KEY AUTOINCREMENT', ...stored.filter((def) => !isApart(def)).map((def) => columnSql(def))];
+    const columns = [
+      '"id" INTEGER PRIMARY KEY AUTOINCREMENT',
+      ...stored.filter((def) => !isApart(def)).map((def) => columnSql(def)),
+    ];
     this.#db.exec(`CREATE TABLE ${tableName(name)} (${columns.join(', ')}) STRICT`);
-    for (const def of stored) for (const sql of isApart(def) ? apartCreate(name, def) : indexStatements(name, def)) this.#db.exec(sql);
+    for (const def of stored)
+      for (const sql of isApart(def) ? apartCreate(name, def) : indexStatements(name, def)) this.#db.exec(sql);
     for (const index of derivedIndexes(name, stored)) for (const sql of index.create) this.#db.exec(sql);
-    this.#db.prepare('INSERT INTO _fenec_collections (name, definition, created) VALUES (?, ?, ?)').run(name, JSON.stringify({ fields: stored, vectors: 'apart' } satisfies StoredDefinition), Date.now());
+    this.#db
+      .prepare('INSERT INTO _fenec_collections (name, definition, created) VALUES (?, ?, ?)')
+      .run(name, JSON.stringify({ fields: stored, vectors: 'apart' } satisfies StoredDefinition), Date.now());
     this.#collections.set(name, buildCollection(name, stored));
     this.#version++;
   }
 
   drop(name: string): void {
     const collection = this.require(name);
-    for (const index of derivedIndexes(name, collection.fields.map((f) => f.def))) for (const sql of index.drop) this.#db.exec(sql);
+    for (const index of derivedIndexes(
+      name,
+      collection.fields.map((f) => f.def),
+    ))
+      for (const sql of index.drop) this.#db.exec(sql);
     for (const field of collection.apartFields) this.#db.exec(`DROP TABLE ${field.apart!}`);
     this.#db.exec(`DROP TABLE ${collection.table}`);
     this.#db.prepare('DELETE FROM _fenec_collections WHERE name = ?').run(name);
@@ -343,19 +392,29 @@ export class Catalog {
     const collection = this.require(name);
     if (collection.byName.has(def.name)) throw new FenecError('field_exists', `${name} has a field ${def.name}`);
     const clash = clashes(collection.byName.keys(), def.name);
-    if (clash !== undefined) throw new FenecError('duplicate_field', `fields ${clash} and ${def.name} differ only in case`);
+    if (clash !== undefined)
+      throw new FenecError('duplicate_field', `fields ${clash} and ${def.name} differ only in case`);
     checkField(name, def);
     const [stored] = withoutPositions([def]) as [FieldDef];
     const rows = this.#db.prepare(`SELECT count(*) FROM ${collection.table}`).pluck().get() as number;
     if (stored.required && fill === null && rows > 0) {
-      throw new FenecError('invalid_statement', `${name} has ${rows} rows and ${def.name} is required without a default`, {
-        hint: `give ${def.name} a default, or add it without required`,
-      });
+      throw new FenecError(
+        'invalid_statement',
+        `${name} has ${rows} rows and ${def.name} is required without a default`,
+        {
+          hint: `give ${def.name} a default, or add it without required`,
+        },
+      );
     }
     this.#alter(collection, [...collection.fields.map((f) => f.def), stored], () => {
       if (isApart(stored)) {
         for (const sql of apartCreate(name, stored)) this.#db.exec(sql);
-        if (fill !== null) this.#db.prepare(`INSERT INTO ${vectorTable(name, stored.name)} ("id", ${ident(stored.name)}) SELECT "id", ? FROM ${collection.table}`).run(fill);
+        if (fill !== null)
+          this.#db
+            .prepare(
+              `INSERT INTO ${vectorTable(name, stored.name)} ("id", ${ident(stored.name)}) SELECT "id", ? FROM ${collection.table}`,
+            )
+            .run(fill);
         return;
       }
       this.#db.exec(`ALTER TABLE ${collection.table} ADD COLUMN ${columnSql(stored, zeroOf(stored.type))}`);
@@ -367,19 +426,26 @@ export class Catalog {
   dropField(name: string, field: string): void {
     const collection = this.require(name);
     if (!collection.byName.has(field)) {
-      throw new FenecError('unknown_field', field === 'id' ? 'id cannot be dropped: every collection has it' : `${name} has no field ${field}`);
+      throw new FenecError(
+        'unknown_field',
+        field === 'id' ? 'id cannot be dropped: every collection has it' : `${name} has no field ${field}`,
+      );
     }
     const dropped = collection.byName.get(field)!;
-    this.#alter(collection, collection.fields.filter((f) => f.name !== field).map((f) => f.def), () => {
-      if (dropped.apart !== undefined) {
-        this.#db.exec(`DROP TRIGGER ${apartTrigger(name, field)}`);
-        this.#db.exec(`DROP TABLE ${dropped.apart}`);
-        return;
-      }
-      this.#db.exec(`DROP INDEX IF EXISTS ${indexName('u', name, field)}`);
-      this.#db.exec(`DROP INDEX IF EXISTS ${indexName('i', name, field)}`);
-      this.#db.exec(`ALTER TABLE ${collection.table} DROP COLUMN ${ident(field)}`);
-    });
+    this.#alter(
+      collection,
+      collection.fields.filter((f) => f.name !== field).map((f) => f.def),
+      () => {
+        if (dropped.apart !== undefined) {
+          this.#db.exec(`DROP TRIGGER ${apartTrigger(name, field)}`);
+          this.#db.exec(`DROP TABLE ${dropped.apart}`);
+          return;
+        }
+        this.#db.exec(`DROP INDEX IF EXISTS ${indexName('u', name, field)}`);
+        this.#db.exec(`DROP INDEX IF EXISTS ${indexName('i', name, field)}`);
+        this.#db.exec(`ALTER TABLE ${collection.table} DROP COLUMN ${ident(field)}`);
+      },
+    );
   }
 
   /**
@@ -387,7 +453,10 @@ export class Catalog {
    * touches are dropped first and made again after (SQLite refuses to drop a column they name).
    */
   #alter(collection: Collection, defs: readonly FieldDef[], change: () => void): void {
-    const before = derivedIndexes(collection.name, collection.fields.map((f) => f.def));
+    const before = derivedIndexes(
+      collection.name,
+      collection.fields.map((f) => f.def),
+    );
     const after = derivedIndexes(collection.name, defs);
     const kept = new Set(before.map((index) => index.key).filter((key) => after.some((index) => index.key === key)));
     for (const index of before) if (!kept.has(index.key)) for (const sql of index.drop) this.#db.exec(sql);
@@ -397,7 +466,9 @@ export class Catalog {
   }
 
   #save(name: string, defs: readonly FieldDef[]): void {
-    this.#db.prepare('UPDATE _fenec_collections SET definition = ? WHERE name = ?').run(JSON.stringify({ fields: defs, vectors: 'apart' } satisfies StoredDefinition), name);
+    this.#db
+      .prepare('UPDATE _fenec_collections SET definition = ? WHERE name = ?')
+      .run(JSON.stringify({ fields: defs, vectors: 'apart' } satisfies StoredDefinition), name);
     this.#collections.set(name, buildCollection(name, defs));
     this.#version++;
   }

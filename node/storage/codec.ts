@@ -20,13 +20,17 @@ function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'number') return Number.isInteger(value) ? `the int ${value}` : `the float ${value}`;
-  if (typeof value === 'string') return `the text ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  if (typeof value === 'string')
+    return `the text ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
   if (typeof value === 'boolean') return `the bool ${value}`;
   return 'an object';
 }
 
 function mismatch(label: Label, value: unknown, type: FieldType): FenecError {
-  return new FenecError('type_mismatch', `${label} takes ${printFieldType(type)}; the value given is ${describe(value)}`);
+  return new FenecError(
+    'type_mismatch',
+    `${label} takes ${printFieldType(type)}; the value given is ${describe(value)}`,
+  );
 }
 
 /** The widest timestamp, in milliseconds either side of 1970: a JavaScript Date's range (years -271821 to 275760). */
@@ -101,7 +105,10 @@ export function vectorToBlob(value: unknown, dims: number, label: Label): Buffer
     numbers = typeof x === 'number' && Number.isFinite(x);
   }
   if (!numbers) {
-    throw new FenecError('type_mismatch', `${label} takes vector<${dims}>, an array of ${dims} numbers; the value given is ${describe(value)}`);
+    throw new FenecError(
+      'type_mismatch',
+      `${label} takes vector<${dims}>, an array of ${dims} numbers; the value given is ${describe(value)}`,
+    );
   }
   const given = value as number[];
   if (given.length !== dims) {
@@ -126,9 +133,13 @@ const MAX_FLOAT32 = 3.4028234663852886e38;
 export function checkFloat32(floats: Float32Array, given: ArrayLike<number>, label: Label): void {
   for (let i = 0; i < floats.length; i++) {
     if (!Number.isFinite(floats[i]!)) {
-      throw new FenecError('invalid_number', `component ${i} of ${label} is ${given[i]}, past the range of a vector's float32 components (±3.4e38)`, {
-        hint: `give components between -${MAX_FLOAT32} and ${MAX_FLOAT32}`,
-      });
+      throw new FenecError(
+        'invalid_number',
+        `component ${i} of ${label} is ${given[i]}, past the range of a vector's float32 components (±3.4e38)`,
+        {
+          hint: `give components between -${MAX_FLOAT32} and ${MAX_FLOAT32}`,
+        },
+      );
     }
   }
 }
@@ -144,9 +155,16 @@ export type NumberKind = 'int' | 'float' | 'timestamp';
 export function checkedNumber(kind: NumberKind, value: unknown, label: Label): unknown {
   if (typeof value !== 'number') return value;
   const fits =
-    kind === 'float' ? Number.isFinite(value) : Number.isSafeInteger(value) && (kind === 'int' || Math.abs(value) <= MAX_TIMESTAMP_MS);
+    kind === 'float'
+      ? Number.isFinite(value)
+      : Number.isSafeInteger(value) && (kind === 'int' || Math.abs(value) <= MAX_TIMESTAMP_MS);
   if (fits) return value;
-  const range = kind === 'float' ? '±1.8e308' : kind === 'int' ? 'an int\'s ±2^53' : `a timestamp's ±${MAX_TIMESTAMP_MS} milliseconds`;
+  const range =
+    kind === 'float'
+      ? '±1.8e308'
+      : kind === 'int'
+        ? "an int's ±2^53"
+        : `a timestamp's ±${MAX_TIMESTAMP_MS} milliseconds`;
   throw new FenecError('invalid_number', `${label} overflows: its result is past ${range}`, {
     hint:
       kind === 'float'
@@ -200,9 +218,10 @@ export function shortestFloat32(x: number): number {
   while (low <= high) {
     const digits = (low + high) >> 1;
     const places = digits - 1 - exponent;
-    const candidate = places >= 0
-      ? Math.round(magnitude * POWERS_OF_TEN[places]!) / POWERS_OF_TEN[places]!
-      : Math.round(magnitude / POWERS_OF_TEN[-places]!) * POWERS_OF_TEN[-places]!;
+    const candidate =
+      places >= 0
+        ? Math.round(magnitude * POWERS_OF_TEN[places]!) / POWERS_OF_TEN[places]!
+        : Math.round(magnitude / POWERS_OF_TEN[-places]!) * POWERS_OF_TEN[-places]!;
     if (Math.fround(candidate) === magnitude) {
       best = candidate;
       high = digits - 1;

@@ -10,18 +10,27 @@ import type { Connection, Statement } from './sqlite.js';
 
 /** The refusal of a statement stopped at its time limit, by SQLite or by the watchdog. */
 export function statementTimeout(limitMs: number): FenecError {
-  return new FenecError('statement_timeout', `the statement ran past its time limit of ${limitMs} ms and was stopped; it changed nothing`, {
-    hint: 'make it cheaper — a filter on an indexed field, a limit, fewer rows at a time (where id > $1 order id limit N) — '
-      + 'or raise the limit (--statement-timeout, a tenant\'s statementTimeoutMs quota)',
-  });
+  return new FenecError(
+    'statement_timeout',
+    `the statement ran past its time limit of ${limitMs} ms and was stopped; it changed nothing`,
+    {
+      hint:
+        'make it cheaper — a filter on an indexed field, a limit, fewer rows at a time (where id > $1 order id limit N) — ' +
+        "or raise the limit (--statement-timeout, a tenant's statementTimeoutMs quota)",
+    },
+  );
 }
 
 /** What to do about a lock another program holds on a served file, whichever refusal it caused. */
-export const LOCK_HINT = 'retry; if it lasts, find the program that holds the .fenec file (fuser FILE): only fenecdb should write a file it serves';
+export const LOCK_HINT =
+  'retry; if it lasts, find the program that holds the .fenec file (fuser FILE): only fenecdb should write a file it serves';
 
 export class Deadline {
   readonly #arm: Statement;
-  /** Whether the connection's deadline is armed (hold, until release); when it falls (epoch ms) and the limit it stands for. */
+  /**
+   * Whether the connection's deadline is armed (hold, until release); when it falls (epoch ms) and the limit it stands
+   * for.
+   */
   #armed = false;
   #at = 0;
   #limitMs = 0;
@@ -69,8 +78,12 @@ export class Deadline {
   refusal(err: unknown): unknown {
     if (!this.stopped(err)) return err;
     if ((err as { code?: unknown }).code !== 'SQLITE_BUSY') return statementTimeout(this.#limitMs);
-    return new FenecError('statement_timeout', `the statement waited past its time limit of ${this.#limitMs} ms for a lock that another program holds on the file, and was stopped; it changed nothing`, {
-      hint: LOCK_HINT,
-    });
+    return new FenecError(
+      'statement_timeout',
+      `the statement waited past its time limit of ${this.#limitMs} ms for a lock that another program holds on the file, and was stopped; it changed nothing`,
+      {
+        hint: LOCK_HINT,
+      },
+    );
   }
 }

@@ -61,13 +61,17 @@ export class Revocations {
     if (this.#readOnly) this.#poll();
     const jti = claims.jti;
     if (typeof jti === 'string' && this.#jtis.has(jti)) {
-      return new FenecError('revoked', 'the token was revoked (its jti)', { hint: 'ask the operator for a new token (fenec token)' });
+      return new FenecError('revoked', 'the token was revoked (its jti)', {
+        hint: 'ask the operator for a new token (fenec token)',
+      });
     }
     const sub = claims.sub;
     const before = typeof sub === 'string' ? this.#subs.get(sub) : undefined;
     // A token without iat cannot show it was issued after the revocation: it is refused with the rest.
     if (before !== undefined && !(typeof claims.iat === 'number' && claims.iat * 1000 > before)) {
-      return new FenecError('revoked', 'the tokens of this sub issued before its revocation were revoked', { hint: 'ask the operator for a new token (fenec token)' });
+      return new FenecError('revoked', 'the tokens of this sub issued before its revocation were revoked', {
+        hint: 'ask the operator for a new token (fenec token)',
+      });
     }
     return undefined;
   }
@@ -80,16 +84,25 @@ export class Revocations {
    */
   revoke(kind: RevocationKind, value: string, now = Date.now()): { revocation: Revocation; created: boolean } {
     if (this.#readOnly) {
-      throw new FenecError('read_only', 'this server reads its file read-only; revoke on the server that writes it', { hint: 'fenec token revoke … --url <the writing server>' });
+      throw new FenecError('read_only', 'this server reads its file read-only; revoke on the server that writes it', {
+        hint: 'fenec token revoke … --url <the writing server>',
+      });
     }
     if (value === '' || value.length > MAX_REVOKED_LENGTH) {
-      throw new FenecError('bad_request', `a ${kind} to revoke is 1 to ${MAX_REVOKED_LENGTH} characters, not ${value.length}`);
+      throw new FenecError(
+        'bad_request',
+        `a ${kind} to revoke is 1 to ${MAX_REVOKED_LENGTH} characters, not ${value.length}`,
+      );
     }
     // The second that ends the revoked range: a token issued within it is revoked too.
     const at = kind === 'sub' ? Math.floor(now / 1000) * 1000 + 999 : now;
     const known = (kind === 'jti' ? this.#jtis : this.#subs).get(value);
     if (kind === 'jti' && known !== undefined) return { revocation: { kind, value, at: known }, created: false };
-    this.#db.prepare('INSERT INTO _fenec_revocations (kind, value, at) VALUES (?, ?, ?) ON CONFLICT (kind, value) DO UPDATE SET at = excluded.at').run(kind, value, at);
+    this.#db
+      .prepare(
+        'INSERT INTO _fenec_revocations (kind, value, at) VALUES (?, ?, ?) ON CONFLICT (kind, value) DO UPDATE SET at = excluded.at',
+      )
+      .run(kind, value, at);
     (kind === 'jti' ? this.#jtis : this.#subs).set(value, at);
     return { revocation: { kind, value, at }, created: known === undefined };
   }
@@ -120,8 +133,13 @@ export class Revocations {
       const version = this.#db.pragma('data_version', { simple: true }) as number;
       if (version === this.#dataVersion) return;
       this.#dataVersion = version;
-      const exists = this.#db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '_fenec_revocations'").get();
-      const rows = exists === undefined ? [] : (this.#db.prepare('SELECT kind, value, at FROM _fenec_revocations').all() as Revocation[]);
+      const exists = this.#db
+        .prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '_fenec_revocations'")
+        .get();
+      const rows =
+        exists === undefined
+          ? []
+          : (this.#db.prepare('SELECT kind, value, at FROM _fenec_revocations').all() as Revocation[]);
       this.#jtis = new Map(rows.filter((row) => row.kind === 'jti').map((row) => [row.value, row.at]));
       this.#subs = new Map(rows.filter((row) => row.kind === 'sub').map((row) => [row.value, row.at]));
     } catch {

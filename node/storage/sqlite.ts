@@ -30,7 +30,10 @@ export function ident(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
-/** Our SQLite extension (native/fts5, built by `make install`): fenec_bm25, fenec_doclen, fenec_snippet and fenec_deadline. */
+/**
+ * Our SQLite extension (native/fts5, built by `make install`): fenec_bm25, fenec_doclen, fenec_snippet and
+ * fenec_deadline.
+ */
 const EXTENSION = 'native/fts5/build/fenec_fts5.so';
 
 /** The extension's path, from the repository root (this file runs from dist/node/storage/ or node/storage/). */
@@ -38,9 +41,13 @@ function extensionPath(): string {
   const candidates = ['../../../', '../../'].map((up) => fileURLToPath(new URL(up + EXTENSION, import.meta.url)));
   const path = candidates.find((p) => existsSync(p));
   if (path === undefined) {
-    throw new FenecError('cannot_open', `the SQLite extension fenecdb scores text with is not built (${EXTENSION} is missing)`, {
-      hint: 'run `make install`: it builds native/fts5',
-    });
+    throw new FenecError(
+      'cannot_open',
+      `the SQLite extension fenecdb scores text with is not built (${EXTENSION} is missing)`,
+      {
+        hint: 'run `make install`: it builds native/fts5',
+      },
+    );
   }
   return path;
 }
@@ -53,10 +60,16 @@ function registerFunctions(db: Connection): void {
   db.function('fenec_lower', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : s));
   db.function('fenec_upper', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toUpperCase() : s));
   // About the bytes a value takes in a row, to tell whether a set grows its rows (byte-quota.ts).
-  db.function('fenec_size', { deterministic: true }, (v: unknown) => (typeof v === 'string' ? Buffer.byteLength(v) : Buffer.isBuffer(v) ? v.length : v === null ? 0 : 8));
+  db.function('fenec_size', { deterministic: true }, (v: unknown) =>
+    typeof v === 'string' ? Buffer.byteLength(v) : Buffer.isBuffer(v) ? v.length : v === null ? 0 : 8,
+  );
   // Arithmetic checked as it runs (codec.ts, checkedNumber): an overflow is refused, never stored.
   for (const kind of ['int', 'float', 'timestamp'] as const) {
-    db.function(`fenec_${kind}`, { deterministic: true }, (value: unknown, label: unknown) => checkedNumber(kind, value, String(label)) as SqlValue);
+    db.function(
+      `fenec_${kind}`,
+      { deterministic: true },
+      (value: unknown, label: unknown) => checkedNumber(kind, value, String(label)) as SqlValue,
+    );
   }
 }
 
@@ -140,9 +153,14 @@ function initialise(db: Connection, file: string): void {
 
 function checkFormat(db: Connection, file: string): void {
   const hasMeta = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '_fenec_meta'").get();
-  const format = hasMeta ? (db.prepare("SELECT value FROM _fenec_meta WHERE key = 'format'").pluck().get() as string | undefined) : undefined;
+  const format = hasMeta
+    ? (db.prepare("SELECT value FROM _fenec_meta WHERE key = 'format'").pluck().get() as string | undefined)
+    : undefined;
   if (format === undefined) {
-    throw new FenecError('cannot_open', `${file} is a SQLite database but not a fenecdb file; name a new or a .fenec file`);
+    throw new FenecError(
+      'cannot_open',
+      `${file} is a SQLite database but not a fenecdb file; name a new or a .fenec file`,
+    );
   }
   if (format !== FORMAT) {
     throw new FenecError('cannot_open', `${file} has format ${format}; this fenecdb reads format ${FORMAT}`);

@@ -1,13 +1,13 @@
 /**
- * A tenant's database held to its collection and row quotas. Only statements that add a collection
- * or rows (the statement kinds' table says which: `create collection`, `insert`, `put`) are counted,
- * from the tree the database parsed and keeps for the execute that follows. Every quota refusal of a statement — these, and the database's
- * own `storage_full` at the byte quota — is told to `onRefusal` with its quota, whichever door
- * (/query, an MCP tool) the statement came through.
+ * A tenant's database held to its collection and row quotas. Only statements that add a collection or rows (the
+ * statement kinds' table says which: `create collection`, `insert`, `put`) are counted, from the tree the database
+ * parsed and keeps for the execute that follows. Every quota refusal of a statement — these, and the database's own
+ * `storage_full` at the byte quota — is told to `onRefusal` with its quota, whichever door (/query, an MCP tool) the
+ * statement came through.
  *
- * The row count is kept as an upper bound: counted exactly at the first insert, raised by every
- * insert's answer, never lowered (a delete, an expiry or a put that replaces only make it higher
- * than the truth), and counted exactly again before a refusal, so that a refusal is always true.
+ * The row count is kept as an upper bound: counted exactly at the first insert, raised by every insert's answer, never
+ * lowered (a delete, an expiry or a put that replaces only make it higher than the truth), and counted exactly again
+ * before a refusal, so that a refusal is always true.
  */
 import { FenecError } from '../../shared/errors.js';
 import type { Statement } from '../../shared/fenecql/ast.js';
@@ -16,7 +16,10 @@ import type { Answer, ExecuteOptions, FenecDatabase } from '../database.js';
 import type { Executor } from '../workers/request-runner.js';
 import type { QuotaKind, Quotas } from './quotas.js';
 
-/** How many rows a statement writes at most: those written out, or those its parameter holds; 0 for a kind that adds none. */
+/**
+ * How many rows a statement writes at most: those written out, or those its parameter holds; 0 for a kind that adds
+ * none.
+ */
 function rowsWritten(statement: Statement, params: readonly unknown[] | undefined): number {
   const { adds } = kindOf(statement);
   if (adds === null || !('rows' in adds)) return 0;
@@ -40,15 +43,21 @@ export class QuotaExecutor implements Executor {
   readonly #onRefusal: (quota: QuotaKind) => void;
   #rows: number | undefined;
 
-  constructor(db: FenecDatabase, quotas: Pick<Quotas, 'maxCollections' | 'maxRows'>, onRefusal: (quota: QuotaKind) => void = () => undefined) {
+  constructor(
+    db: FenecDatabase,
+    quotas: Pick<Quotas, 'maxCollections' | 'maxRows'>,
+    onRefusal: (quota: QuotaKind) => void = () => undefined,
+  ) {
     this.#db = db;
     this.#quotas = quotas;
     this.#onRefusal = onRefusal;
   }
 
   execute(text: string, params?: readonly unknown[], options?: ExecuteOptions): Answer {
-    if (this.#quotas.maxRows === 0 && this.#quotas.maxCollections === 0) return this.#counted(() => this.#db.execute(text, params, options));
-    // The database's own parse, kept for the execute that follows: the text is parsed once (a parse error is thrown here, as execute would).
+    if (this.#quotas.maxRows === 0 && this.#quotas.maxCollections === 0)
+      return this.#counted(() => this.#db.execute(text, params, options));
+    // The database's own parse, kept for the execute that follows: the text is parsed once (a parse error is thrown
+    // here, as execute would).
     return this.#run(this.#db.statementOf(text), params, () => this.#db.execute(text, params, options));
   }
 
@@ -80,7 +89,11 @@ export class QuotaExecutor implements Executor {
     if (created !== undefined && this.#quotas.maxCollections > 0) {
       const collections = this.#collections().length;
       if (collections >= this.#quotas.maxCollections && !this.#collections().includes(created)) {
-        this.#refuse('collections', `the tenant has ${collections} collections, its quota`, 'drop a collection, or raise the tenant\'s maxCollections (PUT /t/<tenant>)');
+        this.#refuse(
+          'collections',
+          `the tenant has ${collections} collections, its quota`,
+          "drop a collection, or raise the tenant's maxCollections (PUT /t/<tenant>)",
+        );
       }
     }
     const adding = rowsWritten(statement, params);
@@ -89,11 +102,16 @@ export class QuotaExecutor implements Executor {
     if (this.#rows + adding > this.#quotas.maxRows) {
       this.#rows = this.#countRows();
       if (this.#rows + adding > this.#quotas.maxRows) {
-        this.#refuse('rows', `the tenant holds ${this.#rows} rows; ${adding} more would pass its quota of ${this.#quotas.maxRows}`, 'delete rows, or raise the tenant\'s maxRows (PUT /t/<tenant>)');
+        this.#refuse(
+          'rows',
+          `the tenant holds ${this.#rows} rows; ${adding} more would pass its quota of ${this.#quotas.maxRows}`,
+          "delete rows, or raise the tenant's maxRows (PUT /t/<tenant>)",
+        );
       }
     }
     const answer = this.#counted(run);
-    this.#rows += typeof (answer as { count?: unknown }).count === 'number' ? (answer as { count: number }).count : adding;
+    this.#rows +=
+      typeof (answer as { count?: unknown }).count === 'number' ? (answer as { count: number }).count : adding;
     return answer;
   }
 
@@ -104,7 +122,8 @@ export class QuotaExecutor implements Executor {
 
   #countRows(): number {
     let rows = 0;
-    for (const name of this.#collections()) rows += (this.#db.execute(`get ${name} count`) as unknown as { count: number }).count;
+    for (const name of this.#collections())
+      rows += (this.#db.execute(`get ${name} count`) as unknown as { count: number }).count;
     return rows;
   }
 }

@@ -41,7 +41,16 @@ export const QUOTA_DEFAULTS: Quotas = Object.freeze({
   maxAnswerBytes: 32 * 1024 ** 2,
 });
 
-const KEYS: readonly (keyof Quotas)[] = ['rate', 'burst', 'maxBytes', 'maxCollections', 'maxRows', 'costMs', 'statementTimeoutMs', 'maxAnswerBytes'];
+const KEYS: readonly (keyof Quotas)[] = [
+  'rate',
+  'burst',
+  'maxBytes',
+  'maxCollections',
+  'maxRows',
+  'costMs',
+  'statementTimeoutMs',
+  'maxAnswerBytes',
+];
 /** Quotas that cannot be 0: a statement needs some time to run, an answer some bytes. */
 const POSITIVE: readonly (keyof Quotas)[] = ['statementTimeoutMs', 'maxAnswerBytes'];
 
@@ -52,15 +61,23 @@ const POSITIVE: readonly (keyof Quotas)[] = ['statementTimeoutMs', 'maxAnswerByt
  */
 export function quotasOf(body: unknown, defaults: Quotas): Quotas {
   if (body === undefined || body === null) return defaults;
-  if (typeof body !== 'object' || Array.isArray(body)) throw new FenecError('bad_request', 'a tenant\'s quotas are a JSON object, e.g. {"rate": 50, "burst": 100, "maxBytes": 1073741824}');
+  if (typeof body !== 'object' || Array.isArray(body))
+    throw new FenecError(
+      'bad_request',
+      'a tenant\'s quotas are a JSON object, e.g. {"rate": 50, "burst": 100, "maxBytes": 1073741824}',
+    );
   const quotas: Record<string, number> = { ...defaults };
   for (const [key, value] of Object.entries(body)) {
-    if (!KEYS.includes(key as keyof Quotas)) throw new FenecError('bad_request', `unknown quota ${JSON.stringify(key)}; the quotas are ${KEYS.join(', ')}`);
-    if (!Number.isSafeInteger(value) || (value as number) < 0) throw new FenecError('bad_request', `quota ${key} takes a whole number ≥ 0, not ${JSON.stringify(value)}`);
+    if (!KEYS.includes(key as keyof Quotas))
+      throw new FenecError('bad_request', `unknown quota ${JSON.stringify(key)}; the quotas are ${KEYS.join(', ')}`);
+    if (!Number.isSafeInteger(value) || (value as number) < 0)
+      throw new FenecError('bad_request', `quota ${key} takes a whole number ≥ 0, not ${JSON.stringify(value)}`);
     quotas[key] = value as number;
   }
-  for (const key of POSITIVE) if (quotas[key] === 0) throw new FenecError('bad_request', `quota ${key} takes a whole number ≥ 1, not 0`);
-  if (quotas.burst! < 1 && quotas.rate! > 0) throw new FenecError('bad_request', 'quota burst must be at least 1 when rate is above 0');
+  for (const key of POSITIVE)
+    if (quotas[key] === 0) throw new FenecError('bad_request', `quota ${key} takes a whole number ≥ 1, not 0`);
+  if (quotas.burst! < 1 && quotas.rate! > 0)
+    throw new FenecError('bad_request', 'quota burst must be at least 1 when rate is above 0');
   return Object.freeze(quotas) as unknown as Quotas;
 }
 
@@ -72,7 +89,11 @@ class Bucket {
   #level: number;
   #last: number;
 
-  constructor(readonly rate: number, readonly capacity: number, now = performance.now()) {
+  constructor(
+    readonly rate: number,
+    readonly capacity: number,
+    now = performance.now(),
+  ) {
     this.#level = capacity;
     this.#last = now;
   }

@@ -71,20 +71,40 @@ function headerReader(req: http.IncomingMessage): (name: string) => string | und
 
 /** Nothing runs here: the MCP endpoint that answers a refused call runs no tool. */
 const NO_EXECUTOR = {
-  execute: () => { throw new FenecError('internal', 'a refused MCP call runs no statement'); },
-  executeStatement: () => { throw new FenecError('internal', 'a refused MCP call runs no statement'); },
-  statementOf: () => { throw new FenecError('internal', 'a refused MCP call runs no statement'); },
+  execute: () => {
+    throw new FenecError('internal', 'a refused MCP call runs no statement');
+  },
+  executeStatement: () => {
+    throw new FenecError('internal', 'a refused MCP call runs no statement');
+  },
+  statementOf: () => {
+    throw new FenecError('internal', 'a refused MCP call runs no statement');
+  },
 };
 
 /** What a tenant's worker holds its file and statements to. */
 function limitsOf(quotas: Quotas): TenantLimits {
-  return { maxBytes: quotas.maxBytes, maxCollections: quotas.maxCollections, maxRows: quotas.maxRows, maxAnswerBytes: quotas.maxAnswerBytes, statementTimeoutMs: quotas.statementTimeoutMs };
+  return {
+    maxBytes: quotas.maxBytes,
+    maxCollections: quotas.maxCollections,
+    maxRows: quotas.maxRows,
+    maxAnswerBytes: quotas.maxAnswerBytes,
+    statementTimeoutMs: quotas.statementTimeoutMs,
+  };
 }
 
-export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOptions, logger: Logger, audit: Audit = Audit.off): Promise<RunningServer & { registry: TenantRegistry<OpenedTenant> }> {
+export function startTenantNode(
+  config: TenantNodeConfig,
+  node: TenantNodeOptions,
+  logger: Logger,
+  audit: Audit = Audit.off,
+): Promise<RunningServer & { registry: TenantRegistry<OpenedTenant> }> {
   const metrics = new HttpMetrics();
-  const refusals = metrics.counter('fenec_tenant_quota_refusals_total',
-    'Requests and MCP tool calls refused for a tenant quota, by quota (rate, cost: worker time, bytes, collections, rows). No tenant is a label.', ['quota']);
+  const refusals = metrics.counter(
+    'fenec_tenant_quota_refusals_total',
+    'Requests and MCP tool calls refused for a tenant quota, by quota (rate, cost: worker time, bytes, collections, rows). No tenant is a label.',
+    ['quota'],
+  );
   const refused = (quota: QuotaKind): void => refusals.inc({ quota });
   const dataDir = config.where.dataDir;
   const door = new FrontDoor(config, audit);
@@ -107,43 +127,66 @@ export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOption
   const refusers = new WeakMap<Tenant, { endpoint: McpEndpoint<ExecuteOptions>; policy: Policy }>();
   const refuserOf = (tenant: Tenant): { endpoint: McpEndpoint<ExecuteOptions>; policy: Policy } => {
     let refuser = refusers.get(tenant);
-    if (refuser === undefined) refusers.set(tenant, refuser = { endpoint: mcpEndpoint(NO_EXECUTOR, mcpOptions(tenant.name)), policy: policyOf(tenant.name) ?? EMPTY_POLICY });
+    if (refuser === undefined)
+      refusers.set(
+        tenant,
+        (refuser = {
+          endpoint: mcpEndpoint(NO_EXECUTOR, mcpOptions(tenant.name)),
+          policy: policyOf(tenant.name) ?? EMPTY_POLICY,
+        }),
+      );
     return refuser;
   };
-  /** The tenant's own policy (`D/<tenant>.policy`), else the node's. @throws FenecError for a policy that does not parse. */
+  /**
+   * The tenant's own policy (`D/<tenant>.policy`), else the node's. @throws FenecError for a policy that does not
+   * parse.
+   */
   const policyOf = (tenant: string): Policy | undefined => {
     const policyFile = path.join(dataDir, `${tenant}.policy`);
     return fs.existsSync(policyFile) ? parsePolicy(fs.readFileSync(policyFile, 'utf8'), policyFile) : config.policy;
   };
 
-  const tenants = new HttpHandler(config, async (req, work) => {
-    const tenant = registry.get(req.tenant);
-    // Quotas set with PUT apply from the next request on.
-    return pool.run(tenant.name, limitsOf(tenant.quotas), work).then((reply) => {
-      tenant.cost.charge(reply.ms);
-      if (reply.quotas !== undefined) for (const quota of reply.quotas) refused(quota);
-      return reply;
-    });
-  }, door, metrics, logger, config.mcp !== undefined);
+  const tenants = new HttpHandler(
+    config,
+    async (req, work) => {
+      const tenant = registry.get(req.tenant);
+      // Quotas set with PUT apply from the next request on.
+      return pool.run(tenant.name, limitsOf(tenant.quotas), work).then((reply) => {
+        tenant.cost.charge(reply.ms);
+        if (reply.quotas !== undefined) for (const quota of reply.quotas) refused(quota);
+        return reply;
+      });
+    },
+    door,
+    metrics,
+    logger,
+    config.mcp !== undefined,
+  );
 
   // The serving thread holds each open file's lock for the worker that opens it: a worker replaced
   // after a time limit opens the file again under the same lock. A file reopened before its worker
   // closed it (new quotas) keeps its lock: it is released when its last opening is closed.
   const locks = new Map<string, { lock: FileLock; opened: number }>();
-  const registry: TenantRegistry<OpenedTenant> = new TenantRegistry<OpenedTenant>(dataDir, node.quotas, node.maxOpenTenants, (tenant: Tenant, file: string): OpenedTenant => {
-    let held = locks.get(tenant.name);
-    if (held === undefined) locks.set(tenant.name, held = { lock: acquireLock(file, 'fenec-server'), opened: 0 });
-    held.opened += 1;
-    const lock = held;
-    return {
-      close: () => pool.close(tenant.name).finally(() => {
-        lock.opened -= 1;
-        if (lock.opened > 0) return;
-        lock.lock.release();
-        locks.delete(tenant.name);
-      }),
-    };
-  });
+  const registry: TenantRegistry<OpenedTenant> = new TenantRegistry<OpenedTenant>(
+    dataDir,
+    node.quotas,
+    node.maxOpenTenants,
+    (tenant: Tenant, file: string): OpenedTenant => {
+      let held = locks.get(tenant.name);
+      if (held === undefined) locks.set(tenant.name, (held = { lock: acquireLock(file, 'fenec-server'), opened: 0 }));
+      held.opened += 1;
+      const lock = held;
+      return {
+        close: () =>
+          pool.close(tenant.name).finally(() => {
+            lock.opened -= 1;
+            if (lock.opened > 0) return;
+            lock.lock.release();
+            locks.delete(tenant.name);
+          }),
+      };
+    },
+  );
   const transfers = new TenantTransfers(dataDir, registry, async (tenant) => {
     // Its worker makes the file, with the catalogue, as at a tenant's first request.
     const opened = registry.acquire(tenant);
@@ -158,13 +201,17 @@ export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOption
     name: 'fenec_tenants_open',
     help: 'Tenants whose file is open now.',
     registers: [metrics.registry],
-    collect() { this.set(registry.openCount); },
+    collect() {
+      this.set(registry.openCount);
+    },
   });
   new Gauge({
     name: 'fenec_tenants',
     help: 'Tenants on this node.',
     registers: [metrics.registry],
-    collect() { this.set(registry.list().length); },
+    collect() {
+      this.set(registry.list().length);
+    },
   });
 
   const handle = (request: http.IncomingMessage, res: http.ServerResponse): void => {
@@ -198,9 +245,15 @@ export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOption
     const [, , name = '', route, ...more] = pathname.split('/');
     if (!isTenantName(name)) return fail(invalidTenant(name));
     if (route === undefined) return admin(req, name, send, fail);
-    if (more.length === 0 && TRANSFER_ROUTES.has(route)) return transfer(req, res, name, route, url.slice(q === -1 ? url.length : q), send, fail);
+    if (more.length === 0 && TRANSFER_ROUTES.has(route))
+      return transfer(req, res, name, route, url.slice(q === -1 ? url.length : q), send, fail);
     if (more.length > 0 || (route !== 'query' && route !== '_mcp' && route !== '_revocations')) {
-      return fail(new FenecError('not_found', `a tenant's routes are /t/${name}/query, /t/${name}/_mcp and /t/${name}/_revocations`));
+      return fail(
+        new FenecError(
+          'not_found',
+          `a tenant's routes are /t/${name}/query, /t/${name}/_mcp and /t/${name}/_revocations`,
+        ),
+      );
     }
     const caller = door.tenantCaller(req, name, `/t/<tenant>/${route}`, route === '_revocations' ? 'server' : 'any');
     if (caller instanceof FenecError) return fail(caller);
@@ -219,32 +272,52 @@ export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOption
       const asking = caller as Caller;
       req.route = '/_mcp';
       // A body past the limit, or a request that failed before its end, is answered the plain refusal.
-      void readBody(req, config.maxBodyBytes).catch(() => undefined).then((body) => {
-        let reply: McpReply | undefined;
-        try {
-          const { endpoint, policy } = refuserOf(tenant);
-          const tools = asking.kind === 'server' ? undefined : grantedTools(policy, asking.claims);
-          // The tool's span is the request's child, though the body came in after the request's call.
-          if (body !== undefined) reply = context.with(requestContext(req), () => endpoint.refuse(body, { options: optionsOf(asking), scoped: asking.kind === 'jwt', tools }, { error, details: { retry_after: wait } }, headerReader(req)));
-        } catch {
-          // A tenant policy that does not parse: its requests fail when they run; this one stays a plain 429.
-        }
-        if (reply?.json === undefined) return fail(error, headers);
-        tenants.send(req, res, reply.status, reply.json, headers);
-      });
+      void readBody(req, config.maxBodyBytes)
+        .catch(() => undefined)
+        .then((body) => {
+          let reply: McpReply | undefined;
+          try {
+            const { endpoint, policy } = refuserOf(tenant);
+            const tools = asking.kind === 'server' ? undefined : grantedTools(policy, asking.claims);
+            // The tool's span is the request's child, though the body came in after the request's call.
+            if (body !== undefined)
+              reply = context.with(requestContext(req), () =>
+                endpoint.refuse(
+                  body,
+                  { options: optionsOf(asking), scoped: asking.kind === 'jwt', tools },
+                  { error, details: { retry_after: wait } },
+                  headerReader(req),
+                ),
+              );
+          } catch {
+            // A tenant policy that does not parse: its requests fail when they run; this one stays a plain 429.
+          }
+          if (reply?.json === undefined) return fail(error, headers);
+          tenants.send(req, res, reply.status, reply.json, headers);
+        });
     }
     const wait = tenant.bucket.take();
     if (wait > 0) {
       refused('rate');
-      const why = tenant.quotas.rate === 0 ? `tenant ${name} is paused (rate 0)` : `tenant ${name} is past its rate of ${tenant.quotas.rate} requests/s (burst ${tenant.quotas.burst})`;
+      const why =
+        tenant.quotas.rate === 0
+          ? `tenant ${name} is paused (rate 0)`
+          : `tenant ${name} is past its rate of ${tenant.quotas.rate} requests/s (burst ${tenant.quotas.burst})`;
       return refuse(new FenecError('quota_exceeded', why, { hint: `retry after ${wait} s` }), wait);
     }
     const owed = tenant.cost.check();
     if (owed > 0) {
       refused('cost');
-      return refuse(new FenecError('quota_exceeded', `tenant ${name} is past its worker time of ${tenant.quotas.costMs} ms per second`, {
-        hint: `retry after ${owed} s; cheaper statements (a filter on an indexed field, a limit) use less, or raise the tenant's costMs (PUT /t/<tenant>)`,
-      }), owed);
+      return refuse(
+        new FenecError(
+          'quota_exceeded',
+          `tenant ${name} is past its worker time of ${tenant.quotas.costMs} ms per second`,
+          {
+            hint: `retry after ${owed} s; cheaper statements (a filter on an indexed field, a limit) use less, or raise the tenant's costMs (PUT /t/<tenant>)`,
+          },
+        ),
+        owed,
+      );
     }
     let opened: OpenedTenant;
     try {
@@ -260,8 +333,14 @@ export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOption
   };
 
   /** PUT (create, or set quotas) and DELETE /t/<tenant>: the server's token only. */
-  function admin(req: FenecRequest, name: string, send: (status: number, body: unknown) => void, fail: (err: unknown) => void): void {
-    if (req.method !== 'PUT' && req.method !== 'DELETE') return fail(new FenecError('method_not_allowed', `/t/${name} takes PUT (create, with quotas) and DELETE`));
+  function admin(
+    req: FenecRequest,
+    name: string,
+    send: (status: number, body: unknown) => void,
+    fail: (err: unknown) => void,
+  ): void {
+    if (req.method !== 'PUT' && req.method !== 'DELETE')
+      return fail(new FenecError('method_not_allowed', `/t/${name} takes PUT (create, with quotas) and DELETE`));
     const caller = door.caller(req, `${req.method} /t/<tenant>`, 'server');
     if (caller instanceof FenecError) return fail(caller);
     if (req.method === 'DELETE') {
@@ -271,37 +350,62 @@ export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOption
     readJson(req, MAX_ADMIN_BODY, {
       tooLarge: `a tenant's quotas fit in ${MAX_ADMIN_BODY} bytes`,
       notJson: 'the body of PUT /t/<tenant> is not JSON; send its quotas, e.g. {"rate": 50}',
-    }).then((body) => {
-      const { tenant, created } = registry.put(name, body);
-      send(created ? 201 : 200, { name: tenant.name, quotas: tenant.quotas, created });
-    }).catch(fail);
+    })
+      .then((body) => {
+        const { tenant, created } = registry.put(name, body);
+        send(created ? 201 : 200, { name: tenant.name, quotas: tenant.quotas, created });
+      })
+      .catch(fail);
   }
 
   /**
-   * The server's token only: `GET|PUT /t/<tenant>/_backup` (a copy out; a copy in, `?replace=true`
-   * over a tenant that exists), `GET|PUT /t/<tenant>/_policy` (its own policy file, as JSON), `POST /t/<tenant>/_pause|_resume`, and `POST /t/<tenant>/_moved?to=NODE`
-   * (the tenant now lives on NODE: its data here is deleted). The router's tenant move calls them.
+   * The server's token only: `GET|PUT /t/<tenant>/_backup` (a copy out; a copy in, `?replace=true` over a tenant that
+   * exists), `GET|PUT /t/<tenant>/_policy` (its own policy file, as JSON), `POST /t/<tenant>/_pause|_resume`, and `POST
+   * /t/<tenant>/_moved?to=NODE` (the tenant now lives on NODE: its data here is deleted). The router's tenant move
+   * calls them.
    */
-  function transfer(req: FenecRequest, res: http.ServerResponse, name: string, route: string, search: string, send: (status: number, body: unknown) => void, fail: (err: unknown) => void): void {
+  function transfer(
+    req: FenecRequest,
+    res: http.ServerResponse,
+    name: string,
+    route: string,
+    search: string,
+    send: (status: number, body: unknown) => void,
+    fail: (err: unknown) => void,
+  ): void {
     const expected = route === '_backup' || route === '_policy' ? ['GET', 'PUT'] : ['POST'];
-    if (!expected.includes(req.method ?? '')) return fail(new FenecError('method_not_allowed', `/t/${name}/${route} takes ${expected.join(' or ')}`));
+    if (!expected.includes(req.method ?? ''))
+      return fail(new FenecError('method_not_allowed', `/t/${name}/${route} takes ${expected.join(' or ')}`));
     const caller = door.caller(req, `/t/<tenant>/${route}`, 'server');
     if (caller instanceof FenecError) return fail(caller);
     const params = new URLSearchParams(search);
     const done = (work: Promise<unknown>): void => {
-      work.then((body) => { if (body !== undefined) send(200, body); }, (err) => {
-        if (res.headersSent) res.destroy();
-        else fail(err);
-      });
+      work.then(
+        (body) => {
+          if (body !== undefined) send(200, body);
+        },
+        (err) => {
+          if (res.headersSent) res.destroy();
+          else fail(err);
+        },
+      );
     };
     switch (route) {
       case '_backup':
         if (req.method === 'GET') return done(transfers.backup(name, res).then(() => undefined));
-        return done(Promise.resolve().then(() => transfers.restore(name, req, {
-          replace: params.get('replace') === 'true',
-          quotas: quotasHeader(req.headers[QUOTAS_HEADER], registry.defaults),
-          pauseTimeoutMs: PAUSE_TIMEOUT_MS,
-        })).then(({ created, bytes }) => { send(created ? 201 : 200, { restored: name, created, bytes }); }));
+        return done(
+          Promise.resolve()
+            .then(() =>
+              transfers.restore(name, req, {
+                replace: params.get('replace') === 'true',
+                quotas: quotasHeader(req.headers[QUOTAS_HEADER], registry.defaults),
+                pauseTimeoutMs: PAUSE_TIMEOUT_MS,
+              }),
+            )
+            .then(({ created, bytes }) => {
+              send(created ? 201 : 200, { restored: name, created, bytes });
+            }),
+        );
       case '_policy':
         if (req.method === 'GET') {
           let text: string | undefined;
@@ -312,14 +416,17 @@ export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOption
           }
           return send(200, { policy: text ?? null });
         }
-        return done(readJson(req, MAX_ADMIN_BODY, {
-          tooLarge: `a tenant's policy fits in ${MAX_ADMIN_BODY} bytes`,
-          notJson: `the body of PUT /t/${name}/_policy is not JSON`,
-        }).then((body) => {
-          const policy = (body as { policy?: unknown } | null | undefined)?.policy;
-          if (typeof policy !== 'string') throw new FenecError('bad_request', `PUT /t/${name}/_policy takes {"policy": TEXT}`);
-          return transfers.setPolicy(name, policy).then(() => ({ policy: name }));
-        }));
+        return done(
+          readJson(req, MAX_ADMIN_BODY, {
+            tooLarge: `a tenant's policy fits in ${MAX_ADMIN_BODY} bytes`,
+            notJson: `the body of PUT /t/${name}/_policy is not JSON`,
+          }).then((body) => {
+            const policy = (body as { policy?: unknown } | null | undefined)?.policy;
+            if (typeof policy !== 'string')
+              throw new FenecError('bad_request', `PUT /t/${name}/_policy takes {"policy": TEXT}`);
+            return transfers.setPolicy(name, policy).then(() => ({ policy: name }));
+          }),
+        );
       case '_pause':
         return done(transfers.pause(name, PAUSE_TIMEOUT_MS).then(() => ({ paused: name })));
       case '_resume':
@@ -327,7 +434,10 @@ export function startTenantNode(config: TenantNodeConfig, node: TenantNodeOption
         return send(200, { resumed: name });
       default: {
         const to = params.get('to');
-        if (to === null || to === '') return fail(new FenecError('bad_request', `POST /t/${name}/_moved takes ?to=NODE, the node the tenant moved to`));
+        if (to === null || to === '')
+          return fail(
+            new FenecError('bad_request', `POST /t/${name}/_moved takes ?to=NODE, the node the tenant moved to`),
+          );
         return done(transfers.markMoved(name, to).then(() => ({ moved: name, to })));
       }
     }

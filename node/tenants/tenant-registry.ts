@@ -66,7 +66,10 @@ export class TenantRegistry<T extends OpenTenant> {
   /** The tenant, or `unknown_tenant` (404). */
   get(name: string): Tenant {
     const tenant = this.#tenants.get(name);
-    if (tenant === undefined) throw new FenecError('unknown_tenant', `no tenant ${name} on this node`, { hint: `create it with PUT /t/${name} and the server's token` });
+    if (tenant === undefined)
+      throw new FenecError('unknown_tenant', `no tenant ${name} on this node`, {
+        hint: `create it with PUT /t/${name} and the server's token`,
+      });
     return tenant;
   }
 
@@ -91,7 +94,8 @@ export class TenantRegistry<T extends OpenTenant> {
     // again at its next request (its worker closes it before that request). The others travel with
     // each request, and closing the file for them would read every index snapshot again: seconds
     // for a large tenant, on the worker its neighbours share.
-    if (before === undefined || OPEN_QUOTAS.some((key) => before.quotas[key] !== tenant.quotas[key])) void this.#close(name);
+    if (before === undefined || OPEN_QUOTAS.some((key) => before.quotas[key] !== tenant.quotas[key]))
+      void this.#close(name);
     return { tenant, created: before === undefined };
   }
 
@@ -108,13 +112,16 @@ export class TenantRegistry<T extends OpenTenant> {
     return this.#store(name, quotas ?? this.#tenants.get(name)?.quotas ?? this.#defaults);
   }
 
-  /** Deletes a tenant and its data (`unknown_tenant` when there is none); its .policy file is the operator's and stays. */
+  /**
+   * Deletes a tenant and its data (`unknown_tenant` when there is none); its .policy file is the operator's and stays.
+   */
   async delete(name: string): Promise<void> {
     this.get(name);
     this.#tenants.delete(name);
     await this.#close(name);
     fs.rmSync(path.join(this.#dir, name + META), { force: true });
-    for (const suffix of ['.fenec', '.fenec-wal', '.fenec-shm', '.fenec.lock']) fs.rmSync(path.join(this.#dir, name + suffix), { force: true });
+    for (const suffix of ['.fenec', '.fenec-wal', '.fenec-shm', '.fenec.lock'])
+      fs.rmSync(path.join(this.#dir, name + suffix), { force: true });
   }
 
   /** The tenant's open state (opened now if need be), marked busy until `release`. */
@@ -176,5 +183,10 @@ export class TenantRegistry<T extends OpenTenant> {
 const OPEN_QUOTAS: readonly (keyof Quotas)[] = ['maxBytes', 'maxRows', 'maxCollections'];
 
 function tenantOf(name: string, quotas: Quotas): Tenant {
-  return Object.freeze({ name, quotas, bucket: new TokenBucket(quotas.rate, quotas.burst), cost: new CostBucket(quotas.costMs, Math.max(quotas.costMs, quotas.statementTimeoutMs)) });
+  return Object.freeze({
+    name,
+    quotas,
+    bucket: new TokenBucket(quotas.rate, quotas.burst),
+    cost: new CostBucket(quotas.costMs, Math.max(quotas.costMs, quotas.statementTimeoutMs)),
+  });
 }

@@ -56,10 +56,14 @@ export class TenantTransfers<T extends OpenTenant> {
   refusal(name: string): FenecError | undefined {
     const to = this.#moved.get(name);
     if (to !== undefined) {
-      return new FenecError('tenant_moving', `tenant ${name} has moved to node ${to}`, { hint: 'retry after Retry-After through the router, which sends it on to that node' });
+      return new FenecError('tenant_moving', `tenant ${name} has moved to node ${to}`, {
+        hint: 'retry after Retry-After through the router, which sends it on to that node',
+      });
     }
     if (this.#paused.has(name)) {
-      return new FenecError('tenant_moving', `tenant ${name} is paused while it is copied (a move or a restore)`, { hint: 'retry after Retry-After' });
+      return new FenecError('tenant_moving', `tenant ${name} is paused while it is copied (a move or a restore)`, {
+        hint: 'retry after Retry-After',
+      });
     }
     return undefined;
   }
@@ -80,7 +84,11 @@ export class TenantTransfers<T extends OpenTenant> {
     while (this.#registry.busy(name) > 0) {
       if (Date.now() > deadline) {
         this.#paused.delete(name);
-        throw new FenecError('unavailable', `tenant ${name} still had requests under way after ${timeoutMs} ms; not paused`, { hint: 'retry the move when the tenant is quieter' });
+        throw new FenecError(
+          'unavailable',
+          `tenant ${name} still had requests under way after ${timeoutMs} ms; not paused`,
+          { hint: 'retry the move when the tenant is quieter' },
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
     }
@@ -113,7 +121,9 @@ export class TenantTransfers<T extends OpenTenant> {
       await source.backup(copy);
     } catch (err) {
       fs.rmSync(copy, { force: true });
-      throw new FenecError('internal', `the backup of tenant ${name} failed: ${(err as Error).message}`, { cause: err });
+      throw new FenecError('internal', `the backup of tenant ${name} failed: ${(err as Error).message}`, {
+        cause: err,
+      });
     } finally {
       source.close();
     }
@@ -135,10 +145,18 @@ export class TenantTransfers<T extends OpenTenant> {
    * tenant exists and `replace` is false, when the body is past the tenant's byte quota, or when it is
    * not a fenecdb file. Resolves with whether the tenant was created and the file's size.
    */
-  async restore(name: string, req: IncomingMessage, options: { replace: boolean; quotas: Quotas | undefined; pauseTimeoutMs: number }): Promise<{ created: boolean; bytes: number }> {
+  async restore(
+    name: string,
+    req: IncomingMessage,
+    options: { replace: boolean; quotas: Quotas | undefined; pauseTimeoutMs: number },
+  ): Promise<{ created: boolean; bytes: number }> {
     const exists = this.#registry.has(name);
     if (exists && !options.replace) {
-      throw new FenecError('tenant_exists', `tenant ${name} exists on this node; a restore replaces it only when asked`, { hint: 'restore with --replace (PUT /t/<tenant>/_backup?replace=true)' });
+      throw new FenecError(
+        'tenant_exists',
+        `tenant ${name} exists on this node; a restore replaces it only when asked`,
+        { hint: 'restore with --replace (PUT /t/<tenant>/_backup?replace=true)' },
+      );
     }
     const maxBytes = (options.quotas ?? (exists ? this.#registry.get(name).quotas : this.#registry.defaults)).maxBytes;
     const copy = this.#temporary('restore', name);
@@ -189,13 +207,17 @@ async function receive(req: IncomingMessage, file: string, maxBytes: number): Pr
   let size = 0;
   const out = fs.createWriteStream(file);
   try {
-    await pipeline(req, async function* (chunks: AsyncIterable<Buffer>) {
-      for await (const chunk of chunks) {
-        size += chunk.length;
-        if (size > maxBytes) throw tooLarge(maxBytes);
-        yield chunk;
-      }
-    }, out);
+    await pipeline(
+      req,
+      async function* (chunks: AsyncIterable<Buffer>) {
+        for await (const chunk of chunks) {
+          size += chunk.length;
+          if (size > maxBytes) throw tooLarge(maxBytes);
+          yield chunk;
+        }
+      },
+      out,
+    );
   } catch (err) {
     fs.rmSync(file, { force: true });
     if (err instanceof FenecError) throw err;
@@ -204,7 +226,9 @@ async function receive(req: IncomingMessage, file: string, maxBytes: number): Pr
 }
 
 function tooLarge(maxBytes: number): FenecError {
-  return new FenecError('payload_too_large', `the backup is larger than the tenant's byte quota (${maxBytes} bytes)`, { hint: 'raise the tenant\'s maxBytes quota (fenec tenant create NAME --quotas) and restore again' });
+  return new FenecError('payload_too_large', `the backup is larger than the tenant's byte quota (${maxBytes} bytes)`, {
+    hint: "raise the tenant's maxBytes quota (fenec tenant create NAME --quotas) and restore again",
+  });
 }
 
 /** A restore must be a whole SQLite file holding fenecdb's catalogue. */
@@ -216,7 +240,9 @@ function checkBackup(file: string): void {
     if (check !== 'ok') throw new Error(String(check));
     db.prepare('SELECT count(*) FROM _fenec_collections').get();
   } catch (err) {
-    throw new FenecError('invalid_backup', `the body is not a fenecdb tenant file: ${(err as Error).message}`, { hint: 'send a file made by GET /t/<tenant>/_backup (fenec tenant backup)' });
+    throw new FenecError('invalid_backup', `the body is not a fenecdb tenant file: ${(err as Error).message}`, {
+      hint: 'send a file made by GET /t/<tenant>/_backup (fenec tenant backup)',
+    });
   } finally {
     db?.close();
   }

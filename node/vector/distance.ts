@@ -27,7 +27,10 @@ export interface ScoredRow {
 
 const LITTLE_ENDIAN = endianness() === 'LE';
 
-/** The floats of a stored vector<dims>, or null when the BLOB is not one (another length, a component not finite). May share the BLOB's memory. */
+/**
+ * The floats of a stored vector<dims>, or null when the BLOB is not one (another length, a component not finite). May
+ * share the BLOB's memory.
+ */
 export function vectorOf(blob: Uint8Array, dims: number): Float32Array | null {
   if (blob.length !== dims * 4) return null;
   let v: Float32Array;
@@ -63,7 +66,10 @@ export function normaliseInto(v: ArrayLike<number>, out: Float32Array, offset: n
  */
 export function queryVector(query: ArrayLike<number>, dims: number, field: string, metric: Metric): Float32Array {
   if (query.length !== dims) {
-    throw new FenecError('vector_length', `vector has ${query.length} components; field ${field} takes vector<${dims}>`);
+    throw new FenecError(
+      'vector_length',
+      `vector has ${query.length} components; field ${field} takes vector<${dims}>`,
+    );
   }
   for (let i = 0; i < dims; i++) {
     if (typeof query[i] !== 'number' || !Number.isFinite(query[i])) {
@@ -74,7 +80,10 @@ export function queryVector(query: ArrayLike<number>, dims: number, field: strin
   checkFloat32(q, query, `the vector near ${field}`);
   if (metric !== 'cosine') return q;
   if (norm(q) === 0) {
-    throw new FenecError('invalid_value', `a zero vector has no direction: near ${field} (cosine) needs a vector with a nonzero component`);
+    throw new FenecError(
+      'invalid_value',
+      `a zero vector has no direction: near ${field} (cosine) needs a vector with a nonzero component`,
+    );
   }
   normaliseInto(q, q, 0);
   return q;

@@ -37,7 +37,14 @@ interface NativeAddon {
 
 const ADDON = 'native/faiss/build/Release/fenec_faiss.node';
 const OPTION_KEYS: ReadonlySet<string> = new Set(['kind', 'dims', 'metric', 'm', 'efConstruction', 'efSearch']);
-const MISSPELLINGS: Readonly<Record<string, string>> = { M: 'm', ef: 'efSearch', ef_search: 'efSearch', ef_construction: 'efConstruction', dim: 'dims', dimension: 'dims' };
+const MISSPELLINGS: Readonly<Record<string, string>> = {
+  M: 'm',
+  ef: 'efSearch',
+  ef_search: 'efSearch',
+  ef_construction: 'efConstruction',
+  dim: 'dims',
+  dimension: 'dims',
+};
 
 let loaded: NativeAddon | undefined;
 
@@ -88,8 +95,11 @@ function guarded<T>(call: () => T): T {
 
 /** True for the error deserialize() throws on damaged or foreign bytes (rebuild the index from the rows). */
 export function isDamagedIndexError(err: unknown): boolean {
-  return err instanceof FenecError && err.code === 'vector_engine' &&
-    (err.cause as { code?: unknown } | undefined)?.code === 'ERR_FAISS_BAD_INDEX';
+  return (
+    err instanceof FenecError &&
+    err.code === 'vector_engine' &&
+    (err.cause as { code?: unknown } | undefined)?.code === 'ERR_FAISS_BAD_INDEX'
+  );
 }
 
 class FaissIndex implements VectorIndex {
@@ -99,11 +109,21 @@ class FaissIndex implements VectorIndex {
     this.#native = native;
   }
 
-  get kind(): VectorIndexKind { return this.#native.kind; }
-  get metric(): VectorMetric { return this.#native.metric; }
-  get dims(): number { return this.#native.dims; }
-  get ntotal(): number { return this.#native.ntotal; }
-  get busy(): boolean { return this.#native.busy; }
+  get kind(): VectorIndexKind {
+    return this.#native.kind;
+  }
+  get metric(): VectorMetric {
+    return this.#native.metric;
+  }
+  get dims(): number {
+    return this.#native.dims;
+  }
+  get ntotal(): number {
+    return this.#native.ntotal;
+  }
+  get busy(): boolean {
+    return this.#native.busy;
+  }
 
   add(vectors: Float32Array): number {
     return guarded(() => this.#native.add(vectors));
@@ -139,11 +159,14 @@ class FaissIndex implements VectorIndex {
 }
 
 function checkOptionKeys(options: VectorIndexOptions): void {
-  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object { kind, dims, metric }');
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('options must be an object { kind, dims, metric }');
   for (const key of Object.keys(options)) {
     if (OPTION_KEYS.has(key)) continue;
     const hint = MISSPELLINGS[key];
-    throw new TypeError(`unknown vector index option "${key}"` + (hint !== undefined ? ` (did you mean "${hint}"?)` : ''));
+    throw new TypeError(
+      `unknown vector index option "${key}"` + (hint !== undefined ? ` (did you mean "${hint}"?)` : ''),
+    );
   }
 }
 

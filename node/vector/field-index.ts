@@ -30,7 +30,17 @@ import { scoreOf, type ScoredRow } from './distance.js';
 import { LabelMap, vectorDigest } from './label-map.js';
 import { writeSnapshot, writeSnapshotInParts, type SnapshotData, type StoredSnapshot } from './snapshot.js';
 import type { VectorLog } from './vector-log.js';
-import { DEFAULT_EF_SEARCH, DEFAULT_M, EF_CONSTRUCTION, fieldKey, shapeOf, TOMBSTONE_SHARE, type FieldInfo, type FieldState, type VectorFieldSpec } from './vector-field.js';
+import {
+  DEFAULT_EF_SEARCH,
+  DEFAULT_M,
+  EF_CONSTRUCTION,
+  fieldKey,
+  shapeOf,
+  TOMBSTONE_SHARE,
+  type FieldInfo,
+  type FieldState,
+  type VectorFieldSpec,
+} from './vector-field.js';
 import { VectorBatch, VectorRows } from './vector-rows.js';
 
 /** When a field's index is stored (store.ts, "Snapshot rule"). */
@@ -178,7 +188,13 @@ export class FieldIndex {
     const building = this.#rebuild !== null;
     // A snapshot being stored leaves it ready: the index holds every row, and `schema` (which a loader
     // waits on) must not say that a build runs while the bytes of a finished one are written.
-    const state: FieldState = building ? 'building' : backlog > 0 || this.#job?.kind === 'add' ? 'adding' : this.#failed ? 'failed' : 'ready';
+    const state: FieldState = building
+      ? 'building'
+      : backlog > 0 || this.#job?.kind === 'add'
+        ? 'adding'
+        : this.#failed
+          ? 'failed'
+          : 'ready';
     return {
       state,
       serving: this.accepting,
@@ -191,7 +207,10 @@ export class FieldIndex {
     };
   }
 
-  /** Serves a stored snapshot; false (and the caller builds from the rows) when its bytes are damaged or of another shape. */
+  /**
+   * Serves a stored snapshot; false (and the caller builds from the rows) when its bytes are damaged or of another
+   * shape.
+   */
   load(snapshot: StoredSnapshot): boolean {
     let index: VectorIndex;
     try {
@@ -200,7 +219,8 @@ export class FieldIndex {
       if (isDamagedIndexError(err)) return false;
       throw err;
     }
-    const fits = index.kind === 'hnsw' && index.dims === this.#spec.dims && index.metric === this.#indexOptions().metric;
+    const fits =
+      index.kind === 'hnsw' && index.dims === this.#spec.dims && index.metric === this.#indexOptions().metric;
     const labels = fits ? LabelMap.decode(snapshot.labels, shapeOf(this.#spec), index.ntotal) : null;
     if (labels === null) {
       index.dispose();
@@ -290,7 +310,8 @@ export class FieldIndex {
       else this.#startAdd(this.#served, rows);
     }
     const labels = this.#served?.labels;
-    if (this.#job === null && labels !== undefined && labels.deadCount > TOMBSTONE_SHARE * labels.size) this.#tryBuild();
+    if (this.#job === null && labels !== undefined && labels.deadCount > TOMBSTONE_SHARE * labels.size)
+      this.#tryBuild();
   }
 
   /** Records a finished job's outcome; true when there was one. The store then catches up and pumps. */
@@ -300,7 +321,15 @@ export class FieldIndex {
     this.#job = null;
     if (job.kind === 'serialize') {
       if (job.outcome !== 'ok') this.#ctx.failed(this, 'storing a snapshot', job.outcome);
-      else this.#store({ collection: this.#spec.collection, field: this.#spec.field, seq: job.seq, index: job.bytes!, labels: job.labels, trimTo: job.seq });
+      else
+        this.#store({
+          collection: this.#spec.collection,
+          field: this.#spec.field,
+          seq: job.seq,
+          index: job.bytes!,
+          labels: job.labels,
+          trimTo: job.seq,
+        });
       return true;
     }
     if (job.outcome === 'ok') {
@@ -325,7 +354,12 @@ export class FieldIndex {
    * The k best live rows the served index holds (of `allowed` when given), and the rows it does not
    * hold yet, for the caller to scan; null when there is no served index.
    */
-  search(query: Float32Array, k: number, allowed: Iterable<number> | null | undefined, efSearch: number | undefined): IndexAnswer | null {
+  search(
+    query: Float32Array,
+    k: number,
+    allowed: Iterable<number> | null | undefined,
+    efSearch: number | undefined,
+  ): IndexAnswer | null {
     if (this.#served === null) return null;
     this.#progress();
     const { index, labels } = this.#served;
@@ -336,7 +370,10 @@ export class FieldIndex {
     else if (labels.liveLabels < labels.size) allow = labels.liveBitmap(); // dead or pending labels
     const out: ScoredRow[] = [];
     if (Math.min(k, candidates) > 0) {
-      const found = index.search(query, Math.min(k, candidates), { efSearch: efSearch ?? this.#spec.ef ?? DEFAULT_EF_SEARCH, ...(allow === undefined ? {} : { allow }) });
+      const found = index.search(query, Math.min(k, candidates), {
+        efSearch: efSearch ?? this.#spec.ef ?? DEFAULT_EF_SEARCH,
+        ...(allow === undefined ? {} : { allow }),
+      });
       let only: ReadonlySet<number> | null | undefined;
       for (let i = 0; i < found.labels.length; i++) {
         const label = found.labels[i]!;
@@ -344,7 +381,13 @@ export class FieldIndex {
         const score = scoreOf(this.#spec.metric, found.distances[i]!);
         // A label of one row is allowed (the bitmap says so); one that rows of equal vectors share
         // answers its k lowest ids the caller may read (a set of them made only then).
-        if (labels.rowCount(label) > 1) only ??= allowed === null || allowed === undefined ? null : allowed instanceof Set ? (allowed as Set<number>) : new Set(allowed);
+        if (labels.rowCount(label) > 1)
+          only ??=
+            allowed === null || allowed === undefined
+              ? null
+              : allowed instanceof Set
+                ? (allowed as Set<number>)
+                : new Set(allowed);
         for (const rowId of labels.lowestRows(label, k, only ?? null)) out.push({ rowId, score });
       }
     }
@@ -388,7 +431,13 @@ export class FieldIndex {
     if (now || this.#estimatedBytes() <= SYNC_SNAPSHOT_BYTES) {
       const bytes = index.serialize();
       try {
-        writeSnapshot(this.#ctx.db, { collection: this.#spec.collection, field: this.#spec.field, ...data, index: bytes, trimTo: data.seq });
+        writeSnapshot(this.#ctx.db, {
+          collection: this.#spec.collection,
+          field: this.#spec.field,
+          ...data,
+          index: bytes,
+          trimTo: data.seq,
+        });
       } catch (err) {
         this.#changed += clean.changed;
         this.#rebuilt ||= clean.rebuilt;
@@ -426,7 +475,13 @@ export class FieldIndex {
   }
 
   #idle(): boolean {
-    return this.#served !== null && this.#job === null && this.#queued.size === 0 && this.#rebuild === null && this.#storing === null;
+    return (
+      this.#served !== null &&
+      this.#job === null &&
+      this.#queued.size === 0 &&
+      this.#rebuild === null &&
+      this.#storing === null
+    );
   }
 
   #indexOptions(): VectorIndexOptions {
@@ -489,7 +544,8 @@ export class FieldIndex {
 
   /** A failed or abandoned add's rows, back in the queue (their vectors are read again). */
   #queueJobRows(job: AddJob): void {
-    for (let label = job.first; label < job.first + job.labels; label++) for (const rowId of job.target.labels.rowsOf(label)) this.#queued.add(rowId);
+    for (let label = job.first; label < job.first + job.labels; label++)
+      for (const rowId of job.target.labels.rowsOf(label)) this.#queued.add(rowId);
   }
 
   /**
@@ -534,7 +590,15 @@ export class FieldIndex {
       if (target === this.#served) this.#changed += rowIds.length;
       return;
     }
-    const job: AddJob = { kind: 'add', target, first, labels: batch.count, rows: rowIds.length, activated: 0, done: Promise.resolve() };
+    const job: AddJob = {
+      kind: 'add',
+      target,
+      first,
+      labels: batch.count,
+      rows: rowIds.length,
+      activated: 0,
+      done: Promise.resolve(),
+    };
     job.done = this.#run(job, target.index.addAsync(batch.vectors()), first);
     this.#job = job;
   }
@@ -564,7 +628,8 @@ export class FieldIndex {
     const job = this.#job;
     if (job?.kind !== 'add' || job.target !== this.#served || job.activated === job.labels) return this.#queued;
     const pending = new Set(this.#queued);
-    for (let label = job.first + job.activated; label < job.first + job.labels; label++) for (const rowId of job.target.labels.rowsOf(label)) pending.add(rowId);
+    for (let label = job.first + job.activated; label < job.first + job.labels; label++)
+      for (const rowId of job.target.labels.rowsOf(label)) pending.add(rowId);
     return pending;
   }
 
@@ -590,7 +655,10 @@ export class FieldIndex {
   async #run(job: AddJob, adding: Promise<number>, expectFirst: number): Promise<void> {
     try {
       const first = await adding;
-      job.outcome = first === expectFirst ? 'ok' : new Error(`Faiss labelled the batch from ${first}; the map expected ${expectFirst}`);
+      job.outcome =
+        first === expectFirst
+          ? 'ok'
+          : new Error(`Faiss labelled the batch from ${first}; the map expected ${expectFirst}`);
     } catch (err) {
       job.outcome = err;
     }

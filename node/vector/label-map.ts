@@ -38,7 +38,14 @@ export function vectorDigest(blob: Uint8Array): Buffer {
 
 /** A digest's first 6 bytes as a number: the key of the digest lookup (the whole digest is compared on a hit). */
 function keyOf(digest: Uint8Array): number {
-  return digest[0]! + digest[1]! * 2 ** 8 + digest[2]! * 2 ** 16 + digest[3]! * 2 ** 24 + digest[4]! * 2 ** 32 + digest[5]! * 2 ** 40;
+  return (
+    digest[0]! +
+    digest[1]! * 2 ** 8 +
+    digest[2]! * 2 ** 16 +
+    digest[3]! * 2 ** 24 +
+    digest[4]! * 2 ** 32 +
+    digest[5]! * 2 ** 40
+  );
 }
 
 export class LabelMap {
@@ -176,7 +183,9 @@ export class LabelMap {
     else this.#pendingRows++;
   }
 
-  /** Makes pending labels [from, to) live: the index holds their vectors. One left without rows meanwhile becomes dead. */
+  /**
+   * Makes pending labels [from, to) live: the index holds their vectors. One left without rows meanwhile becomes dead.
+   */
   activate(from: number, to: number): void {
     for (let label = from; label < to; label++) {
       assert(this.#state[label] === PENDING, `label ${label} is not pending`);
@@ -258,7 +267,8 @@ export class LabelMap {
     let at = HEADER + shapeBytes.length;
     out.writeUInt32LE(size, at);
     at += 4;
-    for (let label = 0; label < size; label++, at += 8) out.writeDoubleLE(this.isLive(label) ? this.#first[label]! : -1, at);
+    for (let label = 0; label < size; label++, at += 8)
+      out.writeDoubleLE(this.isLive(label) ? this.#first[label]! : -1, at);
     out.writeUInt32LE(shared, at);
     at += 4;
     for (const [label, more] of this.#more) {
@@ -307,7 +317,8 @@ export class LabelMap {
     for (let i = 0; i < shared; i++, at += 12) {
       const label = b.readUInt32LE(at);
       const rowId = b.readDoubleLE(at + 4);
-      if (label >= count || map.#state[label] !== LIVE || !Number.isSafeInteger(rowId) || map.#byRow.has(rowId)) return null;
+      if (label >= count || map.#state[label] !== LIVE || !Number.isSafeInteger(rowId) || map.#byRow.has(rowId))
+        return null;
       map.attach(rowId, label);
     }
     map.#digests.set(b.subarray(at, at + count * DIGEST_BYTES));

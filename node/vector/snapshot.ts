@@ -38,7 +38,9 @@ interface Head {
 }
 
 function readHead(db: Connection, collection: string, field: string): Head | undefined {
-  return db.prepare(`SELECT seq, parts, labels FROM ${SNAPSHOT_TABLE} WHERE collection = ? AND field = ?`).get(collection, field) as Head | undefined;
+  return db
+    .prepare(`SELECT seq, parts, labels FROM ${SNAPSHOT_TABLE} WHERE collection = ? AND field = ?`)
+    .get(collection, field) as Head | undefined;
 }
 
 /** The first part number and the count of the parts a head names. */
@@ -52,8 +54,12 @@ export function readSnapshot(db: Connection, collection: string, field: string):
   const head = readHead(db, collection, field);
   if (head === undefined) return undefined;
   const { base, count } = partsOf(head);
-  const parts = db.prepare(`SELECT bytes FROM ${SNAPSHOT_PART_TABLE} WHERE collection = ? AND field = ? AND part >= ? AND part < ? ORDER BY part`)
-    .pluck().all(collection, field, base, base + count) as Buffer[];
+  const parts = db
+    .prepare(
+      `SELECT bytes FROM ${SNAPSHOT_PART_TABLE} WHERE collection = ? AND field = ? AND part >= ? AND part < ? ORDER BY part`,
+    )
+    .pluck()
+    .all(collection, field, base, base + count) as Buffer[];
   return { seq: head.seq, index: parts.length === 1 ? parts[0]! : Buffer.concat(parts), labels: head.labels };
 }
 
@@ -86,7 +92,11 @@ function* steps(db: Connection, data: SnapshotData): Generator<void, void, void>
       `INSERT INTO ${SNAPSHOT_TABLE} (collection, field, seq, parts, labels) VALUES (?, ?, ?, ?, ?) ` +
         'ON CONFLICT (collection, field) DO UPDATE SET seq = excluded.seq, parts = excluded.parts, labels = excluded.labels',
     ).run(collection, field, data.seq, slot === 0 ? count : -count, data.labels);
-    db.prepare(`DELETE FROM ${LOG_TABLE} WHERE collection = ? AND field = ? AND seq <= ?`).run(collection, field, data.trimTo);
+    db.prepare(`DELETE FROM ${LOG_TABLE} WHERE collection = ? AND field = ? AND seq <= ?`).run(
+      collection,
+      field,
+      data.trimTo,
+    );
   })();
   yield;
   yield* clearSlot(db, collection, field, old.slot === 0 ? 0 : SLOT_BASE);

@@ -46,7 +46,15 @@ import { fieldKey, shapeOf, type FieldInfo, type VectorFieldSpec } from './vecto
 import { VECTOR_TABLES_SQL, VectorLog, vectorFieldSql } from './vector-log.js';
 
 export { exactSearch, queryVector, type ScoredRow } from './distance.js';
-export { DEFAULT_EF_SEARCH, DEFAULT_M, EF_CONSTRUCTION, TOMBSTONE_SHARE, type FieldInfo, type FieldState, type VectorFieldSpec } from './vector-field.js';
+export {
+  DEFAULT_EF_SEARCH,
+  DEFAULT_M,
+  EF_CONSTRUCTION,
+  TOMBSTONE_SHARE,
+  type FieldInfo,
+  type FieldState,
+  type VectorFieldSpec,
+} from './vector-field.js';
 export { vectorFieldSql, type VectorFieldSql } from './vector-log.js';
 
 export interface VectorStoreOptions {
@@ -226,7 +234,14 @@ export class VectorStore {
    * deleted one or one under a vector it no longer has. Refuses a query of another length
    * (`vector_length`) and a zero query on a cosine field (`invalid_value`).
    */
-  search(collection: string, field: string, query: ArrayLike<number>, k: number, allowedRowIds?: Iterable<number> | null, efSearch?: number): ScoredRow[] {
+  search(
+    collection: string,
+    field: string,
+    query: ArrayLike<number>,
+    k: number,
+    allowedRowIds?: Iterable<number> | null,
+    efSearch?: number,
+  ): ScoredRow[] {
     this.#assertOpen();
     const index = this.#fields.get(fieldKey(collection, field));
     assert(index !== undefined, `${collection}.${field} is not an @hnsw field of this store`);
@@ -235,7 +250,13 @@ export class VectorStore {
     const q = queryVector(query, dims, field, metric);
     if (k === 0) return [];
     // Read at most once whichever way the search goes: a generator would be spent by the first.
-    const allowed = allowedRowIds === null || allowedRowIds === undefined || Array.isArray(allowedRowIds) || allowedRowIds instanceof Set ? allowedRowIds : [...allowedRowIds];
+    const allowed =
+      allowedRowIds === null ||
+      allowedRowIds === undefined ||
+      Array.isArray(allowedRowIds) ||
+      allowedRowIds instanceof Set
+        ? allowedRowIds
+        : [...allowedRowIds];
     const mayCatchUp = this.#readOnly || !this.#db.inTransaction;
     if (mayCatchUp) this.catchUp();
     // Inside a write transaction the log may hold entries not taken yet: the rows are the answer.
@@ -245,7 +266,12 @@ export class VectorStore {
     let rows: Iterable<StoredVector>;
     if (answer !== null) {
       // The index answers for the rows it holds; the rows it does not hold yet are scanned, and only those.
-      const set = allowed === null || allowed === undefined ? null : allowed instanceof Set ? (allowed as Set<number>) : new Set(allowed);
+      const set =
+        allowed === null || allowed === undefined
+          ? null
+          : allowed instanceof Set
+            ? (allowed as Set<number>)
+            : new Set(allowed);
       rows = index.rows.only(set === null ? answer.pending : filter(answer.pending, (rowId) => set.has(rowId)));
       return best([...answer.found, ...exactSearch(rows, q, metric, k, field)], k);
     }
@@ -302,7 +328,10 @@ export class VectorStore {
     return this.#fields.get(fieldKey(collection, field))?.info();
   }
 
-  /** Applies what the log holds, stores every index that changed (writable), and frees them all. Before the connection closes. */
+  /**
+   * Applies what the log holds, stores every index that changed (writable), and frees them all. Before the connection
+   * closes.
+   */
   close(): void {
     if (this.#closed) return;
     if (!this.#readOnly && !this.#db.inTransaction && this.#db.open) {
@@ -310,7 +339,13 @@ export class VectorStore {
         this.catchUp();
         for (const field of this.#fields.values()) if (field.unsaved) this.#snapshot(field, true);
       } catch (err) {
-        this.#event({ kind: 'failed', collection: '', field: '', message: `storing vector indexes at close: ${String(err)}`, error: err });
+        this.#event({
+          kind: 'failed',
+          collection: '',
+          field: '',
+          message: `storing vector indexes at close: ${String(err)}`,
+          error: err,
+        });
       }
     }
     this.#dispose();
@@ -322,14 +357,22 @@ export class VectorStore {
     if (!this.#log.hasTriggers(spec.collection, spec.field)) {
       trusted = false;
       if (!this.#readOnly) {
-        this.#event({ ...names(spec), kind: 'triggers_missing', message: `${spec.collection}.${spec.field} had no vector log triggers; created, and the index built from the rows` });
+        this.#event({
+          ...names(spec),
+          kind: 'triggers_missing',
+          message: `${spec.collection}.${spec.field} had no vector log triggers; created, and the index built from the rows`,
+        });
         const { create } = vectorFieldSql(spec.collection, spec.field, spec.table);
         this.#db.transaction(() => create.forEach((sql) => this.#db.exec(sql)))();
       }
     }
     const snapshot = trusted ? readSnapshot(this.#db, spec.collection, spec.field) : undefined;
     if (snapshot !== undefined && !field.load(snapshot)) {
-      this.#event({ ...names(spec), kind: 'snapshot_damaged', message: `the stored index of ${spec.collection}.${spec.field} is damaged; building it from the rows` });
+      this.#event({
+        ...names(spec),
+        kind: 'snapshot_damaged',
+        message: `the stored index of ${spec.collection}.${spec.field} is damaged; building it from the rows`,
+      });
     }
     if (field.info().seq < 0) {
       try {
@@ -353,7 +396,11 @@ export class VectorStore {
   }
 
   #stored(field: FieldIndex, bytes: number): void {
-    this.#event({ ...names(field.spec), kind: 'snapshot_written', message: `stored the index of ${field.spec.collection}.${field.spec.field} at seq ${field.info().snapshotSeq}: ${bytes} bytes` });
+    this.#event({
+      ...names(field.spec),
+      kind: 'snapshot_written',
+      message: `stored the index of ${field.spec.collection}.${field.spec.field} at seq ${field.info().snapshotSeq}: ${bytes} bytes`,
+    });
   }
 
   /** Waits until the field has no job, settling each. */
@@ -364,20 +411,32 @@ export class VectorStore {
     }
   }
 
-  /** Runs a catchUp at `at` (performance.now()), when a snapshot waits for writes to pause; a later catchUp sets it again. */
+  /**
+   * Runs a catchUp at `at` (performance.now()), when a snapshot waits for writes to pause; a later catchUp sets it
+   * again.
+   */
   #wakeAt(at: number, now: number): void {
     clearTimeout(this.#quietTimer);
     this.#quietTimer = undefined;
     if (at === Infinity) return;
-    this.#quietTimer = setTimeout(() => {
-      this.#quietTimer = undefined;
-      if (this.#closed || this.#db.inTransaction || !this.#db.open) return; // the next catchUp looks again
-      try {
-        this.catchUp();
-      } catch (err) {
-        this.#event({ kind: 'failed', collection: '', field: '', message: `storing vector indexes after writes paused: ${String(err)}`, error: err });
-      }
-    }, Math.max(0, at - now));
+    this.#quietTimer = setTimeout(
+      () => {
+        this.#quietTimer = undefined;
+        if (this.#closed || this.#db.inTransaction || !this.#db.open) return; // the next catchUp looks again
+        try {
+          this.catchUp();
+        } catch (err) {
+          this.#event({
+            kind: 'failed',
+            collection: '',
+            field: '',
+            message: `storing vector indexes after writes paused: ${String(err)}`,
+            error: err,
+          });
+        }
+      },
+      Math.max(0, at - now),
+    );
     this.#quietTimer.unref();
   }
 
@@ -395,7 +454,12 @@ export class VectorStore {
   #failed(field: FieldIndex, what: string, error: unknown): void {
     this.#dirty = true;
     const reason = error instanceof Error ? error.message : String(error);
-    this.#event({ ...names(field.spec), kind: 'failed', message: `${what} for ${field.spec.collection}.${field.spec.field} failed: ${reason}`, error });
+    this.#event({
+      ...names(field.spec),
+      kind: 'failed',
+      message: `${what} for ${field.spec.collection}.${field.spec.field} failed: ${reason}`,
+      error,
+    });
   }
 
   #event(event: VectorStoreEvent): void {
@@ -419,7 +483,10 @@ export class VectorStore {
   }
 
   #assertOutsideTransaction(what: string): void {
-    assert(this.#readOnly || !this.#db.inTransaction, `VectorStore.${what} inside a write transaction would read uncommitted log entries`);
+    assert(
+      this.#readOnly || !this.#db.inTransaction,
+      `VectorStore.${what} inside a write transaction would read uncommitted log entries`,
+    );
   }
 }
 

@@ -62,7 +62,15 @@ export function fieldKey(collection: string, field: string): string {
   return `${collection}\u0000${field}`;
 }
 
-/** What a stored index must have been built with to serve the field (ef is not part of it: each search names its own). */
+/**
+ * What a stored index must have been built with to serve the field (ef is not part of it: each search names its own).
+ */
 export function shapeOf(spec: VectorFieldSpec): string {
-  return JSON.stringify({ kind: 'hnsw', dims: spec.dims, metric: spec.metric, m: spec.m ?? DEFAULT_M, efConstruction: spec.efConstruction ?? EF_CONSTRUCTION });
+  return JSON.stringify({
+    kind: 'hnsw',
+    dims: spec.dims,
+    metric: spec.metric,
+    m: spec.m ?? DEFAULT_M,
+    efConstruction: spec.efConstruction ?? EF_CONSTRUCTION,
+  });
 }

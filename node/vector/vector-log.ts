@@ -45,7 +45,10 @@ export interface VectorFieldSql {
   readonly create: string[];
   /** The three triggers alone (IF NOT EXISTS): what moving the field's table needs (Catalog.upgradeLayout). */
   readonly triggers: string[];
-  /** The triggers, then the field's log entries and snapshot. Before ALTER TABLE … DROP COLUMN: SQLite refuses to drop a column a trigger names. */
+  /**
+   * The triggers, then the field's log entries and snapshot. Before ALTER TABLE … DROP COLUMN: SQLite refuses to drop a
+   * column a trigger names.
+   */
   readonly drop: string[];
 }
 
@@ -74,7 +77,11 @@ export function vectorFieldSql(collection: string, field: string, table: string)
   const names = `${sqlString(collection)}, ${sqlString(field)}`;
   const log = `INSERT INTO ${LOG_TABLE} (collection, field, row_id)`;
   const where = `collection = ${sqlString(collection)} AND field = ${sqlString(field)}`;
-  const forget = [`DELETE FROM ${LOG_TABLE} WHERE ${where}`, `DELETE FROM ${SNAPSHOT_PART_TABLE} WHERE ${where}`, `DELETE FROM ${SNAPSHOT_TABLE} WHERE ${where}`];
+  const forget = [
+    `DELETE FROM ${LOG_TABLE} WHERE ${where}`,
+    `DELETE FROM ${SNAPSHOT_PART_TABLE} WHERE ${where}`,
+    `DELETE FROM ${SNAPSHOT_TABLE} WHERE ${where}`,
+  ];
   const triggers = [
     `CREATE TRIGGER IF NOT EXISTS ${insert} AFTER INSERT ON ${table} WHEN new.${column} IS NOT NULL BEGIN ${log} VALUES (${names}, new."id"); END`,
     `CREATE TRIGGER IF NOT EXISTS ${update} AFTER UPDATE OF "id", ${column} ON ${table} WHEN new.${column} IS NOT old.${column} OR new."id" IS NOT old."id" BEGIN ` +
@@ -115,7 +122,8 @@ export class VectorLog {
 
   /** Whether the file has the store's tables (a writable store creates them at open). */
   get exists(): boolean {
-    this.#exists ??= this.#db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(LOG_TABLE) !== undefined;
+    this.#exists ??=
+      this.#db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(LOG_TABLE) !== undefined;
     return this.#exists;
   }
 
@@ -134,21 +142,28 @@ export class VectorLog {
   /** The last seq written for one field (0 when none is left). */
   maxSeqOf(collection: string, field: string): number {
     if (!this.exists) return 0;
-    this.#maxOf ??= this.#db.prepare(`SELECT seq FROM ${LOG_TABLE} WHERE collection = ? AND field = ? ORDER BY seq DESC LIMIT 1`).pluck();
+    this.#maxOf ??= this.#db
+      .prepare(`SELECT seq FROM ${LOG_TABLE} WHERE collection = ? AND field = ? ORDER BY seq DESC LIMIT 1`)
+      .pluck();
     return (this.#maxOf.get(collection, field) as number | undefined) ?? 0;
   }
 
   /** Entries with after < seq ≤ upTo, in seq order. */
   entries(after: number, upTo: number): IterableIterator<LogEntry> {
     if (!this.exists) return [][Symbol.iterator]();
-    this.#entries ??= this.#db.prepare(`SELECT seq, collection, field, row_id FROM ${LOG_TABLE} WHERE seq > ? AND seq <= ? ORDER BY seq`);
+    this.#entries ??= this.#db.prepare(
+      `SELECT seq, collection, field, row_id FROM ${LOG_TABLE} WHERE seq > ? AND seq <= ? ORDER BY seq`,
+    );
     return this.#entries.iterate(after, upTo) as IterableIterator<LogEntry>;
   }
 
   /** True when the field's three triggers exist. */
   hasTriggers(collection: string, field: string): boolean {
     const names = triggerNames(collection, field).map((quoted) => quoted.slice(1, -1).replaceAll('""', '"'));
-    const found = this.#db.prepare(`SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name IN (?, ?, ?)`).pluck().get(...names) as number;
+    const found = this.#db
+      .prepare(`SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name IN (?, ?, ?)`)
+      .pluck()
+      .get(...names) as number;
     return found === 3;
   }
 }

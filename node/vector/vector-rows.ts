@@ -40,13 +40,17 @@ export class VectorRows {
 
   /** The ids of the rows with a non-null vector, in id order. */
   ids(): number[] {
-    this.#ids ??= this.#db.prepare(`SELECT "id" FROM ${this.#table} WHERE ${this.#column} IS NOT NULL ORDER BY "id"`).pluck();
+    this.#ids ??= this.#db
+      .prepare(`SELECT "id" FROM ${this.#table} WHERE ${this.#column} IS NOT NULL ORDER BY "id"`)
+      .pluck();
     return this.#ids.all() as number[];
   }
 
   /** Every row with a non-null vector, in id order. */
   scan(): IterableIterator<StoredVector> {
-    this.#all ??= this.#db.prepare(`SELECT "id" AS rowId, ${this.#column} AS blob FROM ${this.#table} WHERE ${this.#column} IS NOT NULL ORDER BY "id"`);
+    this.#all ??= this.#db.prepare(
+      `SELECT "id" AS rowId, ${this.#column} AS blob FROM ${this.#table} WHERE ${this.#column} IS NOT NULL ORDER BY "id"`,
+    );
     return this.#all.iterate() as IterableIterator<StoredVector>;
   }
 
@@ -62,7 +66,9 @@ export class VectorRows {
       end = start;
       while (end + 1 < ids.length && ids[end + 1] === ids[end]! + 1) end++;
       if (end - start + 1 >= RANGE_READ) {
-        this.#range ??= this.#db.prepare(`SELECT "id" AS rowId, ${this.#column} AS blob FROM ${this.#table} WHERE "id" BETWEEN ? AND ? AND ${this.#column} IS NOT NULL ORDER BY "id"`);
+        this.#range ??= this.#db.prepare(
+          `SELECT "id" AS rowId, ${this.#column} AS blob FROM ${this.#table} WHERE "id" BETWEEN ? AND ? AND ${this.#column} IS NOT NULL ORDER BY "id"`,
+        );
         for (const row of this.#range.iterate(ids[start], ids[end]) as IterableIterator<StoredVector>) found.push(row);
       } else {
         for (const stored of this.only(ids.slice(start, end + 1))) found.push(stored);

@@ -70,7 +70,12 @@ export interface WorkRequest {
 }
 
 export type ToWorker =
-  | ({ readonly kind: 'run'; readonly id: number; readonly tenant: string; readonly limits: TenantLimits } & WorkRequest)
+  | ({
+      readonly kind: 'run';
+      readonly id: number;
+      readonly tenant: string;
+      readonly limits: TenantLimits;
+    } & WorkRequest)
   /** Open the tenant's file now (a one-file server at its start: a bad file refuses the start). */
   | { readonly kind: 'open'; readonly id: number; readonly tenant: string; readonly limits: TenantLimits }
   /** Close the tenant's file once its queued requests are done (evicted, its quotas changed, deleted, stopping). */

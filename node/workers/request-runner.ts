@@ -56,7 +56,14 @@ export class RequestRunner {
   readonly #pager: Pager<ExecuteOptions>;
   readonly #granted = new WeakMap<object, ReadonlySet<string> | undefined>();
 
-  constructor(config: RunnerConfig, db: Executor, revocations: Revocations, logger: Logger, audit: Audit = Audit.off, mcp?: McpEndpoint<ExecuteOptions>) {
+  constructor(
+    config: RunnerConfig,
+    db: Executor,
+    revocations: Revocations,
+    logger: Logger,
+    audit: Audit = Audit.off,
+    mcp?: McpEndpoint<ExecuteOptions>,
+  ) {
     this.#db = db;
     this.#readOnly = config.httpReadOnly;
     this.#serverOptions = Object.freeze({ readOnly: config.httpReadOnly });
@@ -97,9 +104,10 @@ export class RequestRunner {
 
   #query(body: Buffer, caller: Caller, maxAnswerBytes: number): string {
     const { statement, params, cursor } = parseQueryBody(body);
-    const options: ExecuteOptions = caller.kind === 'server'
-      ? { ...this.#serverOptions, maxAnswerBytes }
-      : { readOnly: this.#readOnly, jwt: caller.claims, policy: this.#policy, maxAnswerBytes };
+    const options: ExecuteOptions =
+      caller.kind === 'server'
+        ? { ...this.#serverOptions, maxAnswerBytes }
+        : { readOnly: this.#readOnly, jwt: caller.claims, policy: this.#policy, maxAnswerBytes };
     // The database's own parse, kept for the execute that follows: the text is parsed once.
     const tree = this.#db.statementOf(statement);
     const text = answerText(this.#read(statement, tree, params, cursor, options, caller), maxAnswerBytes);
@@ -112,24 +120,37 @@ export class RequestRunner {
    * A statement's answer: a `get` with a limit (or a cursor) a page of its rows, with next_cursor
    * when more follow; any other statement as the database answers it.
    */
-  #read(statement: string, tree: Statement, params: readonly unknown[], cursor: string | undefined, options: ExecuteOptions, caller: Caller): Answer {
+  #read(
+    statement: string,
+    tree: Statement,
+    params: readonly unknown[],
+    cursor: string | undefined,
+    options: ExecuteOptions,
+    caller: Caller,
+  ): Answer {
     if (tree.kind !== 'Get' || (cursor === undefined && (tree.limit === undefined || !pages(tree)))) {
       if (cursor !== undefined) {
-        throw new FenecError('bad_request', '"cursor" continues a get whose answer carried next_cursor; this statement is not one', { hint: 'leave "cursor" out' });
+        throw new FenecError(
+          'bad_request',
+          '"cursor" continues a get whose answer carried next_cursor; this statement is not one',
+          { hint: 'leave "cursor" out' },
+        );
       }
       return this.#db.execute(statement, params, options);
     }
     const subject = cursorSubject(caller.kind === 'server' ? undefined : caller.claims);
     // A page's rows are read as rows (its keys make the cursor), bounded by its limit; the cap is held by answerText.
     const { maxAnswerBytes, ...rowOptions } = options;
-    return this.#pager.read({ statement: tree, params, options: rowOptions, cursor, scope: '/query', subject }).answer as Answer;
+    return this.#pager.read({ statement: tree, params, options: rowOptions, cursor, scope: '/query', subject })
+      .answer as Answer;
   }
 
   /** One MCP message: its answer is JSON-RPC's, whatever the tool said; a notification is a bare 202. */
   #message(body: Buffer, caller: Caller, headers: Readonly<Record<string, string | string[] | undefined>>): Answered {
-    const options: ExecuteOptions = caller.kind === 'server'
-      ? this.#serverOptions
-      : { readOnly: this.#readOnly, jwt: caller.claims, policy: this.#policy };
+    const options: ExecuteOptions =
+      caller.kind === 'server'
+        ? this.#serverOptions
+        : { readOnly: this.#readOnly, jwt: caller.claims, policy: this.#policy };
     const tools = caller.kind === 'server' ? undefined : this.#grants(caller.claims);
     const subject = cursorSubject(caller.kind === 'server' ? undefined : caller.claims);
     const reply = this.#mcp!.handle(body, { options, scoped: caller.kind === 'jwt', tools, subject }, (name) => {
@@ -153,7 +174,10 @@ export class RequestRunner {
     const answer = this.#revocations.revoke(kind, value);
     // Written (and flushed) before the answer leaves, as every change of who may do what.
     this.#audit.revocation(kind, value, this.#tenant, answer.created);
-    return { status: answer.created ? 201 : 200, json: JSON.stringify({ revoked: revocationJson(answer.revocation), created: answer.created }) };
+    return {
+      status: answer.created ? 201 : 200,
+      json: JSON.stringify({ revoked: revocationJson(answer.revocation), created: answer.created }),
+    };
   }
 
   #auditSchema(statement: Statement, caller: Caller): void {

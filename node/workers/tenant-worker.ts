@@ -56,7 +56,13 @@ export class TenantWorker {
   readonly #queue = new FairQueue<TenantMessage>();
   #scheduled = false;
 
-  constructor(setup: WorkerSetup, logger: Logger, audit: Audit, post: (replies: WorkerReply[], transfer: ArrayBuffer[]) => void, endpoint?: typeof mcpEndpoint) {
+  constructor(
+    setup: WorkerSetup,
+    logger: Logger,
+    audit: Audit,
+    post: (replies: WorkerReply[], transfer: ArrayBuffer[]) => void,
+    endpoint?: typeof mcpEndpoint,
+  ) {
     this.#setup = setup;
     this.#mcpEndpoint = endpoint;
     this.#logger = logger;
@@ -122,7 +128,10 @@ export class TenantWorker {
     const ms = performance.now() - started;
     if (json !== undefined && json.length > TRANSFER_BYTES) {
       const bytes = new TextEncoder().encode(json);
-      this.#post([{ id: message.id, status: answered.status, body: bytes, ms, tools, quotas }], [bytes.buffer as ArrayBuffer]);
+      this.#post(
+        [{ id: message.id, status: answered.status, body: bytes, ms, tools, quotas }],
+        [bytes.buffer as ArrayBuffer],
+      );
     } else {
       this.#post([{ id: message.id, status: answered.status, body: json, ms, tools, quotas }], []);
     }
@@ -140,7 +149,10 @@ export class TenantWorker {
     this.#slot.start(message.id, deadline);
     const body = Buffer.from(message.body.buffer, message.body.byteOffset, message.body.byteLength);
     // SQLite stops the request's statements at the deadline; the watchdog, only what overruns outside it.
-    const run = (): Answered => tenant.db.within(deadline, message.limits.statementTimeoutMs, () => tenant.runner.run(message, body, message.limits.maxAnswerBytes));
+    const run = (): Answered =>
+      tenant.db.within(deadline, message.limits.statementTimeoutMs, () =>
+        tenant.runner.run(message, body, message.limits.maxAnswerBytes),
+      );
     if (message.trace === undefined) return run();
     return context.with(propagation.extract(ROOT_CONTEXT, message.trace), run);
   }
@@ -158,7 +170,12 @@ export class TenantWorker {
       sweepIntervalMs: setup.sweepIntervalMs,
       maxBytes: limits.maxBytes > 0 ? limits.maxBytes : undefined,
       onVectorEvent: (event) => {
-        const fields = { tenant: setup.dataDir === undefined ? undefined : name, collection: event.collection, field: event.field, err: event.error };
+        const fields = {
+          tenant: setup.dataDir === undefined ? undefined : name,
+          collection: event.collection,
+          field: event.field,
+          err: event.error,
+        };
         if (event.kind === 'snapshot_written') this.#logger.debug(fields, event.message);
         else this.#logger.warn(fields, event.message);
       },
@@ -172,17 +189,27 @@ export class TenantWorker {
       const tools: [string, ToolOutcomeLabel][] = [];
       const refusals: QuotaKind[] = [];
       const executor = setup.tenantQuotas ? new QuotaExecutor(db, limits, (quota) => refusals.push(quota)) : db;
-      const mcp = setup.mcp === undefined ? undefined : this.#mcpEndpoint!(executor, {
-        write: setup.mcp.write,
-        memory: setup.mcp.memory,
-        readOnly: setup.httpReadOnly || setup.readOnly,
-        audit: this.#audit,
-        logger: this.#logger,
-        tenant,
-        cursorSecret: setup.cursorSecret,
-        count: (tool, outcome) => tools.push([tool, outcome]),
-      });
-      const runner = new RequestRunner({ httpReadOnly: setup.httpReadOnly, policy, cursorSecret: setup.cursorSecret, tenant }, executor, revocations, this.#logger, this.#audit, mcp);
+      const mcp =
+        setup.mcp === undefined
+          ? undefined
+          : this.#mcpEndpoint!(executor, {
+              write: setup.mcp.write,
+              memory: setup.mcp.memory,
+              readOnly: setup.httpReadOnly || setup.readOnly,
+              audit: this.#audit,
+              logger: this.#logger,
+              tenant,
+              cursorSecret: setup.cursorSecret,
+              count: (tool, outcome) => tools.push([tool, outcome]),
+            });
+      const runner = new RequestRunner(
+        { httpReadOnly: setup.httpReadOnly, policy, cursorSecret: setup.cursorSecret, tenant },
+        executor,
+        revocations,
+        this.#logger,
+        this.#audit,
+        mcp,
+      );
       const opened: OpenTenant = { db, revocations, runner, tools, refusals };
       this.#open.set(name, opened);
       return opened;
@@ -212,4 +239,3 @@ export class TenantWorker {
     }
   }
 }
-

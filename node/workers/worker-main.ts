@@ -19,16 +19,30 @@ const logger = createLogger('fenec-server');
 /** A worker's nice value over the serving thread's: below it, above background index work (+10, native/faiss). */
 const WORKER_NICE = 5;
 lowerPriority();
-const audit = setup.audit === undefined ? Audit.off : Audit.open(setup.audit, (err) => logger.error({ err }, 'an audit line could not be written'));
+const audit =
+  setup.audit === undefined
+    ? Audit.off
+    : Audit.open(setup.audit, (err) => logger.error({ err }, 'an audit line could not be written'));
 // MCP's modules are loaded only where it is served: a worker's start is part of the server's.
 const endpoint = setup.mcp === undefined ? undefined : (await import('../mcp/serve-mcp.js')).mcpEndpoint;
 // Its own tracer provider (a thread has its own globals): an MCP tool call's span is made here.
 const tracing = await startTracing(setup.otel, 'fenec-server', logger);
-const worker = new TenantWorker(setup, logger, audit, (replies: WorkerReply[], transfer: ArrayBuffer[]) => port.postMessage(replies, transfer), endpoint);
+const worker = new TenantWorker(
+  setup,
+  logger,
+  audit,
+  (replies: WorkerReply[], transfer: ArrayBuffer[]) => port.postMessage(replies, transfer),
+  endpoint,
+);
 port.on('message', (messages: ToWorker[]) => {
   for (const message of messages) {
     if (message.kind !== 'flush') worker.take(message);
-    else void tracing.shutdown().then(() => port.postMessage([{ id: message.id, status: 200, body: undefined, ms: 0 }] satisfies WorkerReply[]));
+    else
+      void tracing
+        .shutdown()
+        .then(() =>
+          port.postMessage([{ id: message.id, status: 200, body: undefined, ms: 0 }] satisfies WorkerReply[]),
+        );
   }
 });
 
@@ -45,6 +59,6 @@ function lowerPriority(): void {
     // On Linux the process's id is its first thread's, the serving thread's.
     os.setPriority(tid, Math.min(19, os.getPriority(process.pid) + WORKER_NICE));
   } catch (err) {
-    logger.warn({ err }, 'the worker thread\'s priority could not be lowered');
+    logger.warn({ err }, "the worker thread's priority could not be lowered");
   }
 }

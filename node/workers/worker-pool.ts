@@ -17,7 +17,15 @@ import { FenecError, type ErrorCode } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ServerConfig } from '../config.js';
 import { statementTimeout } from '../storage/deadline.js';
-import { ONE_FILE, RunningSlot, type TenantLimits, type ToWorker, type WorkerReply, type WorkerSetup, type WorkRequest } from './protocol.js';
+import {
+  ONE_FILE,
+  RunningSlot,
+  type TenantLimits,
+  type ToWorker,
+  type WorkerReply,
+  type WorkerSetup,
+  type WorkRequest,
+} from './protocol.js';
 
 export interface PoolOptions {
   /** Worker threads (`--workers`), all started with the pool. */
@@ -93,7 +101,8 @@ export class WorkerPool {
   #ended = false;
 
   constructor(options: PoolOptions) {
-    if (!Number.isSafeInteger(options.workers) || options.workers < 1) throw new FenecError('invalid_option', `--workers takes a whole number ≥ 1, not ${options.workers}`);
+    if (!Number.isSafeInteger(options.workers) || options.workers < 1)
+      throw new FenecError('invalid_option', `--workers takes a whole number ≥ 1, not ${options.workers}`);
     this.#options = options;
     // Every worker starts now, beside the serving thread's own start: a tenant's first request would
     // otherwise wait for a thread to start and load the storage modules (seconds on a busy machine).
@@ -124,7 +133,10 @@ export class WorkerPool {
     await this.#send({ kind: 'close', id: this.#nextId++, tenant });
   }
 
-  /** Takes no more work, lets the requests under way end (each within its time limit), closes every file and ends the workers. */
+  /**
+   * Takes no more work, lets the requests under way end (each within its time limit), closes every file and ends the
+   * workers.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     const closing = [...this.#owner.keys()].map((tenant) => {
@@ -133,7 +145,9 @@ export class WorkerPool {
     await Promise.all(closing);
     // The spans a worker batched would go with it.
     if (this.#options.setup.otel !== undefined) {
-      await Promise.all(this.#slots.map((slot) => this.#post(slot, { kind: 'flush', id: this.#nextId++, tenant: ONE_FILE })));
+      await Promise.all(
+        this.#slots.map((slot) => this.#post(slot, { kind: 'flush', id: this.#nextId++, tenant: ONE_FILE })),
+      );
     }
     clearInterval(this.#watchdog);
     this.#watchdog = undefined;
@@ -142,7 +156,10 @@ export class WorkerPool {
   }
 
   #send(message: ToWorker): Promise<WorkerReply> {
-    if (this.#stopped) return Promise.reject(new FenecError('unavailable', 'the server is stopping', { hint: 'retry on another node, or once it is back' }));
+    if (this.#stopped)
+      return Promise.reject(
+        new FenecError('unavailable', 'the server is stopping', { hint: 'retry on another node, or once it is back' }),
+      );
     return this.#post(this.#slotOf(message.tenant), message);
   }
 
@@ -190,7 +207,9 @@ export class WorkerPool {
   }
 
   #spawn(index: number, running: RunningSlot): Worker {
-    const worker = new Worker(WORKER_SCRIPT, { workerData: { ...this.#options.setup, slot: running.buffer } satisfies WorkerSetup });
+    const worker = new Worker(WORKER_SCRIPT, {
+      workerData: { ...this.#options.setup, slot: running.buffer } satisfies WorkerSetup,
+    });
     worker.on('message', (replies: WorkerReply[]) => {
       const slot = this.#slots[index]!;
       if (slot.worker !== worker) return;
@@ -249,7 +268,9 @@ export class WorkerPool {
  * (Buffer.concat's pool) is copied to its own, which a clone would copy whole.
  */
 function exact(body: Uint8Array): Uint8Array {
-  return body.buffer instanceof SharedArrayBuffer || body.byteLength === body.buffer.byteLength ? body : new Uint8Array(body);
+  return body.buffer instanceof SharedArrayBuffer || body.byteLength === body.buffer.byteLength
+    ? body
+    : new Uint8Array(body);
 }
 
 function timedOut(message: ToWorker): WorkerReply {

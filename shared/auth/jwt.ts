@@ -101,11 +101,15 @@ export class JwtVerifier {
     if (options.issuer === '') throw invalidOption('--jwt-issuer', 'must not be empty');
     if (options.audience === '') throw invalidOption('--jwt-audience', 'must not be empty');
     const tolerance = options.clockToleranceSeconds ?? CLOCK_TOLERANCE_SECONDS;
-    if (!Number.isInteger(tolerance) || tolerance < 0) throw invalidOption('clock tolerance', `takes whole seconds ≥ 0, not ${tolerance}`);
+    if (!Number.isInteger(tolerance) || tolerance < 0)
+      throw invalidOption('clock tolerance', `takes whole seconds ≥ 0, not ${tolerance}`);
     if (options.secret !== undefined) {
       const secret = Buffer.from(options.secret, 'utf8');
       if (secret.length < MIN_SECRET_BYTES) {
-        throw invalidOption('--jwt-secret', `takes at least ${MIN_SECRET_BYTES} bytes (256 bits), not ${secret.length}; make one with: openssl rand -hex 32`);
+        throw invalidOption(
+          '--jwt-secret',
+          `takes at least ${MIN_SECRET_BYTES} bytes (256 bits), not ${secret.length}; make one with: openssl rand -hex 32`,
+        );
       }
       return new JwtVerifier('HS256', createSecretKey(secret), options);
     }
@@ -125,10 +129,12 @@ export class JwtVerifier {
     if (known !== undefined) {
       const now = Date.now() / 1000;
       // As jsonwebtoken decides: expired once now ≥ exp + tolerance, early while nbf > now + tolerance.
-      if (now < known.exp + this.#tolerance && (known.nbf === undefined || known.nbf <= now + this.#tolerance)) return known.accepted;
+      if (now < known.exp + this.#tolerance && (known.nbf === undefined || known.nbf <= now + this.#tolerance))
+        return known.accepted;
       this.#verified.delete(token);
     }
-    if (token.length > MAX_TOKEN_LENGTH) return refused('malformed', `the token is longer than ${MAX_TOKEN_LENGTH} characters`);
+    if (token.length > MAX_TOKEN_LENGTH)
+      return refused('malformed', `the token is longer than ${MAX_TOKEN_LENGTH} characters`);
     let payload: unknown;
     try {
       payload = jwt.verify(token, this.#key, this.#options);
@@ -136,16 +142,22 @@ export class JwtVerifier {
       return this.#refusal(token, err);
     }
     if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
-      return refused('malformed', 'the token\'s payload is not a JSON object');
+      return refused('malformed', "the token's payload is not a JSON object");
     }
     const { exp, nbf } = payload as { exp?: unknown; nbf?: unknown };
-    if (typeof exp !== 'number') return refused('no_expiry', 'the token has no exp claim; this server takes only tokens that expire');
-    // JSON's 1e400 parses as Infinity, which jsonwebtoken compares as a time that never comes: a token that never expires.
-    if (!Number.isFinite(exp)) return refused('bad_claims', 'the token\'s exp claim is not a finite number of seconds; this server takes only tokens that expire');
+    if (typeof exp !== 'number')
+      return refused('no_expiry', 'the token has no exp claim; this server takes only tokens that expire');
+    // JSON's 1e400 parses as Infinity, which jsonwebtoken compares as a time that never comes: a token that never
+    // expires.
+    if (!Number.isFinite(exp))
+      return refused(
+        'bad_claims',
+        "the token's exp claim is not a finite number of seconds; this server takes only tokens that expire",
+      );
     // Claims reach statements as $jwt.NAME, bound as parameters are: held to what parameters are held to
     // (nesting, finite numbers, text that is Unicode), or a policy could write what /query refuses.
     try {
-      checkJsonValue(payload, 'the token\'s claims');
+      checkJsonValue(payload, "the token's claims");
     } catch (err) {
       return refused('bad_claims', (err as FenecError).message);
     }
@@ -170,17 +182,27 @@ export class JwtVerifier {
   }
 
   #refusal(token: string, err: unknown): Verification {
-    if (err instanceof jwt.TokenExpiredError) return refused('expired', `the token expired at ${err.expiredAt.toISOString()}`);
-    if (err instanceof jwt.NotBeforeError) return refused('not_yet_valid', `the token is not valid before ${err.date.toISOString()}`);
+    if (err instanceof jwt.TokenExpiredError)
+      return refused('expired', `the token expired at ${err.expiredAt.toISOString()}`);
+    if (err instanceof jwt.NotBeforeError)
+      return refused('not_yet_valid', `the token is not valid before ${err.date.toISOString()}`);
     const message = err instanceof Error ? err.message : '';
-    if (message === 'invalid signature') return refused('bad_signature', `the token's signature does not verify with this server's ${this.algorithm} key`);
-    if (message === 'jwt signature is required') return refused('unsigned', `the token is unsigned; this server takes ${this.algorithm} only`);
+    if (message === 'invalid signature')
+      return refused('bad_signature', `the token's signature does not verify with this server's ${this.algorithm} key`);
+    if (message === 'jwt signature is required')
+      return refused('unsigned', `the token is unsigned; this server takes ${this.algorithm} only`);
     if (message === 'invalid algorithm' || message.startsWith('secretOrPublicKey must be')) {
-      return refused('wrong_algorithm', `the token is signed with ${headerAlgorithm(token)}; this server takes ${this.algorithm} only`);
+      return refused(
+        'wrong_algorithm',
+        `the token is signed with ${headerAlgorithm(token)}; this server takes ${this.algorithm} only`,
+      );
     }
-    if (message.startsWith('jwt issuer invalid')) return refused('wrong_issuer', `the token's iss is not ${JSON.stringify(this.#options.issuer)}`);
-    if (message.startsWith('jwt audience invalid')) return refused('wrong_audience', `the token's aud does not name ${JSON.stringify(this.#options.audience)}`);
-    if (/^invalid (exp|nbf|iat) value/.test(message)) return refused('bad_claims', `the token's ${message.split(' ')[1]} claim is not a number of seconds`);
+    if (message.startsWith('jwt issuer invalid'))
+      return refused('wrong_issuer', `the token's iss is not ${JSON.stringify(this.#options.issuer)}`);
+    if (message.startsWith('jwt audience invalid'))
+      return refused('wrong_audience', `the token's aud does not name ${JSON.stringify(this.#options.audience)}`);
+    if (/^invalid (exp|nbf|iat) value/.test(message))
+      return refused('bad_claims', `the token's ${message.split(' ')[1]} claim is not a number of seconds`);
     return refused('malformed', 'the token is not a JSON Web Token (header.payload.signature, base64url)');
   }
 }
@@ -195,11 +217,17 @@ function algorithmOf(key: KeyObject, source: string): JwtAlgorithm {
   }
   if (key.asymmetricKeyType === 'ec') {
     if (details?.namedCurve !== 'prime256v1') {
-      throw invalidOption(source, `holds an EC key on curve ${details?.namedCurve ?? 'unknown'}; ES256 takes P-256 (prime256v1)`);
+      throw invalidOption(
+        source,
+        `holds an EC key on curve ${details?.namedCurve ?? 'unknown'}; ES256 takes P-256 (prime256v1)`,
+      );
     }
     return 'ES256';
   }
-  throw invalidOption(source, `holds a ${key.asymmetricKeyType ?? 'unknown'} key; this server takes RSA (RS256) or EC P-256 (ES256) public keys`);
+  throw invalidOption(
+    source,
+    `holds a ${key.asymmetricKeyType ?? 'unknown'} key; this server takes RSA (RS256) or EC P-256 (ES256) public keys`,
+  );
 }
 
 /** The header's `alg` as a message may show it (the header is the sender's text: quoted, cut short). */

@@ -63,9 +63,13 @@ export function parsePolicy(text: string, source: string): Policy {
     const rule = parseRule(line, where);
     const earlier = rules.get(rule.collection);
     if (earlier !== undefined) {
-      throw new FenecError('invalid_option', `${where}: collection ${rule.collection} has a rule already, at ${earlier.source}`, {
-        hint: 'give each collection one line; join conditions with and/or',
-      });
+      throw new FenecError(
+        'invalid_option',
+        `${where}: collection ${rule.collection} has a rule already, at ${earlier.source}`,
+        {
+          hint: 'give each collection one line; join conditions with and/or',
+        },
+      );
     }
     rules.set(rule.collection, rule);
   }
@@ -83,12 +87,21 @@ function toolsLine(line: string, where: string): ReadonlySet<string> | undefined
   if (match === null) return undefined;
   const words = (match[1] ?? '').split(',').map((word) => word.trim());
   if (words.length > 0 && words.every((word) => /^(read|write)$/i.test(word.split(/[ \t]/)[0]!))) return undefined;
-  if (words.length === 1 && words[0] === '') throw lineError(where, `expected the tools after tools, e.g. "tools search, recall" (${TOOL_NAMES.join(', ')}); none, for no tool at all`);
+  if (words.length === 1 && words[0] === '')
+    throw lineError(
+      where,
+      `expected the tools after tools, e.g. "tools search, recall" (${TOOL_NAMES.join(', ')}); none, for no tool at all`,
+    );
   const names = new Set<string>();
   for (const word of words) {
     if (word === 'none' && words.length === 1) break;
     if (!(TOOL_NAMES as readonly string[]).includes(word)) {
-      throw lineError(where, `expected a tool (${TOOL_NAMES.join(', ')}), found ${show(word)}`, undefined, 'separate the tools with commas: tools search, recall');
+      throw lineError(
+        where,
+        `expected a tool (${TOOL_NAMES.join(', ')}), found ${show(word)}`,
+        undefined,
+        'separate the tools with commas: tools search, recall',
+      );
     }
     if (names.has(word)) throw lineError(where, `tool ${word} is named twice`);
     names.add(word);
@@ -99,15 +112,22 @@ function toolsLine(line: string, where: string): ReadonlySet<string> | undefined
 function parseRule(line: string, where: string): PolicyRule {
   const match = LINE.exec(line.trim());
   if (match === null) {
-    throw lineError(where, `expected COLLECTION GRANTS [where COND], e.g. "memories read,write where owner = $jwt.sub", found ${show(line.trim())}`);
+    throw lineError(
+      where,
+      `expected COLLECTION GRANTS [where COND], e.g. "memories read,write where owner = $jwt.sub", found ${show(line.trim())}`,
+    );
   }
   const [, collection, grantText, rest] = match as unknown as [string, string, string, string | undefined];
   if (!isName(collection) || collection.startsWith('_')) {
-    throw lineError(where, `expected a collection name (letters, digits and _, not starting with _, at most 64), found ${show(collection)}`);
+    throw lineError(
+      where,
+      `expected a collection name (letters, digits and _, not starting with _, at most 64), found ${show(collection)}`,
+    );
   }
   const grants = new Set<string>();
   for (const grant of grantText.split(',').map((word) => word.trim().toLowerCase())) {
-    if (grant !== 'read' && grant !== 'write') throw lineError(where, `expected grants ${GRANTS}, found ${show(grant)}`);
+    if (grant !== 'read' && grant !== 'write')
+      throw lineError(where, `expected grants ${GRANTS}, found ${show(grant)}`);
     if (grants.has(grant)) throw lineError(where, `grant ${grant} is named twice`);
     grants.add(grant);
   }
@@ -123,7 +143,8 @@ function parseRule(line: string, where: string): PolicyRule {
 /** `where COND`, its errors placed in the line (column counted from the line's start). */
 function parseWhere(rest: string, line: string, where: string): Cond {
   const keyword = /^where\b\s*/i.exec(rest);
-  if (keyword === null) throw lineError(where, `expected where COND or the end of the line after the grants, found ${show(rest)}`);
+  if (keyword === null)
+    throw lineError(where, `expected where COND or the end of the line after the grants, found ${show(rest)}`);
   const condText = rest.slice(keyword[0].length);
   if (condText.trim() === '') throw lineError(where, 'expected a condition after where');
   const start = line.lastIndexOf(rest) + keyword[0].length;
@@ -138,7 +159,10 @@ function parseWhere(rest: string, line: string, where: string): Cond {
   }
   const param = findParam(cond);
   if (param !== undefined) {
-    throw lineError(where, `a policy's condition takes claims ($jwt.sub) and literals, not $${param}: a request's params must not choose its policy`);
+    throw lineError(
+      where,
+      `a policy's condition takes claims ($jwt.sub) and literals, not $${param}: a request's params must not choose its policy`,
+    );
   }
   return cond;
 }
@@ -211,7 +235,10 @@ function withoutComment(line: string): string {
 }
 
 function lineError(where: string, message: string, cause?: unknown, hint?: string): FenecError {
-  return new FenecError('invalid_option', `${where}: ${message}`, { ...(cause === undefined ? {} : { cause }), ...(hint === undefined ? {} : { hint }) });
+  return new FenecError('invalid_option', `${where}: ${message}`, {
+    ...(cause === undefined ? {} : { cause }),
+    ...(hint === undefined ? {} : { hint }),
+  });
 }
 
 function show(text: string): string {
@@ -224,7 +251,10 @@ function show(text: string): string {
  * `tools` claim that is not an array of names grants no tool: a token is never given more than it
  * says.
  */
-export function grantedTools(policy: Policy, claims: Readonly<Record<string, unknown>>): ReadonlySet<string> | undefined {
+export function grantedTools(
+  policy: Policy,
+  claims: Readonly<Record<string, unknown>>,
+): ReadonlySet<string> | undefined {
   const claim = claims.tools;
   if (claim === undefined) return policy.tools;
   if (!Array.isArray(claim) || !claim.every((name) => typeof name === 'string')) return new Set();

@@ -11,7 +11,10 @@ import { MIN_SECRET_BYTES } from './jwt.js';
 export interface MintOptions {
   /** The HS256 secret the server verifies with (`--jwt-secret`, `FENEC_JWT_SECRET`). */
   readonly secret: string;
-  /** The tenant the token reaches on a hosted node (a tenant name: `[a-z0-9][a-z0-9-]{0,62}`); none for a one-file server. */
+  /**
+   * The tenant the token reaches on a hosted node (a tenant name: `[a-z0-9][a-z0-9-]{0,62}`); none for a one-file
+   * server.
+   */
   readonly tenant?: string;
   /** Who holds it: the policy's `$jwt.sub`, the audit's `sub`. */
   readonly sub: string;
@@ -43,17 +46,27 @@ const TTL_UNITS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600, d: 8
 export function mintToken(options: MintOptions): string {
   const secret = Buffer.from(options.secret, 'utf8');
   if (secret.length < MIN_SECRET_BYTES) {
-    throw invalidOption('--jwt-secret', `takes at least ${MIN_SECRET_BYTES} bytes (256 bits), as the server does, not ${secret.length}`);
+    throw invalidOption(
+      '--jwt-secret',
+      `takes at least ${MIN_SECRET_BYTES} bytes (256 bits), as the server does, not ${secret.length}`,
+    );
   }
   if (options.tenant !== undefined && !TENANT.test(options.tenant)) {
-    throw invalidOption('--tenant', `takes a tenant name (a-z, 0-9 and -, at most 63, not starting with -), not ${JSON.stringify(options.tenant)}`);
+    throw invalidOption(
+      '--tenant',
+      `takes a tenant name (a-z, 0-9 and -, at most 63, not starting with -), not ${JSON.stringify(options.tenant)}`,
+    );
   }
   if (options.sub === '') throw invalidOption('--sub', 'must not be empty');
-  if (!Number.isSafeInteger(options.ttlSeconds) || options.ttlSeconds < 1) throw invalidOption('--ttl', `takes a positive duration, not ${options.ttlSeconds} s`);
+  if (!Number.isSafeInteger(options.ttlSeconds) || options.ttlSeconds < 1)
+    throw invalidOption('--ttl', `takes a positive duration, not ${options.ttlSeconds} s`);
   const claims = options.claims ?? {};
   const overridden = RESERVED_CLAIMS.filter((name) => Object.hasOwn(claims, name));
   if (overridden.length > 0) {
-    throw invalidOption('--claims', `may not set ${overridden.join(', ')}: fenec token sets ${RESERVED_CLAIMS.join(', ')} itself (use --sub, --tenant, --ttl; the jti is random)`);
+    throw invalidOption(
+      '--claims',
+      `may not set ${overridden.join(', ')}: fenec token sets ${RESERVED_CLAIMS.join(', ')} itself (use --sub, --tenant, --ttl; the jti is random)`,
+    );
   }
   const iat = Math.floor((options.now ?? Date.now()) / 1000);
   const jti = randomBytes(JTI_BYTES).toString('hex');
@@ -81,7 +94,10 @@ export function parseClaims(text: string): Record<string, unknown> {
     claims = undefined;
   }
   if (claims === null || typeof claims !== 'object' || Array.isArray(claims)) {
-    throw invalidOption('--claims', `takes a JSON object such as '{"team": "ops"}', not ${text.length > 80 ? `${text.slice(0, 80)}…` : text}`);
+    throw invalidOption(
+      '--claims',
+      `takes a JSON object such as '{"team": "ops"}', not ${text.length > 80 ? `${text.slice(0, 80)}…` : text}`,
+    );
   }
   return claims as Record<string, unknown>;
 }

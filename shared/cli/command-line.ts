@@ -46,13 +46,17 @@ export function openAudit(program: string, target: AuditTarget | undefined, logg
     return Audit.open(target, (err) => logger.error({ err }, 'an audit line could not be written'));
   } catch (err) {
     const path = target.kind === 'file' ? target.path : 'stderr';
-    return usageError(program, `--audit cannot open ${path} for appending: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    return usageError(
+      program,
+      `--audit cannot open ${path} for appending: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
 }
 
 /** `--otel-endpoint`'s help, the same on fenec-server and fenec-router. */
-export const OTEL_ENDPOINT_HELP = 'export traces (OTLP over HTTP, JSON) to this collector, e.g. http://127.0.0.1:4318: spans go to URL/v1/traces '
-  + '(default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, else $OTEL_EXPORTER_OTLP_ENDPOINT; neither: no tracing)';
+export const OTEL_ENDPOINT_HELP =
+  'export traces (OTLP over HTTP, JSON) to this collector, e.g. http://127.0.0.1:4318: spans go to URL/v1/traces ' +
+  '(default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, else $OTEL_EXPORTER_OTLP_ENDPOINT; neither: no tracing)';
 
 const TRACES_PATH = '/v1/traces';
 
@@ -64,7 +68,12 @@ export function tracingConfig(flag: string | undefined, env: NodeJS.ProcessEnv):
 
 /** OTEL_TRACES_SAMPLER's names, by the share of new traces each keeps (a ratio one's is OTEL_TRACES_SAMPLER_ARG). */
 const SAMPLERS: Readonly<Record<string, number | 'arg'>> = {
-  always_on: 1, parentbased_always_on: 1, always_off: 0, parentbased_always_off: 0, traceidratio: 'arg', parentbased_traceidratio: 'arg',
+  always_on: 1,
+  parentbased_always_on: 1,
+  always_off: 0,
+  parentbased_always_off: 0,
+  traceidratio: 'arg',
+  parentbased_traceidratio: 'arg',
 };
 
 /**
@@ -78,13 +87,19 @@ export function otelSampleRatio(env: NodeJS.ProcessEnv): number {
   const name = env.OTEL_TRACES_SAMPLER || 'parentbased_always_on';
   const ratio = SAMPLERS[name];
   if (ratio === undefined) {
-    throw new FenecError('invalid_option', `OTEL_TRACES_SAMPLER takes ${Object.keys(SAMPLERS).join(', ')}, not "${name.slice(0, 100)}"`);
+    throw new FenecError(
+      'invalid_option',
+      `OTEL_TRACES_SAMPLER takes ${Object.keys(SAMPLERS).join(', ')}, not "${name.slice(0, 100)}"`,
+    );
   }
   if (ratio !== 'arg') return ratio;
   const arg = env.OTEL_TRACES_SAMPLER_ARG || '1';
   const value = Number(arg);
   if (!/^\s*[\d.]+\s*$/.test(arg) || !(value >= 0 && value <= 1)) {
-    throw new FenecError('invalid_option', `OTEL_TRACES_SAMPLER_ARG takes the share of traces kept, 0 to 1 (e.g. 0.1), not "${arg.slice(0, 100)}"`);
+    throw new FenecError(
+      'invalid_option',
+      `OTEL_TRACES_SAMPLER_ARG takes the share of traces kept, 0 to 1 (e.g. 0.1), not "${arg.slice(0, 100)}"`,
+    );
   }
   return value;
 }
@@ -98,10 +113,14 @@ export function otelSampleRatio(env: NodeJS.ProcessEnv): number {
  * @throws FenecError `invalid_option` for a value that is not an http(s) URL, naming where it came from.
  */
 export function otelTracesUrl(flag: string | undefined, env: NodeJS.ProcessEnv): string | undefined {
-  const given: [string, string, boolean] | undefined = flag !== undefined ? ['--otel-endpoint', flag, false]
-    : env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, true]
-    : env.OTEL_EXPORTER_OTLP_ENDPOINT ? ['OTEL_EXPORTER_OTLP_ENDPOINT', env.OTEL_EXPORTER_OTLP_ENDPOINT, false]
-    : undefined;
+  const given: [string, string, boolean] | undefined =
+    flag !== undefined
+      ? ['--otel-endpoint', flag, false]
+      : env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+        ? ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, true]
+        : env.OTEL_EXPORTER_OTLP_ENDPOINT
+          ? ['OTEL_EXPORTER_OTLP_ENDPOINT', env.OTEL_EXPORTER_OTLP_ENDPOINT, false]
+          : undefined;
   if (given === undefined) return undefined;
   const [option, text, asIs] = given;
   let url: URL | undefined;
@@ -110,8 +129,16 @@ export function otelTracesUrl(flag: string | undefined, env: NodeJS.ProcessEnv):
   } catch {
     url = undefined;
   }
-  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '' || url.password !== '') {
-    throw new FenecError('invalid_option', `${option} takes a collector's http:// or https:// URL without credentials, e.g. http://127.0.0.1:4318, not "${text.slice(0, 200)}"`);
+  if (
+    url === undefined ||
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.username !== '' ||
+    url.password !== ''
+  ) {
+    throw new FenecError(
+      'invalid_option',
+      `${option} takes a collector's http:// or https:// URL without credentials, e.g. http://127.0.0.1:4318, not "${text.slice(0, 200)}"`,
+    );
   }
   if (!asIs && !url.pathname.endsWith(TRACES_PATH)) url.pathname = url.pathname.replace(/\/$/, '') + TRACES_PATH;
   return url.href;

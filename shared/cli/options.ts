@@ -28,8 +28,10 @@ export interface JwtInput {
 /** The JWT verifier of the key given, if any; issuer and audience alone are refused. */
 export function jwtVerifier(input: JwtInput): JwtVerifier | undefined {
   if (input.jwtSecret === undefined && input.jwtPublicKey === undefined) {
-    if (input.jwtIssuer !== undefined) throw invalidOption('--jwt-issuer', 'checks JSON Web Tokens: give --jwt-secret or --jwt-public-key too');
-    if (input.jwtAudience !== undefined) throw invalidOption('--jwt-audience', 'checks JSON Web Tokens: give --jwt-secret or --jwt-public-key too');
+    if (input.jwtIssuer !== undefined)
+      throw invalidOption('--jwt-issuer', 'checks JSON Web Tokens: give --jwt-secret or --jwt-public-key too');
+    if (input.jwtAudience !== undefined)
+      throw invalidOption('--jwt-audience', 'checks JSON Web Tokens: give --jwt-secret or --jwt-public-key too');
     return undefined;
   }
   if (input.jwtSecret === '') throw invalidOption('--jwt-secret', 'must not be empty');
@@ -51,7 +53,14 @@ export function parsePort(text: string): number {
 }
 
 const UNITS: Readonly<Record<string, number>> = {
-  '': 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1024 ** 2, mb: 1024 ** 2, mib: 1024 ** 2,
+  '': 1,
+  b: 1,
+  k: 1024,
+  kb: 1024,
+  kib: 1024,
+  m: 1024 ** 2,
+  mb: 1024 ** 2,
+  mib: 1024 ** 2,
 };
 
 /** Reads a size such as `1mb`, `512kb` or `65536` (bytes); kb and mb are binary (1024, 1024²). */
@@ -69,7 +78,8 @@ export function parseByteSize(text: string, option = '--max-body'): number {
 export function parseDurationOption(option: string, text: string): number {
   const trimmed = text.trim();
   const ms = /^0+$/.test(trimmed) ? 0 : parseDuration(trimmed);
-  if (ms === undefined) throw invalidOption(option, `takes a duration such as 500ms, 10s or 1m (0: never), not "${text}"`);
+  if (ms === undefined)
+    throw invalidOption(option, `takes a duration such as 500ms, 10s or 1m (0: never), not "${text}"`);
   return ms;
 }
 
@@ -88,7 +98,10 @@ export function readOptionFile(option: string, file: string): string {
   try {
     return fs.readFileSync(file, 'utf8');
   } catch (err) {
-    throw invalidOption(option, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw invalidOption(
+      option,
+      `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
 }
 

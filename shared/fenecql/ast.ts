@@ -25,7 +25,13 @@ export type Annotation =
   | { readonly kind: 'sorted' }
   | { readonly kind: 'text' }
   | { readonly kind: 'ttl'; readonly ms: number }
-  | { readonly kind: 'hnsw'; readonly metric: Metric; readonly m?: number; readonly ef?: number; readonly efConstruction?: number };
+  | {
+      readonly kind: 'hnsw';
+      readonly metric: Metric;
+      readonly m?: number;
+      readonly ef?: number;
+      readonly efConstruction?: number;
+    };
 
 export interface FieldDef {
   readonly name: string;
@@ -101,15 +107,7 @@ export interface NegateExpr {
 }
 
 export type Expr =
-  | LiteralExpr
-  | ArrayExpr
-  | ObjectExpr
-  | ParamExpr
-  | JwtExpr
-  | FieldExpr
-  | CallExpr
-  | BinaryExpr
-  | NegateExpr;
+  LiteralExpr | ArrayExpr | ObjectExpr | ParamExpr | JwtExpr | FieldExpr | CallExpr | BinaryExpr | NegateExpr;
 
 // Conditions
 
@@ -172,16 +170,7 @@ export interface TruthCond {
   readonly pos?: Position;
 }
 
-export type Cond =
-  | AndCond
-  | OrCond
-  | NotCond
-  | CompareCond
-  | HasCond
-  | InCond
-  | IsNullCond
-  | LikeCond
-  | TruthCond;
+export type Cond = AndCond | OrCond | NotCond | CompareCond | HasCond | InCond | IsNullCond | LikeCond | TruthCond;
 
 // Statements
 

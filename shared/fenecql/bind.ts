@@ -35,5 +35,8 @@ export function literal(value: unknown): Expr {
   if (typeof value === 'number') return { kind: 'Literal', type: Number.isSafeInteger(value) ? 'int' : 'float', value };
   if (typeof value === 'string') return { kind: 'Literal', type: 'text', value };
   if (Array.isArray(value)) return { kind: 'Array', items: value.map(literal) };
-  return { kind: 'Object', entries: Object.entries(value as Record<string, unknown>).map(([key, v]) => ({ key, value: literal(v) })) };
+  return {
+    kind: 'Object',
+    entries: Object.entries(value as Record<string, unknown>).map(([key, v]) => ({ key, value: literal(v) })),
+  };
 }

@@ -34,7 +34,8 @@ export interface KindInfo<S extends Statement = Statement> {
   /** Only the server's token runs it: never a JSON Web Token, whatever its policy. */
   readonly serverOnly: boolean;
   /** What a tenant's quotas count that it adds: a collection (its name), rows (where they are), or nothing. */
-  readonly adds: { readonly collection: (statement: S) => string } | { readonly rows: (statement: S) => WrittenRows } | null;
+  readonly adds:
+    { readonly collection: (statement: S) => string } | { readonly rows: (statement: S) => WrittenRows } | null;
   /** How the audit records it once it ran (`"event":"schema"`), or null: not audited as a statement. */
   readonly audit: SchemaChange | null;
   /** The MCP tool that runs it for a caller, or null: never over MCP. */
@@ -45,34 +46,96 @@ type Table = { readonly [K in StatementKind]: KindInfo<Extract<Statement, { kind
 
 export const STATEMENT_KINDS = {
   Get: { family: 'read', writes: false, size: 'none', serverOnly: false, adds: null, audit: null, mcp: 'query' },
-  Insert: { family: 'write', writes: true, size: 'grows', serverOnly: false, adds: { rows: (s) => s.rows }, audit: null, mcp: 'write' },
-  Put: { family: 'write', writes: true, size: 'grows', serverOnly: false, adds: { rows: (s) => s.row }, audit: null, mcp: 'write' },
-  // A set may grow its rows or shrink them: it is held to the quota, and the database lets one that does not grow take the headroom.
+  Insert: {
+    family: 'write',
+    writes: true,
+    size: 'grows',
+    serverOnly: false,
+    adds: { rows: (s) => s.rows },
+    audit: null,
+    mcp: 'write',
+  },
+  Put: {
+    family: 'write',
+    writes: true,
+    size: 'grows',
+    serverOnly: false,
+    adds: { rows: (s) => s.row },
+    audit: null,
+    mcp: 'write',
+  },
+  // A set may grow its rows or shrink them: it is held to the quota, and the database lets one that does not grow take
+  // the headroom.
   Set: { family: 'write', writes: true, size: 'grows', serverOnly: false, adds: null, audit: null, mcp: 'write' },
   Del: { family: 'write', writes: true, size: 'frees', serverOnly: false, adds: null, audit: null, mcp: 'write' },
   Schema: { family: 'describe', writes: false, size: 'none', serverOnly: false, adds: null, audit: null, mcp: 'query' },
-  CreateCollection: { family: 'schema', writes: true, size: 'grows', serverOnly: true, adds: { collection: (s) => s.name }, audit: 'create', mcp: null },
-  DropCollection: { family: 'schema', writes: true, size: 'frees', serverOnly: true, adds: null, audit: 'drop', mcp: null },
+  CreateCollection: {
+    family: 'schema',
+    writes: true,
+    size: 'grows',
+    serverOnly: true,
+    adds: { collection: (s) => s.name },
+    audit: 'create',
+    mcp: null,
+  },
+  DropCollection: {
+    family: 'schema',
+    writes: true,
+    size: 'frees',
+    serverOnly: true,
+    adds: null,
+    audit: 'drop',
+    mcp: null,
+  },
   // Adding a field fills it in every row there is, with its default.
-  AlterAdd: { family: 'schema', writes: true, size: 'grows', serverOnly: true, adds: null, audit: 'alter add', mcp: null },
-  AlterDrop: { family: 'schema', writes: true, size: 'frees', serverOnly: true, adds: null, audit: 'alter drop', mcp: null },
-  Compact: { family: 'maintenance', writes: true, size: 'copies', serverOnly: true, adds: null, audit: 'compact', mcp: null },
+  AlterAdd: {
+    family: 'schema',
+    writes: true,
+    size: 'grows',
+    serverOnly: true,
+    adds: null,
+    audit: 'alter add',
+    mcp: null,
+  },
+  AlterDrop: {
+    family: 'schema',
+    writes: true,
+    size: 'frees',
+    serverOnly: true,
+    adds: null,
+    audit: 'alter drop',
+    mcp: null,
+  },
+  Compact: {
+    family: 'maintenance',
+    writes: true,
+    size: 'copies',
+    serverOnly: true,
+    adds: null,
+    audit: 'compact',
+    mcp: null,
+  },
 } as const satisfies Table;
 
 /** A statement's row of the table, typed for its own kind. */
 export function kindOf<S extends Statement>(statement: S): KindInfo<S> {
-  // The table's row for S['kind'] is a KindInfo of exactly that statement type (Table says so); TypeScript cannot follow the index.
+  // The table's row for S['kind'] is a KindInfo of exactly that statement type (Table says so); TypeScript cannot
+  // follow the index.
   return STATEMENT_KINDS[statement.kind] as unknown as KindInfo<S>;
 }
 
-type KindsOf<F extends Family> = { [K in StatementKind]: (typeof STATEMENT_KINDS)[K]['family'] extends F ? K : never }[StatementKind];
+type KindsOf<F extends Family> = {
+  [K in StatementKind]: (typeof STATEMENT_KINDS)[K]['family'] extends F ? K : never;
+}[StatementKind];
 
 /** get, insert, put, set, del: planned into SQL over one collection's rows. */
 export type RowStatement = Extract<Statement, { kind: KindsOf<'read' | 'write'> }>;
 /** create, drop, alter, schema, compact: run against the catalogue and the file. */
 export type SchemaStatement = Extract<Statement, { kind: KindsOf<'schema' | 'describe' | 'maintenance'> }>;
 
-type KindsOver<T extends McpTool> = { [K in StatementKind]: (typeof STATEMENT_KINDS)[K]['mcp'] extends T ? K : never }[StatementKind];
+type KindsOver<T extends McpTool> = {
+  [K in StatementKind]: (typeof STATEMENT_KINDS)[K]['mcp'] extends T ? K : never;
+}[StatementKind];
 
 /** The statements an MCP tool runs for a caller (`query`: get and schema). */
 export type McpStatement<T extends McpTool> = Extract<Statement, { kind: KindsOver<T> }>;
@@ -92,7 +155,10 @@ export function isRowStatement(statement: Statement): statement is RowStatement 
   return family === 'read' || family === 'write';
 }
 
-/** A change the audit records: the statement's kind as the audit names it, and its collection (null for a compact of the whole file). */
+/**
+ * A change the audit records: the statement's kind as the audit names it, and its collection (null for a compact of the
+ * whole file).
+ */
 export interface AuditedChange {
   readonly statement: SchemaChange;
   readonly collection: string | null;
@@ -102,7 +168,7 @@ export interface AuditedChange {
 export function auditedChange(statement: Statement): AuditedChange | undefined {
   const as = STATEMENT_KINDS[statement.kind].audit;
   if (as === null) return undefined;
-  return { statement: as, collection: 'name' in statement ? statement.name : statement.collection ?? null };
+  return { statement: as, collection: 'name' in statement ? statement.name : (statement.collection ?? null) };
 }
 
 /** For the compiler: a switch over kinds that reaches here has missed one. */

@@ -10,8 +10,26 @@ import type { ErrorCode, Position } from '../errors.js';
 import { loneSurrogateAt, surrogateEscape } from './limits.js';
 
 export type Punct =
-  | '(' | ')' | '[' | ']' | '{' | '}' | ',' | ':' | ';'
-  | '=' | '!=' | '<' | '<=' | '>' | '>=' | '+' | '-' | '*' | '/' | '@';
+  | '('
+  | ')'
+  | '['
+  | ']'
+  | '{'
+  | '}'
+  | ','
+  | ':'
+  | ';'
+  | '='
+  | '!='
+  | '<'
+  | '<='
+  | '>'
+  | '>='
+  | '+'
+  | '-'
+  | '*'
+  | '/'
+  | '@';
 
 interface Span {
   /** The token as written (a string keeps its quotes and escapes). */
@@ -50,12 +68,31 @@ export function syntaxError(code: ErrorCode, message: string, pos: Position): Fe
 }
 
 const SINGLE: Readonly<Record<string, Punct>> = {
-  '(': '(', ')': ')', '[': '[', ']': ']', '{': '{', '}': '}', ',': ',', ':': ':', ';': ';',
-  '=': '=', '+': '+', '*': '*', '/': '/', '@': '@',
+  '(': '(',
+  ')': ')',
+  '[': '[',
+  ']': ']',
+  '{': '{',
+  '}': '}',
+  ',': ',',
+  ':': ':',
+  ';': ';',
+  '=': '=',
+  '+': '+',
+  '*': '*',
+  '/': '/',
+  '@': '@',
 };
 
 const ESCAPES: Readonly<Record<string, string>> = {
-  '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t',
+  '"': '"',
+  '\\': '\\',
+  '/': '/',
+  b: '\b',
+  f: '\f',
+  n: '\n',
+  r: '\r',
+  t: '\t',
 };
 
 const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
@@ -236,13 +273,21 @@ export class Lexer {
     let i = start;
     while (isDigit(text.charCodeAt(i))) i++;
     if (i - start > 1 && text.charAt(start) === '0') {
-      throw syntaxError('invalid_number', `expected a number without leading zeros, found "${text.slice(start, i)}"`, pos);
+      throw syntaxError(
+        'invalid_number',
+        `expected a number without leading zeros, found "${text.slice(start, i)}"`,
+        pos,
+      );
     }
     let integer = true;
     if (text.charAt(i) === '.') {
       i++;
       if (!isDigit(text.charCodeAt(i))) {
-        throw syntaxError('invalid_number', `expected a digit after the decimal point, found "${text.slice(start, i + 1)}"`, pos);
+        throw syntaxError(
+          'invalid_number',
+          `expected a digit after the decimal point, found "${text.slice(start, i + 1)}"`,
+          pos,
+        );
       }
       while (isDigit(text.charCodeAt(i))) i++;
       integer = false;
@@ -255,7 +300,11 @@ export class Lexer {
         while (isDigit(text.charCodeAt(i))) i++;
         integer = false;
       } else if (sign === 1) {
-        throw syntaxError('invalid_number', `expected a digit in the exponent, found "${text.slice(start, i + 2)}"`, pos);
+        throw syntaxError(
+          'invalid_number',
+          `expected a digit in the exponent, found "${text.slice(start, i + 2)}"`,
+          pos,
+        );
       }
     }
     if (isNameStart(text.charCodeAt(i))) return this.#readDuration(pos, i, integer);
@@ -311,7 +360,11 @@ export class Lexer {
     const index = /^[1-9][0-9]?$/.test(word) ? Number(word) : 0;
     if (index === 0) {
       const found = word === '' ? (end < text.length ? `"$${text.charAt(end)}"` : '"$" alone') : `"$${word}"`;
-      throw syntaxError('invalid_parameter', `expected a parameter $1 to $99 or a claim $jwt.NAME, found ${found}`, pos);
+      throw syntaxError(
+        'invalid_parameter',
+        `expected a parameter $1 to $99 or a claim $jwt.NAME, found ${found}`,
+        pos,
+      );
     }
     this.#offset = end;
     return { kind: 'param', value: index, text: `$${word}`, pos };

@@ -25,7 +25,8 @@ export const MAX_TERMS = 2000;
 /** The longest statement, in characters: the server's default request body. Bulk values go in params. */
 export const MAX_STATEMENT_LENGTH = 1_048_576;
 
-const DEPTH_HINT = 'a long chain of or reads better as field in [v1, v2, …]; split a deep expression, or send nested values as params';
+const DEPTH_HINT =
+  'a long chain of or reads better as field in [v1, v2, …]; split a deep expression, or send nested values as params';
 
 /** The error for a statement nesting past MAX_DEPTH at `pos`. */
 export function tooDeep(pos: Position | undefined): FenecError {
@@ -89,7 +90,12 @@ interface Visit {
 function pathOf(visit: Visit, label: string): string {
   let path = '';
   for (let at: Visit | undefined = visit; at?.parent !== undefined; at = at.parent) {
-    path = typeof at.key === 'number' ? `[${at.key}]${path}` : /^[A-Za-z_][A-Za-z0-9_]*$/.test(at.key!) ? `.${at.key}${path}` : `[${JSON.stringify(at.key)}]${path}`;
+    path =
+      typeof at.key === 'number'
+        ? `[${at.key}]${path}`
+        : /^[A-Za-z_][A-Za-z0-9_]*$/.test(at.key!)
+          ? `.${at.key}${path}`
+          : `[${JSON.stringify(at.key)}]${path}`;
   }
   return label + path;
 }
@@ -140,9 +146,11 @@ export function checkJsonValue(value: unknown, label: string): void {
       for (let i = 0; i < item.length; i++) {
         const child: unknown = item[i];
         if (typeof child === 'number') {
-          if (!Number.isFinite(child)) checkNumber(child, { value: child, depth: visit.depth, parent: visit, key: i }, label);
+          if (!Number.isFinite(child))
+            checkNumber(child, { value: child, depth: visit.depth, parent: visit, key: i }, label);
         } else if (typeof child === 'string') {
-          if (!child.isWellFormed()) checkString(child, { value: child, depth: visit.depth, parent: visit, key: i }, label);
+          if (!child.isWellFormed())
+            checkString(child, { value: child, depth: visit.depth, parent: visit, key: i }, label);
         } else if (typeof child === 'object' && child !== null) {
           containers.push(nested(child, visit, i, label));
         }
@@ -152,9 +160,11 @@ export function checkJsonValue(value: unknown, label: string): void {
         if (!key.isWellFormed()) checkString(key, visit, label, 'has a key that holds');
         const child: unknown = (item as Record<string, unknown>)[key];
         if (typeof child === 'number') {
-          if (!Number.isFinite(child)) checkNumber(child, { value: child, depth: visit.depth, parent: visit, key }, label);
+          if (!Number.isFinite(child))
+            checkNumber(child, { value: child, depth: visit.depth, parent: visit, key }, label);
         } else if (typeof child === 'string') {
-          if (!child.isWellFormed()) checkString(child, { value: child, depth: visit.depth, parent: visit, key }, label);
+          if (!child.isWellFormed())
+            checkString(child, { value: child, depth: visit.depth, parent: visit, key }, label);
         } else if (typeof child === 'object' && child !== null) {
           containers.push(nested(child, visit, key, label));
         }
@@ -169,9 +179,13 @@ export function checkJsonValue(value: unknown, label: string): void {
 function nested(value: object, parent: Visit | undefined, key: string | number | undefined, label: string): Visit {
   const visit: Visit = { value, depth: (parent?.depth ?? 0) + 1, parent, key };
   if (visit.depth > MAX_DEPTH) {
-    throw new FenecError('too_complex', `${pathOf(visit, label)} nests deeper than ${MAX_DEPTH} levels of arrays and objects`, {
-      hint: `flatten the value: at most ${MAX_DEPTH} levels of arrays and objects are taken`,
-    });
+    throw new FenecError(
+      'too_complex',
+      `${pathOf(visit, label)} nests deeper than ${MAX_DEPTH} levels of arrays and objects`,
+      {
+        hint: `flatten the value: at most ${MAX_DEPTH} levels of arrays and objects are taken`,
+      },
+    );
   }
   return visit;
 }
@@ -180,14 +194,22 @@ function nested(value: object, parent: Visit | undefined, key: string | number |
 function checkString(value: string, visit: Visit, label: string, what = 'holds'): void {
   const at = loneSurrogateAt(value);
   if (at < 0) return;
-  throw new FenecError('invalid_value', `${pathOf(visit, label)} ${what} a lone surrogate (${surrogateEscape(value, at)}) at character ${at}: text must be valid Unicode`, {
-    hint: 'a character past U+FFFF is written as a pair (\\ud83d\\ude00 is 😀); send the pair, or the character itself',
-  });
+  throw new FenecError(
+    'invalid_value',
+    `${pathOf(visit, label)} ${what} a lone surrogate (${surrogateEscape(value, at)}) at character ${at}: text must be valid Unicode`,
+    {
+      hint: 'a character past U+FFFF is written as a pair (\\ud83d\\ude00 is 😀); send the pair, or the character itself',
+    },
+  );
 }
 
 function checkNumber(value: number, visit: Visit, label: string): void {
   if (Number.isFinite(value)) return;
-  throw new FenecError('invalid_number', `${pathOf(visit, label)} is a number beyond the range of a double (±1.8e308)`, {
-    hint: 'send a number between -1.7976931348623157e308 and 1.7976931348623157e308',
-  });
+  throw new FenecError(
+    'invalid_number',
+    `${pathOf(visit, label)} is a number beyond the range of a double (±1.8e308)`,
+    {
+      hint: 'send a number between -1.7976931348623157e308 and 1.7976931348623157e308',
+    },
+  );
 }

@@ -98,7 +98,11 @@ const ELEMENT_TYPES: readonly ElementType[] = ['text', 'int', 'float', 'bool', '
 const TYPE_LIST = 'text, int, float, bool, timestamp, json, vector<N>, [T]';
 const ANNOTATION_LIST = '@hash, @sorted, @text, @ttl(DURATION), @hnsw(METRIC)';
 const METRICS: readonly Metric[] = ['cosine', 'l2', 'ip'];
-const HNSW_OPTIONS = { m: { min: 2, max: 128 }, ef: { min: 1, max: 4096 }, ef_construction: { min: 8, max: 4096 } } as const;
+const HNSW_OPTIONS = {
+  m: { min: 2, max: 128 },
+  ef: { min: 1, max: 4096 },
+  ef_construction: { min: 8, max: 4096 },
+} as const;
 const HNSW_OPTION_NAMES = Object.keys(HNSW_OPTIONS) as (keyof typeof HNSW_OPTIONS)[];
 /** Where each option of @hnsw goes in its annotation. */
 const HNSW_KEYS = { m: 'm', ef: 'ef', ef_construction: 'efConstruction' } as const;
@@ -113,7 +117,15 @@ const PREDICATE_WORDS: ReadonlySet<string> = new Set(['has', 'in', 'is', 'like']
 /** Predicates that `not` may precede, as SQL's `not in` and `not like`. */
 const NEGATABLE: ReadonlySet<string> = new Set(['has', 'in', 'like']);
 const COND_KINDS: Readonly<Record<Cond['kind'], true>> = {
-  And: true, Or: true, Not: true, Compare: true, Has: true, In: true, IsNull: true, Like: true, Truth: true,
+  And: true,
+  Or: true,
+  Not: true,
+  Compare: true,
+  Has: true,
+  In: true,
+  IsNull: true,
+  Like: true,
+  Truth: true,
 };
 
 function isCond(term: Term): term is Cond {
@@ -256,7 +268,11 @@ class Parser {
       const token = this.#token;
       const field = this.parseFieldName('reference');
       if (field === 'id') {
-        throw syntaxError('invalid_name', 'expected a field to drop, found "id" (every collection keeps its implicit id)', token.pos);
+        throw syntaxError(
+          'invalid_name',
+          'expected a field to drop, found "id" (every collection keeps its implicit id)',
+          token.pos,
+        );
       }
       return { kind: 'AlterDrop', collection, field };
     }
@@ -271,7 +287,8 @@ class Parser {
     if (this.#isPunct('{')) return { kind: 'Insert', collection, rows: [this.parseRow()], many: false };
     const param = this.#rowsParam();
     if (param !== undefined) return { kind: 'Insert', collection, rows: param, many: true };
-    if (!this.#eatPunct('[')) throw this.#expected('an object {…}, an array of objects [{…}, …] or a parameter ($1) holding them');
+    if (!this.#eatPunct('['))
+      throw this.#expected('an object {…}, an array of objects [{…}, …] or a parameter ($1) holding them');
     const rows: ObjectExpr[] = [];
     do rows.push(this.parseRow());
     while (this.#eatPunct(','));
@@ -397,7 +414,11 @@ class Parser {
       const token = this.#token;
       const name = this.parseFieldName('reference');
       if (names.includes(name)) {
-        throw syntaxError('duplicate_field', `expected each field once in select, found "${name}" a second time`, token.pos);
+        throw syntaxError(
+          'duplicate_field',
+          `expected each field once in select, found "${name}" a second time`,
+          token.pos,
+        );
       }
       names.push(name);
     } while (this.#eatPunct(','));
@@ -440,7 +461,8 @@ class Parser {
       this.#advance();
       return { kind: 'Literal', type: 'int', value: token.value, pos: token.pos };
     }
-    if (token.kind === 'number') throw this.#expected('a whole number ≥ 0', { code: 'invalid_value', found: token.text });
+    if (token.kind === 'number')
+      throw this.#expected('a whole number ≥ 0', { code: 'invalid_value', found: token.text });
     if (this.#isPunct('-') && this.#peek().kind === 'number') {
       throw this.#expected('a whole number ≥ 0', { code: 'invalid_value', found: `-${this.#peek().text}` });
     }
@@ -482,7 +504,9 @@ class Parser {
     return checkNotReserved(token.value, 'field', token.pos);
   }
 
-  /** FieldDef : FIELDNAME FieldType ("required" | "unique" | "default" Value)* Annotation*, each modifier at most once */
+  /**
+   * FieldDef : FIELDNAME FieldType ("required" | "unique" | "default" Value)* Annotation*, each modifier at most once
+   */
   parseFieldDef(): FieldDef {
     const pos = this.#token.pos;
     const name = this.parseFieldName('declaration');
@@ -491,7 +515,11 @@ class Parser {
     const given = new Set<string>();
     for (let word = this.#keyword(); word !== undefined && FIELD_MODIFIERS.includes(word); word = this.#keyword()) {
       if (given.has(word)) {
-        throw syntaxError('syntax_error', `expected "${word}" at most once on field "${name}", found it twice`, this.#token.pos);
+        throw syntaxError(
+          'syntax_error',
+          `expected "${word}" at most once on field "${name}", found it twice`,
+          this.#token.pos,
+        );
       }
       given.add(word);
       this.#advance();
@@ -504,7 +532,11 @@ class Parser {
       const at = this.#token.pos;
       const annotation = this.parseAnnotation();
       if (annotations.some((a) => a.kind === annotation.kind)) {
-        throw syntaxError('invalid_annotation', `expected each annotation once, found a second @${annotation.kind} on field "${name}"`, at);
+        throw syntaxError(
+          'invalid_annotation',
+          `expected each annotation once, found a second @${annotation.kind} on field "${name}"`,
+          at,
+        );
       }
       checkAnnotationFits(annotation, type, name, at);
       annotations.push(annotation);
@@ -512,12 +544,16 @@ class Parser {
     field.annotations = annotations;
     const word = this.#keyword();
     if (annotations.length > 0 && word !== undefined && FIELD_MODIFIERS.includes(word)) {
-      throw this.#expected('an annotation, "," or ")"', { note: 'required, unique and default come before the annotations' });
+      throw this.#expected('an annotation, "," or ")"', {
+        note: 'required, unique and default come before the annotations',
+      });
     }
     return field;
   }
 
-  /** FieldType : "text" | "int" | "float" | "bool" | "timestamp" | "json" | "vector" "<" INT ">" | "[" ElementType "]" */
+  /**
+   * FieldType : "text" | "int" | "float" | "bool" | "timestamp" | "json" | "vector" "<" INT ">" | "[" ElementType "]"
+   */
   parseFieldType(): FieldType {
     const token = this.#token;
     const word = this.#keyword();
@@ -537,7 +573,11 @@ class Parser {
       this.#expectPunct('<');
       const dims = this.#token;
       if (dims.kind !== 'number' || !dims.integer || dims.value < 1 || dims.value > 4096) {
-        throw syntaxError('invalid_type', `expected a dimension from 1 to 4096 in vector<N>, found ${show(dims)}`, dims.pos);
+        throw syntaxError(
+          'invalid_type',
+          `expected a dimension from 1 to 4096 in vector<N>, found ${show(dims)}`,
+          dims.pos,
+        );
       }
       this.#advance();
       this.#expectPunct('>');
@@ -552,7 +592,9 @@ class Parser {
     return { kind: 'scalar', scalar };
   }
 
-  /** Annotation : "@" ("hash" | "sorted" | "text" | "ttl" "(" DURATION ")" | "hnsw" "(" METRIC ("," HnswOption)* ")") */
+  /**
+   * Annotation : "@" ("hash" | "sorted" | "text" | "ttl" "(" DURATION ")" | "hnsw" "(" METRIC ("," HnswOption)* ")")
+   */
   parseAnnotation(): Annotation {
     const at = this.#advance();
     const word = this.#keyword();
@@ -562,7 +604,10 @@ class Parser {
       case 'text':
         this.#advance();
         if (this.#isPunct('(')) {
-          throw this.#expected('another annotation, "," or ")"', { code: 'invalid_annotation', note: `@${word} takes no arguments` });
+          throw this.#expected('another annotation, "," or ")"', {
+            code: 'invalid_annotation',
+            note: `@${word} takes no arguments`,
+          });
         }
         return { kind: word };
       case 'ttl':
@@ -584,7 +629,8 @@ class Parser {
     const note = '@ttl takes a duration above zero, as in @ttl(30d)';
     if (!this.#eatPunct('(')) throw this.#expected('"("', { code, note });
     const duration = this.#token;
-    if (duration.kind !== 'duration' || duration.value <= 0) throw this.#expected('a duration above zero', { code, note });
+    if (duration.kind !== 'duration' || duration.value <= 0)
+      throw this.#expected('a duration above zero', { code, note });
     this.#advance();
     this.#expectPunct(')', undefined, code);
     return { kind: 'ttl', ms: duration.value };
@@ -593,15 +639,18 @@ class Parser {
   /** Hnsw : "(" METRIC ("," ("m" | "ef" | "ef_construction") "=" INT)* ")" — after "@hnsw", each option at most once */
   parseHnsw(): Annotation {
     const code = 'invalid_annotation';
-    if (!this.#eatPunct('(')) throw this.#expected('"("', { code, note: '@hnsw takes a metric, as in @hnsw(cosine, m = 16)' });
+    if (!this.#eatPunct('('))
+      throw this.#expected('"("', { code, note: '@hnsw takes a metric, as in @hnsw(cosine, m = 16)' });
     const metric = METRICS.find((m) => m === this.#keyword());
     if (metric === undefined) throw this.#expected(`a metric (${METRICS.join(', ')})`, { code });
     this.#advance();
     const options: { m?: number; ef?: number; efConstruction?: number } = {};
     while (this.#eatPunct(',')) {
       const option = HNSW_OPTION_NAMES.find((name) => name === this.#keyword());
-      if (option === undefined) throw this.#expected('an option of @hnsw (m = INT, ef = INT or ef_construction = INT)', { code });
-      if (options[HNSW_KEYS[option]] !== undefined) throw this.#expected(`each option once`, { code, found: `a second "${option}"` });
+      if (option === undefined)
+        throw this.#expected('an option of @hnsw (m = INT, ef = INT or ef_construction = INT)', { code });
+      if (options[HNSW_KEYS[option]] !== undefined)
+        throw this.#expected(`each option once`, { code, found: `a second "${option}"` });
       this.#advance();
       this.#expectPunct('=', undefined, code);
       const { min, max } = HNSW_OPTIONS[option];
@@ -661,10 +710,10 @@ class Parser {
   }
 
   /**
-   * Predicate : Additive ( CompareOp Additive | "not"? ("has" | "in") Additive | "is" "not"? "null" | "not"? "like" STRING )?
+   * Predicate : Additive ( CompareOp Additive | "not"? ("has" | "in") Additive | "is" "not"? "null" | "not"? "like"
+   * STRING )?
    *
-   * Without an operator, an expression stands as a condition (Truth), and a parenthesised condition
-   * stands as itself.
+   * Without an operator, an expression stands as a condition (Truth), and a parenthesised condition stands as itself.
    */
   parsePredicate(): Cond {
     const pos = this.#token.pos;
@@ -675,7 +724,13 @@ class Parser {
     let cond: Cond;
     if (operator.kind === 'punct' && COMPARE_OPS.has(operator.value)) {
       this.#advance();
-      cond = { kind: 'Compare', op: operator.value as CompareOp, left: this.#asValue(left, pos), right: this.parseOperand(), pos };
+      cond = {
+        kind: 'Compare',
+        op: operator.value as CompareOp,
+        left: this.#asValue(left, pos),
+        right: this.parseOperand(),
+        pos,
+      };
     } else {
       switch (this.#keyword()) {
         case 'has':
@@ -713,7 +768,8 @@ class Parser {
   parseLikePattern(): string {
     this.#advance();
     const pattern = this.#token;
-    if (pattern.kind !== 'string') throw this.#expected('a string pattern', { note: 'like takes a string literal, as in like "%fox%"' });
+    if (pattern.kind !== 'string')
+      throw this.#expected('a string pattern', { note: 'like takes a string literal, as in like "%fox%"' });
     this.#advance();
     return pattern.value;
   }
@@ -804,7 +860,8 @@ class Parser {
           this.#deeper(pos);
           const inner = this.parseCondition();
           this.#depth--;
-          if (!this.#eatPunct(')')) throw this.#expected('")"', { note: `to close the "(" at line ${pos.line}, column ${pos.column}` });
+          if (!this.#eatPunct(')'))
+            throw this.#expected('")"', { note: `to close the "(" at line ${pos.line}, column ${pos.column}` });
           return inner;
         }
     }
@@ -881,7 +938,11 @@ class Parser {
         if (key.kind !== 'name' && key.kind !== 'string') throw this.#expected('a key (a name or a string)');
         if (keysAreFields) checkNotReserved(key.value, 'field', key.pos);
         if (keys.has(key.value)) {
-          throw syntaxError('duplicate_field', `expected each key once in an object, found "${key.value}" a second time`, key.pos);
+          throw syntaxError(
+            'duplicate_field',
+            `expected each key once in an object, found "${key.value}" a second time`,
+            key.pos,
+          );
         }
         keys.add(key.value);
         this.#advance();
@@ -910,7 +971,11 @@ class Parser {
   #asValue(term: Term, pos: Position): Expr {
     if (!isCond(term)) return term;
     if (term.kind === 'Truth') return term.expr;
-    throw syntaxError('syntax_error', 'expected a value, found a condition (a condition cannot stand where a value is expected)', pos);
+    throw syntaxError(
+      'syntax_error',
+      'expected a value, found a condition (a condition cannot stand where a value is expected)',
+      pos,
+    );
   }
 
   #advance(): Token {
@@ -976,7 +1041,11 @@ class Parser {
     const after = this.#previous === undefined ? '' : ` after ${show(this.#previous)}`;
     const note = options.note === undefined ? '' : ` (${options.note})`;
     const found = options.found ?? show(this.#token);
-    return syntaxError(options.code ?? 'syntax_error', `expected ${what}${after}, found ${found}${note}`, this.#token.pos);
+    return syntaxError(
+      options.code ?? 'syntax_error',
+      `expected ${what}${after}, found ${found}${note}`,
+      this.#token.pos,
+    );
   }
 }
 

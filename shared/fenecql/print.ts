@@ -86,7 +86,8 @@ export function printAnnotation(annotation: Annotation): string {
     case 'hnsw': {
       const m = annotation.m === undefined ? '' : `, m = ${annotation.m}`;
       const ef = annotation.ef === undefined ? '' : `, ef = ${annotation.ef}`;
-      const efConstruction = annotation.efConstruction === undefined ? '' : `, ef_construction = ${annotation.efConstruction}`;
+      const efConstruction =
+        annotation.efConstruction === undefined ? '' : `, ef_construction = ${annotation.efConstruction}`;
       return `@hnsw(${annotation.metric}${m}${ef}${efConstruction})`;
     }
   }

@@ -31,9 +31,13 @@ export function readBody(req: http.IncomingMessage, limit: number): Promise<stri
 export function encodingRefusal(req: http.IncomingMessage): FenecError | undefined {
   const encoding = req.headers['content-encoding'];
   if (encoding === undefined || encoding.trim().toLowerCase() === 'identity') return undefined;
-  return new FenecError('unsupported_encoding', `the request body is sent with Content-Encoding ${JSON.stringify(encoding.slice(0, 100))}; this server takes bodies uncompressed`, {
-    hint: 'send the body as it is, without a Content-Encoding header',
-  });
+  return new FenecError(
+    'unsupported_encoding',
+    `the request body is sent with Content-Encoding ${JSON.stringify(encoding.slice(0, 100))}; this server takes bodies uncompressed`,
+    {
+      hint: 'send the body as it is, without a Content-Encoding header',
+    },
+  );
 }
 
 /** What a route tells of a body it refuses: one past its limit, one that is not JSON. */

@@ -64,26 +64,50 @@ export class FrontDoor {
   caller(req: IncomingMessage, route: string, access: Access = 'any'): Caller | FenecError {
     const refusal = this.#originRefusal(req);
     if (refusal !== undefined) return refusal;
-    if (this.#tokenDigest === undefined && this.#jwt === undefined) return this.#hostRefusal(req.headers.host) ?? SERVER_CALLER;
+    if (this.#tokenDigest === undefined && this.#jwt === undefined)
+      return this.#hostRefusal(req.headers.host) ?? SERVER_CALLER;
     const authorization = req.headers.authorization;
     if (authorization === undefined || authorization === '') {
-      return this.#refuse('missing', req, route, new FenecError('unauthorized', 'this server takes requests with a token only', { hint: BEARER_HINT }));
+      return this.#refuse(
+        'missing',
+        req,
+        route,
+        new FenecError('unauthorized', 'this server takes requests with a token only', { hint: BEARER_HINT }),
+      );
     }
     const token = /^Bearer +(\S+) *$/i.exec(authorization)?.[1];
     if (token === undefined) {
-      return this.#refuse('not_bearer', req, route, new FenecError('invalid_token', 'the Authorization header is not "Bearer <token>"', { hint: BEARER_HINT }));
+      return this.#refuse(
+        'not_bearer',
+        req,
+        route,
+        new FenecError('invalid_token', 'the Authorization header is not "Bearer <token>"', { hint: BEARER_HINT }),
+      );
     }
     // Both sides hashed: equal lengths for timingSafeEqual, and no timing clue to the token's length.
     if (this.#tokenDigest !== undefined && timingSafeEqual(sha256(token), this.#tokenDigest)) return SERVER_CALLER;
     if (this.#jwt === undefined || access === 'server') {
-      const message = this.#jwt === undefined ? 'the token given is not valid for this server' : `${route} takes the server's token only; the token given is not it`;
-      return this.#refuse('not_server_token', req, route, new FenecError('invalid_token', message, { hint: `${BEARER_HINT} with the server's token` }));
+      const message =
+        this.#jwt === undefined
+          ? 'the token given is not valid for this server'
+          : `${route} takes the server's token only; the token given is not it`;
+      return this.#refuse(
+        'not_server_token',
+        req,
+        route,
+        new FenecError('invalid_token', message, { hint: `${BEARER_HINT} with the server's token` }),
+      );
     }
     const verification = this.#jwt.check(token);
     if (verification.ok) return { kind: 'jwt', claims: verification.claims };
-    return this.#refuse(verification.why, req, route, new FenecError('invalid_token', verification.message, {
-      hint: 'mint a valid token (fenec token) with this server\'s key, issuer and audience',
-    }));
+    return this.#refuse(
+      verification.why,
+      req,
+      route,
+      new FenecError('invalid_token', verification.message, {
+        hint: "mint a valid token (fenec token) with this server's key, issuer and audience",
+      }),
+    );
   }
 
   /**
@@ -95,14 +119,24 @@ export class FrontDoor {
     if (caller instanceof FenecError || caller.kind === 'server') return caller;
     const claimed = caller.claims.tenant;
     if (typeof claimed !== 'string' || claimed === '') {
-      return this.#refuse('no_tenant', req, route, new FenecError('invalid_token', 'the token has no tenant claim; a hosted JWT names its tenant', {
-        hint: 'mint it with fenec token --tenant NAME',
-      }));
+      return this.#refuse(
+        'no_tenant',
+        req,
+        route,
+        new FenecError('invalid_token', 'the token has no tenant claim; a hosted JWT names its tenant', {
+          hint: 'mint it with fenec token --tenant NAME',
+        }),
+      );
     }
     if (claimed === tenant) return caller;
-    return this.#refuse('wrong_tenant', req, route, new FenecError('wrong_tenant', `the token reaches tenant ${claimed}, not ${tenant}`, {
-      hint: `use a token minted with fenec token --tenant ${tenant}`,
-    }));
+    return this.#refuse(
+      'wrong_tenant',
+      req,
+      route,
+      new FenecError('wrong_tenant', `the token reaches tenant ${claimed}, not ${tenant}`, {
+        hint: `use a token minted with fenec token --tenant ${tenant}`,
+      }),
+    );
   }
 
   /**
@@ -129,7 +163,10 @@ export class FrontDoor {
     const origin = req.headers.origin;
     if (origin === undefined || origin === this.#cors || isOwnOrigin(origin, req.headers.host)) return undefined;
     const other = this.#cors === undefined ? '' : ` or ${this.#cors}`;
-    return new FenecError('forbidden_origin', `Origin ${quote(origin)} is not this server's own; a page may call it only from its own origin${other}`);
+    return new FenecError(
+      'forbidden_origin',
+      `Origin ${quote(origin)} is not this server's own; a page may call it only from its own origin${other}`,
+    );
   }
 
   #hostRefusal(host: string | undefined): FenecError | undefined {

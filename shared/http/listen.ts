@@ -34,7 +34,12 @@ export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
  * @throws FenecError `invalid_option` when the address cannot be listened on (in use, not this
  *   machine's, a privileged port).
  */
-export function listen(server: http.Server, address: ListenAddress, logger: Logger, close: () => Promise<void>): Promise<RunningServer> {
+export function listen(
+  server: http.Server,
+  address: ListenAddress,
+  logger: Logger,
+  close: () => Promise<void>,
+): Promise<RunningServer> {
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   return new Promise((resolve, reject) => {
     server.once('error', (err) => reject(listenError(address, err)));
@@ -62,9 +67,12 @@ function listenError(address: ListenAddress, err: unknown): FenecError {
   const code = (err as NodeJS.ErrnoException).code;
   const where = `${address.host}:${address.port}`;
   const message =
-    code === 'EADDRINUSE' ? `--port: ${where} is in use by another process; choose another port, or 0 for any free one`
-    : code === 'EACCES' ? `--port: listening on ${where} needs privileges this process lacks; choose a port above 1023`
-    : code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' ? `--host: ${address.host} is not an address of this machine`
-    : `cannot listen on ${where}: ${(err as Error).message}`;
+    code === 'EADDRINUSE'
+      ? `--port: ${where} is in use by another process; choose another port, or 0 for any free one`
+      : code === 'EACCES'
+        ? `--port: listening on ${where} needs privileges this process lacks; choose a port above 1023`
+        : code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND'
+          ? `--host: ${address.host} is not an address of this machine`
+          : `cannot listen on ${where}: ${(err as Error).message}`;
   return new FenecError('invalid_option', message, { cause: err });
 }

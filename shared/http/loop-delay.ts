@@ -53,15 +53,18 @@ export class LoopDelaySampler {
   /** The figures since the last read, and a new window. */
   read(): LoopDelayFigures {
     const h = this.#histogram;
-    const figures = h.count === 0 ? IDLE : {
-      min: h.min / 1e9,
-      max: h.max / 1e9,
-      mean: h.mean / 1e9,
-      stddev: h.stddev / 1e9,
-      p50: h.percentile(50) / 1e9,
-      p90: h.percentile(90) / 1e9,
-      p99: h.percentile(99) / 1e9,
-    };
+    const figures =
+      h.count === 0
+        ? IDLE
+        : {
+            min: h.min / 1e9,
+            max: h.max / 1e9,
+            mean: h.mean / 1e9,
+            stddev: h.stddev / 1e9,
+            p50: h.percentile(50) / 1e9,
+            p90: h.percentile(90) / 1e9,
+            p99: h.percentile(99) / 1e9,
+          };
     h.reset();
     return figures;
   }

@@ -7,17 +7,29 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { LoopDelaySampler, type LoopDelayFigures } from './loop-delay.js';
 
 /** Sub-millisecond buckets up to 10 s: a get by id answers in tenths of a millisecond, a slow node in seconds. */
-export const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+export const LATENCY_BUCKETS = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];
 
 /**
  * prom-client's event-loop delay figures, which ours replace (loop-delay.ts), with how its cluster
  * aggregator combines each across a router's workers.
  */
-const LOOP_DELAY_GAUGES: readonly (readonly [name: string, key: keyof LoopDelayFigures, help: string, aggregator: 'min' | 'max' | 'average'])[] = [
+const LOOP_DELAY_GAUGES: readonly (readonly [
+  name: string,
+  key: keyof LoopDelayFigures,
+  help: string,
+  aggregator: 'min' | 'max' | 'average',
+])[] = [
   ['nodejs_eventloop_lag_min_seconds', 'min', 'The minimum recorded event loop delay.', 'min'],
   ['nodejs_eventloop_lag_max_seconds', 'max', 'The maximum recorded event loop delay.', 'max'],
   ['nodejs_eventloop_lag_mean_seconds', 'mean', 'The mean of the recorded event loop delays.', 'average'],
-  ['nodejs_eventloop_lag_stddev_seconds', 'stddev', 'The standard deviation of the recorded event loop delays.', 'average'],
+  [
+    'nodejs_eventloop_lag_stddev_seconds',
+    'stddev',
+    'The standard deviation of the recorded event loop delays.',
+    'average',
+  ],
   ['nodejs_eventloop_lag_p50_seconds', 'p50', 'The 50th percentile of the recorded event loop delays.', 'average'],
   ['nodejs_eventloop_lag_p90_seconds', 'p90', 'The 90th percentile of the recorded event loop delays.', 'average'],
   ['nodejs_eventloop_lag_p99_seconds', 'p99', 'The 99th percentile of the recorded event loop delays.', 'average'],
@@ -49,7 +61,10 @@ export class MetricsRegistry {
   /** This process's figures; a router under `--workers` sets it to every worker's, summed. */
   textOf: () => Promise<string> = () => this.registry.metrics();
 
-  /** The delay figures of the window since the last scrape, sampled every millisecond while requests come (loop-delay.ts). */
+  /**
+   * The delay figures of the window since the last scrape, sampled every millisecond while requests come
+   * (loop-delay.ts).
+   */
   #loopDelay(sampler: LoopDelaySampler): void {
     for (const [name] of LOOP_DELAY_GAUGES) this.registry.removeSingleMetric(name);
     // Read once a scrape, by the first gauge before any is (registration order); the window starts again then.

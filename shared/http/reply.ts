@@ -9,7 +9,11 @@ import { asFenecError, type FenecError } from '../errors.js';
 export const JSON_TYPE = 'application/json';
 
 /** The headers of a JSON answer of `status` whose body is `body`, then `extra`. */
-export function jsonHeaders(status: number, body: string | Uint8Array, extra?: OutgoingHttpHeaders): OutgoingHttpHeaders {
+export function jsonHeaders(
+  status: number,
+  body: string | Uint8Array,
+  extra?: OutgoingHttpHeaders,
+): OutgoingHttpHeaders {
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
   const headers: OutgoingHttpHeaders = { 'content-type': JSON_TYPE, 'content-length': length };
   if (status === 401) headers['www-authenticate'] = 'Bearer';
@@ -24,7 +28,12 @@ export function errorBody(err: unknown): { readonly error: FenecError; readonly 
 }
 
 /** Writes a whole JSON answer. */
-export function writeJson(res: ServerResponse, status: number, body: string | Uint8Array, extra?: OutgoingHttpHeaders): void {
+export function writeJson(
+  res: ServerResponse,
+  status: number,
+  body: string | Uint8Array,
+  extra?: OutgoingHttpHeaders,
+): void {
   res.writeHead(status, jsonHeaders(status, body, extra));
   res.end(body);
 }

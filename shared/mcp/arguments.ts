@@ -16,7 +16,10 @@ import type { ArgSchema, Arguments, ToolDefinition } from './tool.js';
 export function checkArguments(tool: ToolDefinition, args: unknown): Arguments {
   if (args === undefined || args === null) args = {};
   if (typeof args !== 'object' || Array.isArray(args)) {
-    throw new FenecError('invalid_argument', `${tool.name} takes its arguments as a JSON object, not ${describe(args)}`);
+    throw new FenecError(
+      'invalid_argument',
+      `${tool.name} takes its arguments as a JSON object, not ${describe(args)}`,
+    );
   }
   // Before anything walks them (a row's values become literal trees past $99): depth and finite numbers.
   checkJsonValue(args, tool.name);
@@ -26,14 +29,21 @@ export function checkArguments(tool: ToolDefinition, args: unknown): Arguments {
     if (!Object.hasOwn(properties, key)) {
       const names = Object.keys(properties);
       const near = closest(key, names);
-      throw new FenecError('invalid_argument', `${tool.name} takes no argument ${JSON.stringify(key)}${near === undefined ? '' : ` (did you mean ${near}?)`}`, {
-        hint: `${tool.name} takes ${names.join(', ')}`,
-      });
+      throw new FenecError(
+        'invalid_argument',
+        `${tool.name} takes no argument ${JSON.stringify(key)}${near === undefined ? '' : ` (did you mean ${near}?)`}`,
+        {
+          hint: `${tool.name} takes ${names.join(', ')}`,
+        },
+      );
     }
   }
   for (const name of required) {
     if (record[name] === undefined || record[name] === null) {
-      throw new FenecError('invalid_argument', `${tool.name} needs the argument ${name}: ${properties[name]!.description ?? ''}`.trimEnd());
+      throw new FenecError(
+        'invalid_argument',
+        `${tool.name} needs the argument ${name}: ${properties[name]!.description ?? ''}`.trimEnd(),
+      );
     }
   }
   for (const [key, value] of Object.entries(record)) {
@@ -47,29 +57,48 @@ function checkValue(tool: string, path: string, schema: ArgSchema, value: unknow
   const types = typeof schema.type === 'string' ? [schema.type] : schema.type;
   const type = types.find((t) => isType(t, value));
   if (type === undefined) {
-    throw new FenecError('invalid_argument', `${tool}: ${path} takes ${types.map(article).join(' or ')}, not ${describe(value)}`);
+    throw new FenecError(
+      'invalid_argument',
+      `${tool}: ${path} takes ${types.map(article).join(' or ')}, not ${describe(value)}`,
+    );
   }
   if (schema.const !== undefined && value !== schema.const) {
     throw new FenecError('invalid_argument', `${tool}: ${path} takes only ${JSON.stringify(schema.const)}`);
   }
   if (schema.enum !== undefined && !schema.enum.includes(value as string)) {
-    throw new FenecError('invalid_argument', `${tool}: ${path} takes ${schema.enum.map((v) => JSON.stringify(v)).join(', ')}, not ${describe(value)}`);
+    throw new FenecError(
+      'invalid_argument',
+      `${tool}: ${path} takes ${schema.enum.map((v) => JSON.stringify(v)).join(', ')}, not ${describe(value)}`,
+    );
   }
   if (schema.minimum !== undefined && (value as number) < schema.minimum) {
     throw new FenecError('invalid_argument', `${tool}: ${path} takes ${schema.minimum} or more, not ${String(value)}`);
   }
   if (schema.pattern !== undefined && !new RegExp(schema.pattern).test(value as string)) {
-    throw new FenecError('invalid_argument', `${tool}: ${path} is ${JSON.stringify(value)}; ${schema.description ?? `it takes ${schema.pattern}`}`);
+    throw new FenecError(
+      'invalid_argument',
+      `${tool}: ${path} is ${JSON.stringify(value)}; ${schema.description ?? `it takes ${schema.pattern}`}`,
+    );
   }
   if (type === 'array') {
     const items = value as unknown[];
     if (schema.minItems !== undefined && items.length < schema.minItems) {
-      throw new FenecError('invalid_argument', `${tool}: ${path} takes at least ${schema.minItems} item${schema.minItems === 1 ? '' : 's'}`);
+      throw new FenecError(
+        'invalid_argument',
+        `${tool}: ${path} takes at least ${schema.minItems} item${schema.minItems === 1 ? '' : 's'}`,
+      );
     }
     if (schema.maxItems !== undefined && items.length > schema.maxItems) {
-      throw new FenecError('invalid_argument', `${tool}: ${path} takes at most ${schema.maxItems} items; it has ${items.length}`, {
-        hint: tool === 'write' ? 'split the rows over several calls; a bulk load goes through /query (insert into C $1) or fenec import' : undefined,
-      });
+      throw new FenecError(
+        'invalid_argument',
+        `${tool}: ${path} takes at most ${schema.maxItems} items; it has ${items.length}`,
+        {
+          hint:
+            tool === 'write'
+              ? 'split the rows over several calls; a bulk load goes through /query (insert into C $1) or fenec import'
+              : undefined,
+        },
+      );
     }
     if (schema.items !== undefined) items.forEach((item, i) => checkValue(tool, `${path}[${i}]`, schema.items!, item));
   }
@@ -95,15 +124,23 @@ function isType(type: string, value: unknown): boolean {
 }
 
 function article(type: string): string {
-  return type === 'array' ? 'an array' : type === 'object' ? 'an object' : type === 'integer' ? 'an integer' : `a ${type}`;
+  return type === 'array'
+    ? 'an array'
+    : type === 'object'
+      ? 'an object'
+      : type === 'integer'
+        ? 'an integer'
+        : `a ${type}`;
 }
 
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'object') return 'an object';
-  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
-  if (typeof value === 'number') return Number.isInteger(value) ? `the number ${value}` : `the number ${value} (not an integer)`;
+  if (typeof value === 'string')
+    return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  if (typeof value === 'number')
+    return Number.isInteger(value) ? `the number ${value}` : `the number ${value} (not an integer)`;
   return `${typeof value} ${String(value)}`;
 }
 
@@ -114,9 +151,13 @@ function describe(value: unknown): string {
  */
 export function checkName(tool: string, argument: string, name: string): string {
   if (!isName(name)) {
-    throw new FenecError('invalid_name', `${tool}: ${argument} is ${JSON.stringify(name.length > 70 ? `${name.slice(0, 70)}…` : name)}, not a FenecQL name`, {
-      hint: 'a name is a letter or _, then letters, digits or _, at most 64 characters; schema lists the names there are',
-    });
+    throw new FenecError(
+      'invalid_name',
+      `${tool}: ${argument} is ${JSON.stringify(name.length > 70 ? `${name.slice(0, 70)}…` : name)}, not a FenecQL name`,
+      {
+        hint: 'a name is a letter or _, then letters, digits or _, at most 64 characters; schema lists the names there are',
+      },
+    );
   }
   return name;
 }

@@ -18,7 +18,10 @@ const KEPT_KEYS = new Set(['id', '_score', 'snippet']);
 /** How the tool asks for fewer rows or fields: the call to suggest, or undefined when it cannot. */
 export interface Narrowing {
   /** The same call with this limit and, when given, only these fields. */
-  call(limit: number, fields: readonly string[] | undefined): { readonly name: string; readonly arguments: Readonly<Record<string, unknown>> } | undefined;
+  call(
+    limit: number,
+    fields: readonly string[] | undefined,
+  ): { readonly name: string; readonly arguments: Readonly<Record<string, unknown>> } | undefined;
   /** The tool lets a call choose its fields (search's fields, query's select). */
   readonly choosesFields: boolean;
 }
@@ -34,7 +37,12 @@ export type Bounded =
  * Checks an answer against the bounds. `found` is how many rows the statement would answer without
  * the bound (it is run with a limit of 101: the 101st row says "more"), when it could be counted.
  */
-export function checkBounds(tool: string, answer: Answer, narrowing: Narrowing, found: () => number | undefined): Bounded {
+export function checkBounds(
+  tool: string,
+  answer: Answer,
+  narrowing: Narrowing,
+  found: () => number | undefined,
+): Bounded {
   const rows = Array.isArray(answer.rows) ? (answer.rows as Record<string, unknown>[]) : undefined;
   if (rows !== undefined && rows.length > BOUNDS.rows) {
     const total = found();
@@ -46,10 +54,19 @@ export function checkBounds(tool: string, answer: Answer, narrowing: Narrowing, 
   const bytes = text.length * 3 <= BOUNDS.bytes ? text.length : Buffer.byteLength(text);
   if (bytes <= BOUNDS.bytes) return { ok: true, text };
   const where = rows === undefined ? '' : ` in ${figure(rows.length)} row${rows.length === 1 ? '' : 's'}`;
-  return refuse(tool, `the answer would be ${figure(bytes)} bytes${where}`, rows ?? [], narrowing, { rows: rows?.length ?? null, bytes });
+  return refuse(tool, `the answer would be ${figure(bytes)} bytes${where}`, rows ?? [], narrowing, {
+    rows: rows?.length ?? null,
+    bytes,
+  });
 }
 
-function refuse(tool: string, what: string, rows: readonly Record<string, unknown>[], narrowing: Narrowing, figures: { rows: number | null; bytes: number | null }): Bounded {
+function refuse(
+  tool: string,
+  what: string,
+  rows: readonly Record<string, unknown>[],
+  narrowing: Narrowing,
+  figures: { rows: number | null; bytes: number | null },
+): Bounded {
   const options = narrowerCalls(rows, narrowing);
   const bound = `${BOUNDS.rows} rows and ${figure(BOUNDS.bytes)} bytes (64 KB)`;
   const message = `${tool}: ${what}, past the bound of ${bound}; it is refused whole, never cut`;
@@ -58,7 +75,11 @@ function refuse(tool: string, what: string, rows: readonly Record<string, unknow
     options.length === 0
       ? 'narrow the call: a filter or where that matches fewer rows, or fewer fields'
       : `call ${tool} with ${tries.join(', or with ')} — it fits — or with a filter that matches fewer rows`;
-  const details = { ...figures, bound: { rows: BOUNDS.rows, bytes: BOUNDS.bytes }, ...(options.length === 0 ? {} : { try: options[0] }) };
+  const details = {
+    ...figures,
+    bound: { rows: BOUNDS.rows, bytes: BOUNDS.bytes },
+    ...(options.length === 0 ? {} : { try: options[0] }),
+  };
   return { ok: false, error: new FenecError('answer_too_large', message, { hint }), details };
 }
 
@@ -66,7 +87,10 @@ function refuse(tool: string, what: string, rows: readonly Record<string, unknow
  * Narrower calls that fit, best first: the fewest fields dropped that let the most rows through,
  * then every field with fewer rows.
  */
-function narrowerCalls(rows: readonly Record<string, unknown>[], narrowing: Narrowing): { name: string; arguments: Readonly<Record<string, unknown>> }[] {
+function narrowerCalls(
+  rows: readonly Record<string, unknown>[],
+  narrowing: Narrowing,
+): { name: string; arguments: Readonly<Record<string, unknown>> }[] {
   const budget = Math.floor(BOUNDS.bytes * HEADROOM);
   const most = Math.min(rows.length, BOUNDS.rows);
   const calls: { name: string; arguments: Readonly<Record<string, unknown>> }[] = [];
@@ -106,18 +130,29 @@ function fieldSizes(rows: readonly Record<string, unknown>[]): Map<string, numbe
   for (const row of rows) {
     for (const [key, value] of Object.entries(row)) {
       if (KEPT_KEYS.has(key)) continue;
-      sizes.set(key, (sizes.get(key) ?? 0) + key.length + 4 + (value === undefined ? 0 : Buffer.byteLength(JSON.stringify(value))));
+      sizes.set(
+        key,
+        (sizes.get(key) ?? 0) + key.length + 4 + (value === undefined ? 0 : Buffer.byteLength(JSON.stringify(value))),
+      );
     }
   }
   return sizes;
 }
 
 /** The most leading rows (up to `most`) whose answer, with only `fields` kept, is within `budget` bytes. */
-function rowsThatFit(rows: readonly Record<string, unknown>[], fields: readonly string[] | undefined, budget: number, most: number): number {
+function rowsThatFit(
+  rows: readonly Record<string, unknown>[],
+  fields: readonly string[] | undefined,
+  budget: number,
+  most: number,
+): number {
   let bytes = '{"rows":[],"count":100}'.length;
   for (let i = 0; i < most; i++) {
     const row = rows[i]!;
-    const kept = fields === undefined ? row : Object.fromEntries(Object.entries(row).filter(([key]) => KEPT_KEYS.has(key) || fields.includes(key)));
+    const kept =
+      fields === undefined
+        ? row
+        : Object.fromEntries(Object.entries(row).filter(([key]) => KEPT_KEYS.has(key) || fields.includes(key)));
     bytes += Buffer.byteLength(JSON.stringify(kept)) + (i === 0 ? 0 : 1);
     if (bytes > budget) return i;
   }

@@ -10,8 +10,28 @@ import { context, trace, SpanStatusCode, type Tracer } from '@opentelemetry/api'
 import { performance } from 'node:perf_hooks';
 import type { FenecError } from '../errors.js';
 import { describeByte, invalidUtf8At } from '../utf8.js';
-import { errorAnswer, parseMessage, resultAnswer, RpcCode, RpcFault, type Message, type RpcAnswer, type RpcRequest } from './json-rpc.js';
-import { agreedRevision, checkEnvelope, checkHeaders, HANDSHAKE, META_SERVER_INFO, META_VERSION, MODERN, SUPPORTED, unsupportedVersion, type HeaderReader } from './revisions.js';
+import {
+  errorAnswer,
+  parseMessage,
+  resultAnswer,
+  RpcCode,
+  RpcFault,
+  type Message,
+  type RpcAnswer,
+  type RpcRequest,
+} from './json-rpc.js';
+import {
+  agreedRevision,
+  checkEnvelope,
+  checkHeaders,
+  HANDSHAKE,
+  META_SERVER_INFO,
+  META_VERSION,
+  MODERN,
+  SUPPORTED,
+  unsupportedVersion,
+  type HeaderReader,
+} from './revisions.js';
 import { instructions } from './instructions.js';
 import type { OfferedTool, ToolCaller, ToolOutcome } from './tool.js';
 import type { ToolRunner } from './tool-runner.js';
@@ -32,7 +52,10 @@ export interface McpReply {
 export type ToolCallOutcome = 'ok' | 'refused' | 'failed';
 
 export interface ToolCallEvent {
-  /** The tool's name from the list of tools, or `unknown` for a name this server does not offer (never a caller's text as a label). */
+  /**
+   * The tool's name from the list of tools, or `unknown` for a name this server does not offer (never a caller's text
+   * as a label).
+   */
   readonly tool: string;
   /** The tool changes rows: the call is an audit line (its `audited`). */
   readonly audited: boolean;
@@ -104,8 +127,20 @@ export class McpEndpoint<O> {
   handle(message: string | Uint8Array, caller: ToolCaller<O>, header?: HeaderReader): McpReply {
     if (typeof message === 'string') return this.#answer(message, caller, header, undefined)!;
     const notUtf8 = invalidUtf8At(message);
-    if (notUtf8 >= 0) return fault(new RpcFault(RpcCode.parseError, `Parse error: the message is not UTF-8 (${describeByte(message, notUtf8)} begins no character)`, 400));
-    return this.#answer(Buffer.from(message.buffer, message.byteOffset, message.byteLength).toString('utf8'), caller, header, undefined)!;
+    if (notUtf8 >= 0)
+      return fault(
+        new RpcFault(
+          RpcCode.parseError,
+          `Parse error: the message is not UTF-8 (${describeByte(message, notUtf8)} begins no character)`,
+          400,
+        ),
+      );
+    return this.#answer(
+      Buffer.from(message.buffer, message.byteOffset, message.byteLength).toString('utf8'),
+      caller,
+      header,
+      undefined,
+    )!;
   }
 
   /**
@@ -118,7 +153,12 @@ export class McpEndpoint<O> {
     return this.#answer(text, caller, header, refusal);
   }
 
-  #answer(text: string, caller: ToolCaller<O>, header: HeaderReader | undefined, refusal: Refusal | undefined): McpReply | undefined {
+  #answer(
+    text: string,
+    caller: ToolCaller<O>,
+    header: HeaderReader | undefined,
+    refusal: Refusal | undefined,
+  ): McpReply | undefined {
     let message: Message;
     try {
       message = parseMessage(text);
@@ -130,17 +170,22 @@ export class McpEndpoint<O> {
     try {
       const meta = params._meta as Record<string, unknown> | undefined;
       const headerVersion = header?.('mcp-protocol-version')?.trim();
-      const modern = (meta !== undefined && meta[META_VERSION] !== undefined) || (headerVersion !== undefined && headerVersion >= MODERN);
+      const modern =
+        (meta !== undefined && meta[META_VERSION] !== undefined) ||
+        (headerVersion !== undefined && headerVersion >= MODERN);
       if (modern) {
         if (header !== undefined) checkHeaders(header, method, params, message.kind === 'request');
         checkEnvelope(meta);
-        if (message.kind === 'request' && method === 'tools/call') return this.#toolReply(message.request, caller, true, refusal);
+        if (message.kind === 'request' && method === 'tools/call')
+          return this.#toolReply(message.request, caller, true, refusal);
         if (refusal !== undefined) return undefined;
         if (message.kind === 'notification') return ACCEPTED;
         return reply(200, resultAnswer(message.request.id, this.#modern(message.request, caller)));
       }
-      if (headerVersion !== undefined && !(HANDSHAKE as readonly string[]).includes(headerVersion)) throw unsupportedVersion(headerVersion);
-      if (message.kind === 'request' && method === 'tools/call') return this.#toolReply(message.request, caller, false, refusal);
+      if (headerVersion !== undefined && !(HANDSHAKE as readonly string[]).includes(headerVersion))
+        throw unsupportedVersion(headerVersion);
+      if (message.kind === 'request' && method === 'tools/call')
+        return this.#toolReply(message.request, caller, false, refusal);
       if (refusal !== undefined) return undefined;
       if (message.kind === 'notification') return ACCEPTED;
       return reply(200, resultAnswer(message.request.id, this.#handshake(message.request, caller)));
@@ -165,7 +210,11 @@ export class McpEndpoint<O> {
       case 'tools/list':
         return { resultType: 'complete', tools: this.#definitions(caller), ...CACHE, _meta: this.#modernMeta };
       default:
-        throw new RpcFault(RpcCode.methodNotFound, `Method not found: ${echo(request.method)}; under ${MODERN} this server answers server/discover, tools/list and tools/call`, 404);
+        throw new RpcFault(
+          RpcCode.methodNotFound,
+          `Method not found: ${echo(request.method)}; under ${MODERN} this server answers server/discover, tools/list and tools/call`,
+          404,
+        );
     }
   }
 
@@ -183,7 +232,11 @@ export class McpEndpoint<O> {
       case 'tools/list':
         return { tools: this.#definitions(caller) };
       default:
-        throw new RpcFault(RpcCode.methodNotFound, `Method not found: ${echo(request.method)}; this server answers initialize, ping, tools/list and tools/call`, 200);
+        throw new RpcFault(
+          RpcCode.methodNotFound,
+          `Method not found: ${echo(request.method)}; this server answers initialize, ping, tools/list and tools/call`,
+          200,
+        );
     }
   }
 
@@ -193,7 +246,10 @@ export class McpEndpoint<O> {
    */
   #toolReply(request: RpcRequest, caller: ToolCaller<O>, modern: boolean, refusal: Refusal | undefined): McpReply {
     const { result, json: answerJson, text } = this.#call(request, caller, refusal);
-    const answer = resultAnswer(request.id, modern ? { resultType: 'complete', ...result, _meta: this.#modernMeta } : result);
+    const answer = resultAnswer(
+      request.id,
+      modern ? { resultType: 'complete', ...result, _meta: this.#modernMeta } : result,
+    );
     if (answerJson === undefined) return reply(200, answer);
     const json =
       `{"jsonrpc":"2.0","id":${JSON.stringify(request.id)},"result":{${modern ? '"resultType":"complete",' : ''}` +
@@ -206,40 +262,89 @@ export class McpEndpoint<O> {
    * tools/call: an unknown tool or malformed params is a fault; anything the tool refuses is its
    * result, and so is a `refusal` made before it could run.
    */
-  #call(request: RpcRequest, caller: ToolCaller<O>, refusal: Refusal | undefined): { result: Record<string, unknown>; json: string | undefined; text: string | undefined } {
+  #call(
+    request: RpcRequest,
+    caller: ToolCaller<O>,
+    refusal: Refusal | undefined,
+  ): { result: Record<string, unknown>; json: string | undefined; text: string | undefined } {
     const started = performance.now();
     const name = request.params.name;
     let offered = typeof name === 'string' ? this.#runner.tool(name) : undefined;
     // A tool the token is not granted is as unknown to it as one the server does not offer.
-    if (offered !== undefined && caller.tools !== undefined && !caller.tools.has(offered.tool.name)) offered = undefined;
+    if (offered !== undefined && caller.tools !== undefined && !caller.tools.has(offered.tool.name))
+      offered = undefined;
     if (offered === undefined) {
-      this.#options.onToolCall?.({ tool: 'unknown', audited: false, outcome: 'failed', error: undefined, seconds: (performance.now() - started) / 1000 }, caller);
-      if (typeof name !== 'string') throw new RpcFault(RpcCode.invalidParams, 'Invalid params: tools/call needs params.name, the tool to call', 200);
-      const names = this.#tools(caller).map((o) => o.tool.name).join(', ') || 'no tool';
+      this.#options.onToolCall?.(
+        {
+          tool: 'unknown',
+          audited: false,
+          outcome: 'failed',
+          error: undefined,
+          seconds: (performance.now() - started) / 1000,
+        },
+        caller,
+      );
+      if (typeof name !== 'string')
+        throw new RpcFault(
+          RpcCode.invalidParams,
+          'Invalid params: tools/call needs params.name, the tool to call',
+          200,
+        );
+      const names =
+        this.#tools(caller)
+          .map((o) => o.tool.name)
+          .join(', ') || 'no tool';
       const why = caller.tools === undefined ? this.#runner.whyNotOffered(name) : '';
-      throw new RpcFault(RpcCode.invalidParams, `Unknown tool: ${JSON.stringify(echo(name))}; ${caller.tools === undefined ? 'this server offers' : 'this token is offered'} ${names}${why}`, 200);
+      throw new RpcFault(
+        RpcCode.invalidParams,
+        `Unknown tool: ${JSON.stringify(echo(name))}; ${caller.tools === undefined ? 'this server offers' : 'this token is offered'} ${names}${why}`,
+        200,
+      );
     }
     const { tool } = offered;
     const span = this.#tracer.startSpan(`mcp.tool ${tool.name}`, { attributes: { 'mcp.tool': tool.name } });
     // The call runs inside its span, so that spans made below it (a statement's) are its children.
-    const outcome: ToolOutcome = refusal !== undefined
-      ? { ok: false, ...refusal }
-      : context.with(trace.setSpan(context.active(), span), () => this.#runner.call(offered, request.params.arguments, caller));
+    const outcome: ToolOutcome =
+      refusal !== undefined
+        ? { ok: false, ...refusal }
+        : context.with(trace.setSpan(context.active(), span), () =>
+            this.#runner.call(offered, request.params.arguments, caller),
+          );
     // Only a fault is one: a full tenant (507) or an unreachable one (503) is a refusal the model can act on.
     const failed = !outcome.ok && outcome.error.status === 500;
     const label: ToolCallOutcome = outcome.ok ? 'ok' : failed ? 'failed' : 'refused';
     span.setAttribute('mcp.outcome', label);
     if (!outcome.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error.code });
     span.end();
-    this.#options.onToolCall?.({ tool: tool.name, audited: tool.audited, outcome: label, error: outcome.ok ? undefined : outcome.error, seconds: (performance.now() - started) / 1000 }, caller);
+    this.#options.onToolCall?.(
+      {
+        tool: tool.name,
+        audited: tool.audited,
+        outcome: label,
+        error: outcome.ok ? undefined : outcome.error,
+        seconds: (performance.now() - started) / 1000,
+      },
+      caller,
+    );
     if (outcome.ok) {
       const text = tool.answersRows ? markUntrusted(outcome.text) : outcome.text;
-      return { result: { content: [{ type: 'text', text }], structuredContent: outcome.answer, isError: false }, json: outcome.text, text };
+      return {
+        result: { content: [{ type: 'text', text }], structuredContent: outcome.answer, isError: false },
+        json: outcome.text,
+        text,
+      };
     }
-    if (failed) throw new RpcFault(RpcCode.internalError, `Internal error: ${outcome.error.message}`, 200, { data: { code: outcome.error.code } });
+    if (failed)
+      throw new RpcFault(RpcCode.internalError, `Internal error: ${outcome.error.message}`, 200, {
+        data: { code: outcome.error.code },
+      });
     const { error } = outcome.error.toJSON();
     const refused = { error: { ...error, status: outcome.error.status, ...outcome.details } };
-    return { result: { content: [{ type: 'text', text: JSON.stringify(refused) }], structuredContent: refused, isError: true }, json: undefined, text: undefined };
+    return {
+      result: { content: [{ type: 'text', text: JSON.stringify(refused) }], structuredContent: refused, isError: true },
+      json: undefined,
+      text: undefined,
+    };
   }
 }
 

@@ -12,7 +12,9 @@ export const RpcCode = {
   methodNotFound: -32601,
   invalidParams: -32602,
   internalError: -32603,
-  /** 2026-07-28: an HTTP header (MCP-Protocol-Version, Mcp-Method, Mcp-Name) says other than the body, or is missing. */
+  /**
+   * 2026-07-28: an HTTP header (MCP-Protocol-Version, Mcp-Method, Mcp-Name) says other than the body, or is missing.
+   */
   headerMismatch: -32020,
   /** 2026-07-28: a request needs a client capability it did not declare. */
   missingClientCapability: -32021,
@@ -49,7 +51,12 @@ export class RpcFault extends Error {
   /** The id of the request it answers, when one could be read. */
   readonly id: JsonRpcId | null;
 
-  constructor(code: number, message: string, httpStatus: number, options: { data?: unknown; id?: JsonRpcId | null } = {}) {
+  constructor(
+    code: number,
+    message: string,
+    httpStatus: number,
+    options: { data?: unknown; id?: JsonRpcId | null } = {},
+  ) {
     super(message);
     this.name = 'RpcFault';
     this.code = code;
@@ -59,7 +66,9 @@ export class RpcFault extends Error {
   }
 
   body(): RpcErrorBody {
-    return this.data === undefined ? { code: this.code, message: this.message } : { code: this.code, message: this.message, data: this.data };
+    return this.data === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, data: this.data };
   }
 }
 
@@ -83,7 +92,11 @@ export function parseMessage(text: string): Message {
     throw new RpcFault(RpcCode.parseError, `Parse error: the message is not JSON (${(err as Error).message})`, 400);
   }
   if (Array.isArray(value)) {
-    throw new RpcFault(RpcCode.invalidRequest, 'Invalid request: batches are not taken; send one JSON-RPC message per request', 400);
+    throw new RpcFault(
+      RpcCode.invalidRequest,
+      'Invalid request: batches are not taken; send one JSON-RPC message per request',
+      400,
+    );
   }
   if (typeof value !== 'object' || value === null) {
     throw new RpcFault(RpcCode.invalidRequest, 'Invalid request: a message is a JSON object', 400);
@@ -96,14 +109,20 @@ export function parseMessage(text: string): Message {
   };
   if (message.jsonrpc !== '2.0') fail('"jsonrpc" must be "2.0"');
   if (typeof message.method !== 'string') {
-    fail('result' in message || 'error' in message ? 'this server sends no requests, so takes no responses' : '"method" must be a string');
+    fail(
+      'result' in message || 'error' in message
+        ? 'this server sends no requests, so takes no responses'
+        : '"method" must be a string',
+    );
   }
   const params = message.params;
-  if (params !== undefined && (typeof params !== 'object' || params === null || Array.isArray(params))) fail('"params" must be an object');
+  if (params !== undefined && (typeof params !== 'object' || params === null || Array.isArray(params)))
+    fail('"params" must be an object');
   const method = message.method as string;
   const readParams = (params as Record<string, unknown> | undefined) ?? NO_PARAMS;
   if (!('id' in message)) return { kind: 'notification', notification: { method, params: readParams } };
-  if (readableId === undefined || (typeof id === 'number' && !Number.isFinite(id))) fail('"id" must be a string or a number');
+  if (readableId === undefined || (typeof id === 'number' && !Number.isFinite(id)))
+    fail('"id" must be a string or a number');
   return { kind: 'request', request: { id: readableId!, method, params: readParams } };
 }
 

@@ -24,7 +24,13 @@ function withoutPositions(field: FieldDef): FieldDef {
 const FIELDS = DEFINITION.fields.map(withoutPositions);
 
 export function vectorField(dims: number): FieldDef {
-  return { name: VECTOR_FIELD, type: { kind: 'vector', dims }, required: false, unique: false, annotations: [{ kind: 'hnsw', metric: 'cosine' }] };
+  return {
+    name: VECTOR_FIELD,
+    type: { kind: 'vector', dims },
+    required: false,
+    unique: false,
+    annotations: [{ kind: 'hnsw', metric: 'cosine' }],
+  };
 }
 
 /** `create collection if not exists NAME (…)`, with `vector vector<dims> @hnsw(cosine)` when dims is given. */

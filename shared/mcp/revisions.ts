@@ -20,7 +20,11 @@ export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 export type HeaderReader = (name: string) => string | undefined;
 
 /** The methods whose target a 2026-07-28 request repeats in `Mcp-Name`, and where the body has it. */
-const NAMED: Readonly<Record<string, 'name' | 'uri'>> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
+const NAMED: Readonly<Record<string, 'name' | 'uri'>> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+};
 
 export function unsupportedVersion(requested: unknown): RpcFault {
   return new RpcFault(
@@ -40,30 +44,51 @@ export function unsupportedVersion(requested: unknown): RpcFault {
 export function checkEnvelope(meta: Record<string, unknown> | undefined): void {
   const version = meta?.[META_VERSION];
   if (typeof version !== 'string') {
-    throw new RpcFault(RpcCode.invalidParams, `Invalid params: params._meta["${META_VERSION}"] is required in a ${MODERN} request`, 400);
+    throw new RpcFault(
+      RpcCode.invalidParams,
+      `Invalid params: params._meta["${META_VERSION}"] is required in a ${MODERN} request`,
+      400,
+    );
   }
   if (version !== MODERN) throw unsupportedVersion(version);
   const capabilities = meta![META_CAPABILITIES];
   if (typeof capabilities !== 'object' || capabilities === null || Array.isArray(capabilities)) {
-    throw new RpcFault(RpcCode.invalidParams, `Invalid params: params._meta["${META_CAPABILITIES}"] is required (an object; {} for none)`, 400);
+    throw new RpcFault(
+      RpcCode.invalidParams,
+      `Invalid params: params._meta["${META_CAPABILITIES}"] is required (an object; {} for none)`,
+      400,
+    );
   }
 }
 
 /**
- * A 2026-07-28 request's headers against its body: MCP-Protocol-Version against `_meta`'s revision,
- * Mcp-Method against `method`, Mcp-Name against the tool (prompt, resource) it names.
+ * A 2026-07-28 request's headers against its body: MCP-Protocol-Version against `_meta`'s revision, Mcp-Method against
+ * `method`, Mcp-Name against the tool (prompt, resource) it names.
  *
- * @throws RpcFault -32020 (400) naming the header and both values; -32602 when the body has no envelope to compare with.
+ * @throws RpcFault -32020 (400) naming the header and both values; -32602 when the body has no envelope to compare
+ * with.
  */
-export function checkHeaders(header: HeaderReader, method: string, params: Readonly<Record<string, unknown>>, isRequest: boolean): void {
+export function checkHeaders(
+  header: HeaderReader,
+  method: string,
+  params: Readonly<Record<string, unknown>>,
+  isRequest: boolean,
+): void {
   const meta = params._meta as Record<string, unknown> | undefined;
   const version = header('mcp-protocol-version');
   if (version === undefined) throw mismatch('the MCP-Protocol-Version header is missing');
   const bodyVersion = meta?.[META_VERSION];
   if (bodyVersion === undefined) {
-    throw new RpcFault(RpcCode.invalidParams, `Invalid params: MCP-Protocol-Version says ${version} and params._meta["${META_VERSION}"] is missing`, 400);
+    throw new RpcFault(
+      RpcCode.invalidParams,
+      `Invalid params: MCP-Protocol-Version says ${version} and params._meta["${META_VERSION}"] is missing`,
+      400,
+    );
   }
-  if (decode(version) !== bodyVersion) throw mismatch(`MCP-Protocol-Version is ${JSON.stringify(version)} and the body's revision ${JSON.stringify(bodyVersion)}`);
+  if (decode(version) !== bodyVersion)
+    throw mismatch(
+      `MCP-Protocol-Version is ${JSON.stringify(version)} and the body's revision ${JSON.stringify(bodyVersion)}`,
+    );
   const methodHeader = header('mcp-method');
   if (methodHeader === undefined) {
     if (isRequest) throw mismatch('the Mcp-Method header is missing');
@@ -73,8 +98,12 @@ export function checkHeaders(header: HeaderReader, method: string, params: Reado
   const key = NAMED[method];
   if (key === undefined) return;
   const nameHeader = header('mcp-name');
-  if (nameHeader === undefined) throw mismatch(`the Mcp-Name header is missing; ${method} names its ${key === 'uri' ? 'resource' : 'target'} in it`);
-  if (decode(nameHeader) !== params[key]) throw mismatch(`Mcp-Name is ${JSON.stringify(nameHeader)} and params.${key} ${JSON.stringify(params[key])}`);
+  if (nameHeader === undefined)
+    throw mismatch(
+      `the Mcp-Name header is missing; ${method} names its ${key === 'uri' ? 'resource' : 'target'} in it`,
+    );
+  if (decode(nameHeader) !== params[key])
+    throw mismatch(`Mcp-Name is ${JSON.stringify(nameHeader)} and params.${key} ${JSON.stringify(params[key])}`);
 }
 
 function mismatch(what: string): RpcFault {
@@ -91,7 +120,8 @@ function decode(value: string): string {
   const trimmed = value.trim();
   const encoded = /^=\?base64\?([A-Za-z0-9+/=]*)\?=$/.exec(trimmed);
   if (encoded !== null) return Buffer.from(encoded[1]!, 'base64').toString('utf8');
-  if (!/^[\x20-\x7e\t]*$/.test(trimmed)) throw mismatch('a header value holds characters outside printable ASCII without =?base64?…?= encoding');
+  if (!/^[\x20-\x7e\t]*$/.test(trimmed))
+    throw mismatch('a header value holds characters outside printable ASCII without =?base64?…?= encoding');
   return trimmed;
 }
 

@@ -22,7 +22,8 @@ export const MAX_BOUND = MAX_PARAMS;
 
 export const int = (value: number): Expr => ({ kind: 'Literal', type: 'int', value });
 export const field = (name: string): Expr => ({ kind: 'Field', name });
-export const and = (left: Cond | undefined, right: Cond): Cond => (left === undefined ? right : { kind: 'And', left, right });
+export const and = (left: Cond | undefined, right: Cond): Cond =>
+  left === undefined ? right : { kind: 'And', left, right };
 
 /**
  * A `filter` argument as the condition it is, alone: no clause after it, no second statement, no
@@ -36,16 +37,25 @@ export function parseFilter(tool: string, filter: string, params: number): Cond 
     cond = parseCondition(filter);
   } catch (err) {
     if (!(err instanceof FenecError)) throw err;
-    throw new FenecError(err.code, `${tool}: filter ${JSON.stringify(filter)} is not a condition alone: ${err.message}`, {
-      hint: err.hint ?? 'a filter is one FenecQL condition, e.g. year >= $1 and tags has $2, with its values in params',
-      position: err.position,
-    });
+    throw new FenecError(
+      err.code,
+      `${tool}: filter ${JSON.stringify(filter)} is not a condition alone: ${err.message}`,
+      {
+        hint:
+          err.hint ?? 'a filter is one FenecQL condition, e.g. year >= $1 and tags has $2, with its values in params',
+        position: err.position,
+      },
+    );
   }
   const highest = highestParam(cond);
   if (highest > params) {
-    throw new FenecError('missing_parameter', `${tool}: filter uses $${highest} and params has ${params} value${params === 1 ? '' : 's'}`, {
-      hint: `give params an array of ${highest} values, bound to $1…$${highest}`,
-    });
+    throw new FenecError(
+      'missing_parameter',
+      `${tool}: filter uses $${highest} and params has ${params} value${params === 1 ? '' : 's'}`,
+      {
+        hint: `give params an array of ${highest} values, bound to $1…$${highest}`,
+      },
+    );
   }
   return cond;
 }
@@ -85,9 +95,13 @@ function highestParam(node: Cond | Expr): number {
 export function detailSelect(tool: string, args: Arguments, fields: readonly string[] | null): GetStmt['select'] {
   const detail = (args.detail as Detail | undefined) ?? 'fields';
   if (detail !== 'fields' && args.fields != null) {
-    throw new FenecError('invalid_argument', `${tool}: fields chooses the fields of detail "fields"; detail "${detail}" answers ${detail === 'ids' ? 'ids' : 'every field'}`, {
-      hint: `leave out fields, or detail`,
-    });
+    throw new FenecError(
+      'invalid_argument',
+      `${tool}: fields chooses the fields of detail "fields"; detail "${detail}" answers ${detail === 'ids' ? 'ids' : 'every field'}`,
+      {
+        hint: `leave out fields, or detail`,
+      },
+    );
   }
   if (detail === 'ids') return ['id'];
   if (detail === 'full') return '*';
@@ -98,9 +112,17 @@ export function detailSelect(tool: string, args: Arguments, fields: readonly str
  * The read a call of this shape runs, made once and kept, and this call's values for it. A call
  * with more values than parameters there are (their tree holds literals) is made each time.
  */
-export function readOfShape(context: ToolContext, key: string, make: () => Bound<GetStmt>, values: () => unknown[]): { read: PreparedRead; params: readonly unknown[] } {
+export function readOfShape(
+  context: ToolContext,
+  key: string,
+  make: () => Bound<GetStmt>,
+  values: () => unknown[],
+): { read: PreparedRead; params: readonly unknown[] } {
   const kept = context.kept(key);
   if (kept !== undefined) return { read: kept, params: values() };
   const bound = make();
-  return { read: context.prepare(bound.statement, bound.statement, bound.params.length < MAX_BOUND ? key : undefined), params: bound.params };
+  return {
+    read: context.prepare(bound.statement, bound.statement, bound.params.length < MAX_BOUND ? key : undefined),
+    params: bound.params,
+  };
 }

@@ -12,7 +12,19 @@ import { Pager } from '../paging/pager.js';
 import { asFenecError } from '../errors.js';
 import { checkArguments } from './arguments.js';
 import { BOUNDS, checkBounds, NO_NARROWING, type Narrowing } from './bounds.js';
-import { offers, SWITCHES, type OfferedTool, type PreparedRead, type SchemaChangeStmt, type Tool, type ToolCaller, type ToolContext, type ToolDefinition, type ToolOutcome, type ToolSetOptions } from './tool.js';
+import {
+  offers,
+  SWITCHES,
+  type OfferedTool,
+  type PreparedRead,
+  type SchemaChangeStmt,
+  type Tool,
+  type ToolCaller,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolOutcome,
+  type ToolSetOptions,
+} from './tool.js';
 import { TOOLS } from './tools.js';
 
 export type { Answer, ToolCaller, ToolOutcome };
@@ -49,7 +61,12 @@ const PREPARED_LIMIT = 500;
  */
 function probing(statement: GetStmt): GetStmt {
   const limit = statement.limit;
-  if (statement.count || (limit?.kind === 'Literal' && (limit.value as number) <= BOUNDS.rows) || oneId(statement.where)) return statement;
+  if (
+    statement.count ||
+    (limit?.kind === 'Literal' && (limit.value as number) <= BOUNDS.rows) ||
+    oneId(statement.where)
+  )
+    return statement;
   return { ...statement, limit: { kind: 'Literal', type: 'int', value: PROBE_LIMIT } };
 }
 
@@ -83,7 +100,9 @@ export class ToolRunner<O> {
     this.#pager = new Pager(db, options.cursors ?? new CursorKeeper(randomBytes(32)));
     this.#onSchemaChange = options.onSchemaChange;
     this.offered = Object.freeze(
-      this.#all.map((tool) => ({ tool, definition: tool.define(setup) })).filter(({ tool, definition }) => offers(tool, definition, setup)),
+      this.#all
+        .map((tool) => ({ tool, definition: tool.define(setup) }))
+        .filter(({ tool, definition }) => offers(tool, definition, setup)),
     );
     this.tools = Object.freeze(this.offered.map((o) => o.definition));
     this.#byName = new Map(this.offered.map((o) => [o.tool.name, o]));
@@ -113,7 +132,8 @@ export class ToolRunner<O> {
   }
 
   #context(tool: string, caller: ToolCaller<O>): ToolContext {
-    const execute = (statement: Statement, params: readonly unknown[]): Answer => this.#db.executeStatement(statement, params, caller.options);
+    const execute = (statement: Statement, params: readonly unknown[]): Answer =>
+      this.#db.executeStatement(statement, params, caller.options);
     return {
       setup: this.#setup,
       scoped: caller.scoped,
@@ -145,7 +165,14 @@ export class ToolRunner<O> {
    * read of rows pages (pager.ts): `next_cursor` when more rows follow its limit, and `cursor` to
    * continue. A count, and a read of one id without a cursor, run as they are.
    */
-  #read(tool: string, prepared: PreparedRead, params: readonly unknown[], caller: ToolCaller<O>, cursor: unknown, narrowing: Narrowing): ToolOutcome {
+  #read(
+    tool: string,
+    prepared: PreparedRead,
+    params: readonly unknown[],
+    caller: ToolCaller<O>,
+    cursor: unknown,
+    narrowing: Narrowing,
+  ): ToolOutcome {
     if (prepared.requested.count || (cursor == null && oneId(prepared.requested.where))) {
       const answer = this.#db.executeStatement(prepared.run, params, caller.options);
       if (prepared.requested.count) return bounded(tool, answer, narrowing);
@@ -167,7 +194,8 @@ export class ToolRunner<O> {
   #count(statement: GetStmt, params: readonly unknown[], caller: ToolCaller<O>): number | undefined {
     const { limit, offset, order, select, ...rest } = statement;
     try {
-      const all = this.#db.executeStatement({ ...rest, select: null, order: [], count: true }, params, caller.options).count as number;
+      const all = this.#db.executeStatement({ ...rest, select: null, order: [], count: true }, params, caller.options)
+        .count as number;
       const skipped = offset?.kind === 'Literal' ? (offset.value as number) : 0;
       const left = Math.max(0, all - skipped);
       return limit?.kind === 'Literal' ? Math.min(left, limit.value as number) : left;
@@ -177,7 +205,14 @@ export class ToolRunner<O> {
   }
 }
 
-function bounded(tool: string, answer: Answer, narrowing: Narrowing, found: () => number | undefined = () => undefined): ToolOutcome {
+function bounded(
+  tool: string,
+  answer: Answer,
+  narrowing: Narrowing,
+  found: () => number | undefined = () => undefined,
+): ToolOutcome {
   const checked = checkBounds(tool, answer, narrowing, found);
-  return checked.ok ? { ok: true, answer, text: checked.text } : { ok: false, error: checked.error, details: checked.details };
+  return checked.ok
+    ? { ok: true, answer, text: checked.text }
+    : { ok: false, error: checked.error, details: checked.details };
 }

@@ -30,10 +30,12 @@ export const DETAIL = (fields: string): ArgSchema => ({
 
 export const CURSOR: ArgSchema = {
   type: 'string',
-  description: 'next_cursor of the page before, to answer the rows after it; the other arguments as they were (limit and the fields answered may change).',
+  description:
+    'next_cursor of the page before, to answer the rows after it; the other arguments as they were (limit and the fields answered may change).',
 };
 
-export const PAGES_NOTE = 'When more rows follow, the answer carries next_cursor: call again with it as cursor for the next page.';
+export const PAGES_NOTE =
+  'When more rows follow, the answer carries next_cursor: call again with it as cursor for the next page.';
 
 export const ROWS_OUTPUT = {
   type: 'object',
@@ -48,4 +50,7 @@ export const ROWS_OUTPUT = {
 export const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
 
 /** The output schema of a tool that writes rows: how many, and the ids of those inserted. */
-export const WRITTEN_OUTPUT = { type: 'object', properties: { count: { type: 'integer' }, ids: { type: 'array', items: { type: 'integer' } } } } as const;
+export const WRITTEN_OUTPUT = {
+  type: 'object',
+  properties: { count: { type: 'integer' }, ids: { type: 'array', items: { type: 'integer' } } },
+} as const;

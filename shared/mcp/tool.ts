@@ -68,7 +68,9 @@ export interface ToolSetOptions {
 export type ToolSwitch = 'always' | 'write' | 'memory';
 
 /** Each switch: whether a server's options turn it on, and the option a server is started with for it. */
-export const SWITCHES: Readonly<Record<ToolSwitch, { readonly on: (options: ToolSetOptions) => boolean; readonly flag: string }>> = Object.freeze({
+export const SWITCHES: Readonly<
+  Record<ToolSwitch, { readonly on: (options: ToolSetOptions) => boolean; readonly flag: string }>
+> = Object.freeze({
   always: { on: () => true, flag: '--mcp' },
   write: { on: (options: ToolSetOptions) => options.write, flag: '--mcp-write' },
   memory: { on: (options: ToolSetOptions) => options.memory !== undefined, flag: '--mcp-memory NAME' },
@@ -118,7 +120,9 @@ export interface ToolContext {
   readonly scoped: boolean;
   /** Runs a statement tree under the caller's options. */
   execute(statement: Statement, params: readonly unknown[]): Answer;
-  /** A statement the server's token ran itself to make room for the call (the memory collection): the audit records it. */
+  /**
+   * A statement the server's token ran itself to make room for the call (the memory collection): the audit records it.
+   */
   schemaChanged(change: SchemaChangeStmt): void;
   /** The read kept for a call of this shape, if one is. */
   kept(key: string): PreparedRead | undefined;

@@ -23,10 +23,19 @@ export const TOOL_NAMES: readonly ToolName[] = Object.freeze(TOOLS.map((tool) =>
  * The names of the tools that match, as a sentence lists them — "remember, recall and forget" —
  * for the CLI's help and startup text.
  */
-export function toolNames(which: (tool: Tool) => boolean, conjunction: 'and' | 'or' = 'and', tools: readonly Tool[] = TOOLS): string {
+export function toolNames(
+  which: (tool: Tool) => boolean,
+  conjunction: 'and' | 'or' = 'and',
+  tools: readonly Tool[] = TOOLS,
+): string {
   const names = tools.filter(which).map((tool) => tool.name);
-  return names.length <= 1 ? names.join('') : `${names.slice(0, -1).join(', ')} ${conjunction} ${names[names.length - 1]}`;
+  return names.length <= 1
+    ? names.join('')
+    : `${names.slice(0, -1).join(', ')} ${conjunction} ${names[names.length - 1]}`;
 }
 
 /** The tools a switch turns on. */
-export const switchedBy = (switchName: Tool['switch']) => (tool: Tool): boolean => tool.switch === switchName;
+export const switchedBy =
+  (switchName: Tool['switch']) =>
+  (tool: Tool): boolean =>
+    tool.switch === switchName;

@@ -20,7 +20,10 @@ const MAC_BYTES = 16;
 
 /** Where a read left off: after the last row answered. */
 export interface Position {
-  /** The last row's values of the read's keys — its `order` fields, then id unless order names it — in order (none for a ranked read). */
+  /**
+   * The last row's values of the read's keys — its `order` fields, then id unless order names it — in order (none for a
+   * ranked read).
+   */
   readonly keys: readonly unknown[];
   /** The last row's `_score`, for a ranked read (`match`, `near`) without `order`. */
   readonly score?: number;
@@ -70,7 +73,13 @@ export class CursorKeeper {
 
   /** A cursor continuing `binding`'s read after `position`. */
   issue(binding: Binding, position: Position): string {
-    const payload: Payload = { k: this.#fingerprint, r: hash(`${binding.scope}\u0000${binding.read}`), u: hash(binding.subject), t: Math.floor(this.#now() / 1000), p: position };
+    const payload: Payload = {
+      k: this.#fingerprint,
+      r: hash(`${binding.scope}\u0000${binding.read}`),
+      u: hash(binding.subject),
+      t: Math.floor(this.#now() / 1000),
+      p: position,
+    };
     const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
     return `${VERSION}.${body}.${this.#mac(body)}`;
   }
@@ -95,44 +104,74 @@ export class CursorKeeper {
     }
     if (typeof payload !== 'object' || payload === null || typeof payload.k !== 'string') throw invalid();
     if (payload.k !== this.#fingerprint) {
-      throw new FenecError('expired_cursor', 'the cursor was made by this server before it started again (or by another server); a cursor lives as long as the server that made it', {
-        hint: 'start the walk again: the same call without cursor',
-      });
+      throw new FenecError(
+        'expired_cursor',
+        'the cursor was made by this server before it started again (or by another server); a cursor lives as long as the server that made it',
+        {
+          hint: 'start the walk again: the same call without cursor',
+        },
+      );
     }
     const expected = Buffer.from(this.#mac(body));
     const given = Buffer.from(mac);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalid();
     if (payload.u !== hash(binding.subject)) {
-      throw new FenecError('foreign_cursor', 'the cursor was answered to another token; a cursor continues a read for the token it was answered to, and no other', {
-        hint: 'start the walk with this token: the same call without cursor',
-      });
+      throw new FenecError(
+        'foreign_cursor',
+        'the cursor was answered to another token; a cursor continues a read for the token it was answered to, and no other',
+        {
+          hint: 'start the walk with this token: the same call without cursor',
+        },
+      );
     }
     if (payload.r !== hash(`${binding.scope}\u0000${binding.read}`)) {
-      throw new FenecError('cursor_mismatch', `the cursor continues another read than this ${binding.scope === '/query' ? 'statement' : `${binding.scope} call`}; pass it with the arguments it was answered to (limit and the fields answered may change)`, {
-        hint: 'repeat the call that answered this cursor, with cursor added; or leave cursor out to start a new walk',
-      });
+      throw new FenecError(
+        'cursor_mismatch',
+        `the cursor continues another read than this ${binding.scope === '/query' ? 'statement' : `${binding.scope} call`}; pass it with the arguments it was answered to (limit and the fields answered may change)`,
+        {
+          hint: 'repeat the call that answered this cursor, with cursor added; or leave cursor out to start a new walk',
+        },
+      );
     }
     if (this.#now() - payload.t * 1000 > CURSOR_TTL_MS) {
-      throw new FenecError('expired_cursor', 'the cursor is more than 24 hours old', { hint: 'start the walk again: the same call without cursor' });
+      throw new FenecError('expired_cursor', 'the cursor is more than 24 hours old', {
+        hint: 'start the walk again: the same call without cursor',
+      });
     }
     return checkPosition(payload.p);
   }
 
   #mac(body: string): string {
-    return createHmac('sha256', this.#secret).update(`${VERSION}.${body}`).digest().subarray(0, MAC_BYTES).toString('base64url');
+    return createHmac('sha256', this.#secret)
+      .update(`${VERSION}.${body}`)
+      .digest()
+      .subarray(0, MAC_BYTES)
+      .toString('base64url');
   }
 }
 
 function invalid(): FenecError {
-  return new FenecError('invalid_cursor', 'the cursor is not one this server made, or it was altered; pass next_cursor exactly as it was answered', {
-    hint: 'leave cursor out to start from the first row',
-  });
+  return new FenecError(
+    'invalid_cursor',
+    'the cursor is not one this server made, or it was altered; pass next_cursor exactly as it was answered',
+    {
+      hint: 'leave cursor out to start from the first row',
+    },
+  );
 }
 
 /** A signed position is ours; its shape is checked all the same, as a fault would otherwise be a 500. */
 function checkPosition(p: Position): Position {
   const int = (n: unknown) => Number.isSafeInteger(n);
-  if (typeof p !== 'object' || p === null || !Array.isArray(p.keys) || !int(p.id) || !int(p.through) || !int(p.answered) || (p.score !== undefined && typeof p.score !== 'number')) {
+  if (
+    typeof p !== 'object' ||
+    p === null ||
+    !Array.isArray(p.keys) ||
+    !int(p.id) ||
+    !int(p.through) ||
+    !int(p.answered) ||
+    (p.score !== undefined && typeof p.score !== 'number')
+  ) {
     throw invalid();
   }
   return p;
@@ -143,5 +182,7 @@ function checkPosition(p: Position): Position {
  * JSON Web Token's issuer, tenant and subject — the same person with a new token keeps their cursors.
  */
 export function cursorSubject(claims: Readonly<Record<string, unknown>> | undefined): string {
-  return claims === undefined ? 'server' : `jwt:${JSON.stringify([claims.iss ?? null, claims.tenant ?? null, claims.sub ?? null])}`;
+  return claims === undefined
+    ? 'server'
+    : `jwt:${JSON.stringify([claims.iss ?? null, claims.tenant ?? null, claims.sub ?? null])}`;
 }

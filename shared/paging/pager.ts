@@ -90,7 +90,10 @@ function pageSize(statement: GetStmt, params: readonly unknown[]): number | unde
  * select — a narrower call keeps its cursor) and the values bound, but a parameter limit's.
  */
 export function readIdentity(statement: GetStmt, params: readonly unknown[]): string {
-  const values = statement.limit?.kind === 'Param' ? params.map((v, i) => (i === (statement.limit as { index: number }).index - 1 ? null : v)) : params;
+  const values =
+    statement.limit?.kind === 'Param'
+      ? params.map((v, i) => (i === (statement.limit as { index: number }).index - 1 ? null : v))
+      : params;
   return `${printStatement({ ...statement, select: null, limit: undefined, offset: undefined })}\u0000${JSON.stringify(values)}`;
 }
 
@@ -114,12 +117,19 @@ export class Pager<O> {
     const binding: Binding = { scope: request.scope, read: readIdentity(statement, params), subject: request.subject };
     const position = request.cursor === undefined ? undefined : this.#keeper.read(request.cursor, binding);
     if (position !== undefined && !pages(statement)) {
-      throw new FenecError('invalid_argument', statement.count ? 'a count answers one number: it has no pages to continue' : 'a near read with order answers its k nearest sorted by a field: it has no next page', {
-        hint: 'leave cursor out',
-      });
+      throw new FenecError(
+        'invalid_argument',
+        statement.count
+          ? 'a count answers one number: it has no pages to continue'
+          : 'a near read with order answers its k nearest sorted by a field: it has no next page',
+        {
+          hint: 'leave cursor out',
+        },
+      );
     }
     const size = pageSize(statement, params);
-    const most = size === undefined ? request.bound : request.bound === undefined ? size : Math.min(size, request.bound);
+    const most =
+      size === undefined ? request.bound : request.bound === undefined ? size : Math.min(size, request.bound);
     const fetch = most === undefined ? undefined : most + 1;
     const paging = pages(statement) && size !== undefined;
 
@@ -161,9 +171,16 @@ export class Pager<O> {
    * ranks best first, ties in id order, the same at any depth.) A row since deleted leaves its old
    * `(_score, id)` as the key.
    */
-  #rows(statement: GetStmt, params: readonly unknown[], fetch: number | undefined, position: Position | undefined, options: O): Row[] {
+  #rows(
+    statement: GetStmt,
+    params: readonly unknown[],
+    fetch: number | undefined,
+    position: Position | undefined,
+    options: O,
+  ): Row[] {
     const limited = (n: number | undefined): GetStmt => (n === undefined ? statement : { ...statement, limit: int(n) });
-    if (position === undefined || !ranked(statement)) return this.#db.executeStatement(limited(fetch), params, options).rows as Row[];
+    if (position === undefined || !ranked(statement))
+      return this.#db.executeStatement(limited(fetch), params, options).rows as Row[];
     let depth = fetch === undefined ? undefined : position.answered + fetch + 1;
     for (;;) {
       const rows = this.#db.executeStatement(limited(depth), params, options).rows as Row[];
@@ -179,7 +196,15 @@ export class Pager<O> {
 
   /** The highest id the caller reads in the collection now: where a walk beginning now ends. */
   #highestId(collection: string, options: O): number {
-    const newest: GetStmt = { kind: 'Get', collection, select: ['id'], fuse: false, order: [{ field: 'id', direction: 'desc' }], limit: int(1), count: false };
+    const newest: GetStmt = {
+      kind: 'Get',
+      collection,
+      select: ['id'],
+      fuse: false,
+      order: [{ field: 'id', direction: 'desc' }],
+      limit: int(1),
+      count: false,
+    };
     const rows = this.#db.executeStatement(newest, [], options).rows as Row[];
     return (rows[0]?.id as number | undefined) ?? 0;
   }
@@ -213,7 +238,11 @@ function stripKeys(statement: GetStmt, rows: Row[]): void {
  * keyset condition; no offset (the position is past it). Its values are parameters after the
  * caller's.
  */
-function continuation(statement: GetStmt, params: readonly unknown[], position: Position): { statement: GetStmt; params: readonly unknown[] } {
+function continuation(
+  statement: GetStmt,
+  params: readonly unknown[],
+  position: Position,
+): { statement: GetStmt; params: readonly unknown[] } {
   const walk = walkOrder(statement);
   const bound = new Params(params);
   const parts: Cond[] = [];
@@ -222,14 +251,15 @@ function continuation(statement: GetStmt, params: readonly unknown[], position: 
   if (!ranked(statement)) {
     const keys = withIdTies(walk.order);
     if (position.keys.length !== keys.length) {
-      throw new FenecError('invalid_cursor', 'the cursor does not fit this read\'s order', { hint: 'leave cursor out to start from the first row' });
+      throw new FenecError('invalid_cursor', "the cursor does not fit this read's order", {
+        hint: 'leave cursor out to start from the first row',
+      });
     }
     parts.push(afterKeys(keys, position.keys, bound));
   }
   const { offset, ...rest } = walk;
   return { statement: { ...rest, where: and(parts) }, params: bound.values };
 }
-
 
 /** `k1 after v1, or k1 = v1 and k2 after v2, or …`: the rows after the values, in the keys' order. */
 function afterKeys(keys: readonly OrderItem[], values: readonly unknown[], bound: Params): Cond {
@@ -241,7 +271,9 @@ function afterKeys(keys: readonly OrderItem[], values: readonly unknown[], bound
     disjuncts.push(and([...equal, beyond]));
   }
   // Nothing sorts after the last row's keys (its id is the last): no row.
-  return disjuncts.length === 0 ? { kind: 'Truth', expr: { kind: 'Literal', type: 'bool', value: false } } : or(disjuncts);
+  return disjuncts.length === 0
+    ? { kind: 'Truth', expr: { kind: 'Literal', type: 'bool', value: false } }
+    : or(disjuncts);
 }
 
 function same(name: string, value: unknown, bound: Params): Cond {
@@ -253,8 +285,14 @@ function same(name: string, value: unknown, bound: Params): Cond {
 function after(key: OrderItem, value: unknown, bound: Params): Cond | undefined {
   const isNull = value === null || value === undefined;
   if (key.direction === 'asc') {
-    return isNull ? { kind: 'IsNull', operand: field(key.field), negated: true } : { kind: 'Compare', op: '>', left: field(key.field), right: bound.add(value) };
+    return isNull
+      ? { kind: 'IsNull', operand: field(key.field), negated: true }
+      : { kind: 'Compare', op: '>', left: field(key.field), right: bound.add(value) };
   }
   if (isNull) return undefined;
-  return { kind: 'Or', left: { kind: 'Compare', op: '<', left: field(key.field), right: bound.add(value) }, right: { kind: 'IsNull', operand: field(key.field), negated: false } };
+  return {
+    kind: 'Or',
+    left: { kind: 'Compare', op: '<', left: field(key.field), right: bound.add(value) },
+    right: { kind: 'IsNull', operand: field(key.field), negated: false },
+  };
 }

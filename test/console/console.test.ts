@@ -24,8 +24,16 @@ const SECRET = 'a-secret-of-at-least-thirty-two-bytes!';
 const POLICY = 'notes read,write where owner = $jwt.sub\nmemories read where owner = $jwt.sub\n';
 const SHOTS = process.env.FENEC_CONSOLE_SCREENSHOTS;
 /** The flags this machine's closed network needs (no background connections, no sandbox as root). */
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
+];
 
 interface Watched {
   readonly page: Page;
@@ -46,11 +54,14 @@ describe('the console (/_console) in headless Chromium', function () {
   async function open(base: string): Promise<Watched> {
     const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
     const problems: string[] = [];
-    page.on('console', (message) => { if (message.type() === 'error') problems.push(`console: ${message.text()}`); });
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(`console: ${message.text()}`);
+    });
     page.on('pageerror', (err) => problems.push(`page: ${err.message}`));
     page.on('requestfailed', (req) => problems.push(`failed: ${req.url()}`));
     page.on('request', (req) => {
-      if (!req.url().startsWith(`${base}/`) && !req.url().startsWith('data:')) problems.push(`left the origin: ${req.url()}`);
+      if (!req.url().startsWith(`${base}/`) && !req.url().startsWith('data:'))
+        problems.push(`left the origin: ${req.url()}`);
     });
     const tab = { page, problems };
     watched.push(tab);
@@ -68,7 +79,9 @@ describe('the console (/_console) in headless Chromium', function () {
   }
 
   async function visit(tab: Watched, hash: string, page: string): Promise<void> {
-    await tab.page.evaluate((to) => { (globalThis as any).location.hash = to; }, hash);
+    await tab.page.evaluate((to) => {
+      (globalThis as any).location.hash = to;
+    }, hash);
     await tab.page.waitForSelector(`main[data-page=${page}]`);
   }
 
@@ -79,7 +92,8 @@ describe('the console (/_console) in headless Chromium', function () {
   }
 
   before(async function () {
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: make test installs Debian's chromium (scripts/install-chromium.sh)`);
+    if (!fs.existsSync(CHROMIUM))
+      throw new Error(`${CHROMIUM} is missing: make test installs Debian's chromium (scripts/install-chromium.sh)`);
     const dir = sandbox.dir();
     fs.writeFileSync(path.join(dir, 'policy.txt'), POLICY);
     const args = ['--http-token', TOKEN, '--jwt-secret', SECRET, '--policy', path.join(dir, 'policy.txt')];
@@ -90,15 +104,25 @@ describe('the console (/_console) in headless Chromium', function () {
     const statements: [string, unknown[]?][] = [
       ['create collection notes (title text required, body text @text, owner text @hash, vec vector<3> @hnsw(cosine))'],
       ['create collection secrets (k text)'],
-      ['create collection memories (text text required @text, tags [text], owner text @hash, at timestamp @sorted, expires timestamp @ttl(1ms))'],
+      [
+        'create collection memories (text text required @text, tags [text], owner text @hash, at timestamp @sorted, expires timestamp @ttl(1ms))',
+      ],
       ['insert into secrets {k: "launch codes"}'],
-      ['insert into notes [{title: "deploys", body: "the deploy runs on fridays", owner: "ada", vec: [0.9, 0.1, 0]}, ' +
-        '{title: "regions", body: "staging is in eu-west-1", owner: "ada", vec: [0, 0.2, 1]}, ' +
-        '{title: "foxes", body: "the cat watches the fox", owner: "bob", vec: [0.1, 0.9, 0.1]}]'],
-      ['insert into memories [{text: "ada prefers short answers", tags: ["style"], owner: "ada", at: now()}, ' +
-        '{text: "the build runs nightly", tags: ["ops"], owner: "bob", at: now(), expires: now() + 7d}]'],
+      [
+        'insert into notes [{title: "deploys", body: "the deploy runs on fridays", owner: "ada", vec: [0.9, 0.1, 0]}, ' +
+          '{title: "regions", body: "staging is in eu-west-1", owner: "ada", vec: [0, 0.2, 1]}, ' +
+          '{title: "foxes", body: "the cat watches the fox", owner: "bob", vec: [0.1, 0.9, 0.1]}]',
+      ],
+      [
+        'insert into memories [{text: "ada prefers short answers", tags: ["style"], owner: "ada", at: now()}, ' +
+          '{text: "the build runs nightly", tags: ["ops"], owner: "bob", at: now(), expires: now() + 7d}]',
+      ],
     ];
-    for (let i = 0; i < 57; i += 1) statements.push(['insert into notes {title: $1, body: "filler row", owner: "bob", vec: [0.5, 0.5, 0.5]}', [`filler ${i}`]]);
+    for (let i = 0; i < 57; i += 1)
+      statements.push([
+        'insert into notes {title: $1, body: "filler row", owner: "bob", vec: [0.5, 0.5, 0.5]}',
+        [`filler ${i}`],
+      ]);
     for (const [statement, params] of statements) {
       const reply = await query(server.url, statement, params ?? [], TOKEN);
       expect(reply.status, `${statement}: ${reply.text}`).to.equal(200);
@@ -120,10 +144,15 @@ describe('the console (/_console) in headless Chromium', function () {
   it('is served from the package with a policy that keeps the page to its own origin, small', async () => {
     const page = await request(server.url, { path: '/_console/', headers: { 'accept-encoding': 'gzip' } });
     expect(page.status).to.equal(200);
-    expect(page.headers['content-security-policy']).to.match(/default-src 'none'; script-src 'self'.*connect-src 'self'/);
+    expect(page.headers['content-security-policy']).to.match(
+      /default-src 'none'; script-src 'self'.*connect-src 'self'/,
+    );
     expect(page.headers['content-security-policy']).to.include("frame-ancestors 'none'");
     expect(page.headers['content-encoding']).to.equal('gzip');
-    const again = await request(server.url, { path: '/_console/console.js', headers: { 'if-none-match': String((await request(server.url, { path: '/_console/console.js' })).headers.etag) } });
+    const again = await request(server.url, {
+      path: '/_console/console.js',
+      headers: { 'if-none-match': String((await request(server.url, { path: '/_console/console.js' })).headers.etag) },
+    });
     expect(again.status).to.equal(304);
     expect((await request(server.url, { path: '/_console/../package.json' })).status).to.not.equal(200);
     expect((await request(server.url, { path: '/_console/nothing.js' })).status).to.equal(404);
@@ -131,7 +160,7 @@ describe('the console (/_console) in headless Chromium', function () {
     expect(gzip, 'the whole console, gzipped').to.be.below(40_000);
   });
 
-  it('asks for a token and keeps it in the tab\'s session storage only', async () => {
+  it("asks for a token and keeps it in the tab's session storage only", async () => {
     const tab = await open(server.url);
     await tab.page.goto(`${server.url}/_console/#/collections`);
     await tab.page.waitForSelector('#token');
@@ -154,7 +183,9 @@ describe('the console (/_console) in headless Chromium', function () {
     const tab = await signIn(server.url, TOKEN);
     const notes = tab.page.locator('tr[data-collection=notes]');
     expect(await notes.locator('td').nth(1).textContent()).to.equal('60');
-    expect(await notes.textContent()).to.include('body text @text').and.include('vec vector<3> @hnsw(cosine)');
+    expect(await notes.textContent())
+      .to.include('body text @text')
+      .and.include('vec vector<3> @hnsw(cosine)');
     expect(await tab.page.locator('tr[data-collection]').count()).to.equal(3);
     await shoot(tab, 'collections');
   });
@@ -168,11 +199,15 @@ describe('the console (/_console) in headless Chromium', function () {
     expect(first[0]).to.equal('1');
     await shoot(tab, 'rows');
     await tab.page.click('#next');
-    await tab.page.waitForFunction(() => (globalThis as any).document.querySelectorAll('table.rows tbody tr').length === 10);
+    await tab.page.waitForFunction(
+      () => (globalThis as any).document.querySelectorAll('table.rows tbody tr').length === 10,
+    );
     expect((await ids())[0]).to.equal('51');
     expect(await tab.page.isDisabled('#next')).to.equal(true);
     await tab.page.click('#previous');
-    await tab.page.waitForFunction(() => (globalThis as any).document.querySelectorAll('table.rows tbody tr').length === 50);
+    await tab.page.waitForFunction(
+      () => (globalThis as any).document.querySelectorAll('table.rows tbody tr').length === 50,
+    );
   });
 
   it('runs a statement typed into the editor and shows its rows, as a table and as JSON', async () => {
@@ -186,7 +221,13 @@ describe('the console (/_console) in headless Chromium', function () {
     expect(await tab.page.textContent('#history')).to.include('get notes select title where owner = $1 order id');
     await shoot(tab, 'query');
     await tab.page.check('#as-json');
-    expect(JSON.parse(await tab.page.textContent('#output pre') ?? '')).to.deep.equal({ rows: [{ id: 1, title: 'deploys' }, { id: 2, title: 'regions' }], count: 2 });
+    expect(JSON.parse((await tab.page.textContent('#output pre')) ?? '')).to.deep.equal({
+      rows: [
+        { id: 1, title: 'deploys' },
+        { id: 2, title: 'regions' },
+      ],
+      count: 2,
+    });
   });
 
   it('shows a syntax error at its line and column', async () => {
@@ -197,10 +238,14 @@ describe('the console (/_console) in headless Chromium', function () {
     await tab.page.keyboard.press('Control+Enter');
     const error = tab.page.locator('#output .error');
     await error.waitFor();
-    const direct = JSON.parse((await query(server.url, 'get notes\nwhere title = = "x"', [], TOKEN)).text) as { error: { code: string; line: number; column: number } };
+    const direct = JSON.parse((await query(server.url, 'get notes\nwhere title = = "x"', [], TOKEN)).text) as {
+      error: { code: string; line: number; column: number };
+    };
     expect(await error.getAttribute('data-code')).to.equal(direct.error.code);
     expect(await error.textContent()).to.include(`at line ${direct.error.line}, column ${direct.error.column}`);
-    expect(await tab.page.textContent('#output pre.caret')).to.equal(`where title = = "x"\n${' '.repeat(direct.error.column - 1)}^`);
+    expect(await tab.page.textContent('#output pre.caret')).to.equal(
+      `where title = = "x"\n${' '.repeat(direct.error.column - 1)}^`,
+    );
     tab.problems.splice(0); // the 400 is the answer asked for
     await shoot(tab, 'query-error');
   });
@@ -221,7 +266,9 @@ describe('the console (/_console) in headless Chromium', function () {
     await shoot(tab, 'search');
     await tab.page.fill('#vector', '3');
     await tab.page.click('#search');
-    await tab.page.waitForFunction(() => (globalThis as any).document.querySelector('#near-results .hit')?.getAttribute('data-id') === '3');
+    await tab.page.waitForFunction(
+      () => (globalThis as any).document.querySelector('#near-results .hit')?.getAttribute('data-id') === '3',
+    );
   });
 
   it('shows the memory collection by owner, with tags and expiry', async () => {
@@ -229,12 +276,14 @@ describe('the console (/_console) in headless Chromium', function () {
     await visit(tab, '#/memory', 'memory');
     await tab.page.waitForSelector('section[data-owner=bob]');
     expect(await tab.page.locator('section.owner').count()).to.equal(2);
-    expect(await tab.page.textContent('section[data-owner=bob]')).to.include('ops').and.include('expires in 7 d');
+    expect(await tab.page.textContent('section[data-owner=bob]'))
+      .to.include('ops')
+      .and.include('expires in 7 d');
     expect(await tab.page.textContent('section[data-owner=ada]')).to.include('kept');
     await shoot(tab, 'memory');
   });
 
-  it('draws live charts from the node\'s own metrics', async () => {
+  it("draws live charts from the node's own metrics", async () => {
     const tab = await signIn(server.url, TOKEN);
     await visit(tab, '#/metrics', 'metrics');
     // Traffic to chart while the page samples /_metrics every 2 s.
@@ -242,8 +291,16 @@ describe('the console (/_console) in headless Chromium', function () {
       await query(server.url, i % 4 === 0 ? 'get nothing' : 'get notes where id = $1', [i], TOKEN);
       await new Promise((resolve) => setTimeout(resolve, 150));
     }
-    await tab.page.waitForFunction(() => Number((globalThis as any).document.querySelector('#chart-requests')?.dataset.series) > 0, undefined, { timeout: 15_000 });
-    await tab.page.waitForFunction(() => Number((globalThis as any).document.querySelector('#chart-latency')?.dataset.series) === 3, undefined, { timeout: 15_000 });
+    await tab.page.waitForFunction(
+      () => Number((globalThis as any).document.querySelector('#chart-requests')?.dataset.series) > 0,
+      undefined,
+      { timeout: 15_000 },
+    );
+    await tab.page.waitForFunction(
+      () => Number((globalThis as any).document.querySelector('#chart-latency')?.dataset.series) === 3,
+      undefined,
+      { timeout: 15_000 },
+    );
     // The alpha channel of every pixel: a drawn line leaves some of them opaque.
     const inked = await tab.page.evaluate(() => {
       const canvas = (globalThis as any).document.querySelector('#chart-requests');
@@ -259,7 +316,10 @@ describe('the console (/_console) in headless Chromium', function () {
 
   it('holds a scoped token to its policy: only its rows, no collection it may not read, no metrics', async () => {
     const tab = await signIn(server.url, ada());
-    expect(await tab.page.locator('tr[data-collection] td:first-child').allTextContents()).to.have.members(['notes', 'memories']);
+    expect(await tab.page.locator('tr[data-collection] td:first-child').allTextContents()).to.have.members([
+      'notes',
+      'memories',
+    ]);
     expect(await tab.page.locator('tr[data-collection=notes] td').nth(1).textContent()).to.equal('2');
     await visit(tab, '#/rows/notes', 'rows');
     expect(await tab.page.locator('table.rows tbody tr').count()).to.equal(2);
@@ -275,7 +335,7 @@ describe('the console (/_console) in headless Chromium', function () {
       await query(server.url, i % 4 === 0 ? 'get nothing' : 'get notes where id = $1', [i], TOKEN);
       await new Promise((resolve) => setTimeout(resolve, 150));
     }
-    expect(await tab.page.textContent('main')).to.include('server\'s token only');
+    expect(await tab.page.textContent('main')).to.include("server's token only");
   });
 
   it('adds no power: a server started --http-read-only refuses a write typed into the editor', async () => {
@@ -292,11 +352,34 @@ describe('the console (/_console) in headless Chromium', function () {
   it('on a router, lists the tenants with their nodes and quotas, and opens one', async () => {
     const root = sandbox.dir();
     const node = await sandbox.startServer(['--data-dir', root, '--http-token', TOKEN, '--jwt-secret', SECRET]);
-    const router = await sandbox.startProgram(FENEC_ROUTER, ['--port', '0', '--nodes', `n1=${node.url}`, '--http-token', TOKEN, '--jwt-secret', SECRET]);
-    expect((await request(router.url, { method: 'PUT', path: '/t/acme', headers: { authorization: `Bearer ${TOKEN}` } })).status).to.equal(201);
-    expect((await request(router.url, { method: 'POST', path: '/t/acme/query', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ statement: 'create collection notes (title text)' }) })).status).to.equal(200);
+    const router = await sandbox.startProgram(FENEC_ROUTER, [
+      '--port',
+      '0',
+      '--nodes',
+      `n1=${node.url}`,
+      '--http-token',
+      TOKEN,
+      '--jwt-secret',
+      SECRET,
+    ]);
+    expect(
+      (await request(router.url, { method: 'PUT', path: '/t/acme', headers: { authorization: `Bearer ${TOKEN}` } }))
+        .status,
+    ).to.equal(201);
+    expect(
+      (
+        await request(router.url, {
+          method: 'POST',
+          path: '/t/acme/query',
+          headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ statement: 'create collection notes (title text)' }),
+        })
+      ).status,
+    ).to.equal(200);
     const tab = await signIn(router.url, TOKEN, '');
-    expect(await tab.page.textContent('tr[data-tenant=acme]')).to.include('n1').and.include('rate');
+    expect(await tab.page.textContent('tr[data-tenant=acme]'))
+      .to.include('n1')
+      .and.include('rate');
     await shoot(tab, 'tenants');
     await tab.page.click('tr[data-tenant=acme] button');
     await tab.page.waitForSelector('tr[data-collection=notes]');

@@ -49,8 +49,13 @@ const compose = yaml.load(fs.readFileSync(path.join(DEPLOY, 'docker-compose.yml'
   services: Record<string, ComposeService>;
   volumes: Record<string, unknown>;
 };
-const k8s = ['nodes.yaml', 'routers.yaml'].flatMap((file) =>
-  yaml.loadAll(fs.readFileSync(path.join(DEPLOY, 'k8s', file), 'utf8')) as { kind: string; metadata: { name: string } }[]);
+const k8s = ['nodes.yaml', 'routers.yaml'].flatMap(
+  (file) =>
+    yaml.loadAll(fs.readFileSync(path.join(DEPLOY, 'k8s', file), 'utf8')) as {
+      kind: string;
+      metadata: { name: string };
+    }[],
+);
 const ofKind = <T>(kind: string): T[] => k8s.filter((doc) => doc.kind === kind) as T[];
 
 describe('deploy/docker-compose.yml', () => {
@@ -73,15 +78,18 @@ describe('deploy/docker-compose.yml', () => {
   it('gives the router a --nodes list naming each node service at its --port', () => {
     const listed = parseNodes(String(flagsOf(router.command).get('--nodes')));
     expect(listed.map((node) => node.url.host).sort()).to.deep.equal(
-      nodes.map(([name, service]) => `${name}:${flagsOf(service.command).get('--port')}`).sort());
+      nodes.map(([name, service]) => `${name}:${flagsOf(service.command).get('--port')}`).sort(),
+    );
     expect(router.depends_on).to.have.members(nodes.map(([name]) => name));
   });
 
-  it('publishes the router\'s --port only, and mounts the placement file --placement names', () => {
+  it("publishes the router's --port only, and mounts the placement file --placement names", () => {
     const flags = flagsOf(router.command);
     expect(router.ports!.map((port) => port.split(':').at(-1))).to.deep.equal([flags.get('--port')]);
     for (const [, service] of nodes) expect(service.ports).to.equal(undefined);
-    const placement = router.volumes!.map((v) => v.split(':')).find(([, target]) => target === flags.get('--placement'));
+    const placement = router
+      .volumes!.map((v) => v.split(':'))
+      .find(([, target]) => target === flags.get('--placement'));
     expect(fs.existsSync(path.join(DEPLOY, placement![0]!))).to.equal(true);
   });
 
@@ -98,24 +106,34 @@ describe('deploy/docker-compose.yml', () => {
     const known = helpFlags(ROUTER_CLI);
     for (const flag of flagsOf(router.command).keys()) expect(known, flag).to.include(flag);
     const nodeFlags = helpFlags(NODE_CLI);
-    for (const [, service] of nodes) for (const flag of flagsOf(service.command).keys()) expect(nodeFlags, flag).to.include(flag);
+    for (const [, service] of nodes)
+      for (const flag of flagsOf(service.command).keys()) expect(nodeFlags, flag).to.include(flag);
   });
 
   it('is a valid compose file to docker-compose config', function () {
     if (spawnSync('docker-compose', ['version'], { encoding: 'utf8' }).status !== 0) {
       // Debian's docker-compose validates offline; install it where this test runs as root on Debian.
       this.timeout(300_000);
-      const install = (): boolean => spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'docker-compose'], { stdio: 'ignore' }).status === 0;
+      const install = (): boolean =>
+        spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'docker-compose'], { stdio: 'ignore' })
+          .status === 0;
       const root = process.getuid?.() === 0;
       // A fresh machine may have no package lists yet: read them once, then try again.
-      const installed = root && (install() || (spawnSync('apt-get', ['update', '-qq'], { stdio: 'ignore' }).status === 0 && install()));
+      const installed =
+        root && (install() || (spawnSync('apt-get', ['update', '-qq'], { stdio: 'ignore' }).status === 0 && install()));
       if (!installed) this.skip();
     }
     const env = { ...process.env, FENEC_TOKEN: 't'.repeat(32), FENEC_JWT_SECRET: 's'.repeat(32) };
-    const checked = spawnSync('docker-compose', ['-f', path.join(DEPLOY, 'docker-compose.yml'), 'config', '--quiet'], { env, encoding: 'utf8' });
+    const checked = spawnSync('docker-compose', ['-f', path.join(DEPLOY, 'docker-compose.yml'), 'config', '--quiet'], {
+      env,
+      encoding: 'utf8',
+    });
     expect(checked.stderr).to.equal('');
     expect(checked.status).to.equal(0);
-    const missing = spawnSync('docker-compose', ['-f', path.join(DEPLOY, 'docker-compose.yml'), 'config', '--quiet'], { env: { PATH: process.env.PATH }, encoding: 'utf8' });
+    const missing = spawnSync('docker-compose', ['-f', path.join(DEPLOY, 'docker-compose.yml'), 'config', '--quiet'], {
+      env: { PATH: process.env.PATH },
+      encoding: 'utf8',
+    });
     expect(missing.status, 'refused without FENEC_TOKEN').to.not.equal(0);
     expect(missing.stderr).to.include('FENEC_TOKEN');
   });
@@ -146,7 +164,12 @@ describe('deploy/k8s', () => {
   const [routers] = ofKind<Deployment>('Deployment');
 
   it('holds manifests valid against the Kubernetes schemas', () => {
-    const models: Record<string, new (doc: any) => { validate(): void }> = { Service, StatefulSet, Deployment, ConfigMap };
+    const models: Record<string, new (doc: any) => { validate(): void }> = {
+      Service,
+      StatefulSet,
+      Deployment,
+      ConfigMap,
+    };
     for (const doc of k8s) {
       expect(models, doc.kind).to.have.property(doc.kind);
       new models[doc.kind]!(doc).validate();
@@ -159,17 +182,21 @@ describe('deploy/k8s', () => {
     const container = nodes!.spec!.template.spec!.containers[0]!;
     expect(container.command).to.deep.equal(['node', NODE_CLI]);
     const claim = nodes!.spec!.volumeClaimTemplates![0]!.metadata!.name;
-    expect(container.volumeMounts!.find((m) => m.name === claim)!.mountPath).to.equal(flagsOf(container.args!).get('--data-dir'));
+    expect(container.volumeMounts!.find((m) => m.name === claim)!.mountPath).to.equal(
+      flagsOf(container.args!).get('--data-dir'),
+    );
     expect(String(container.ports![0]!.containerPort)).to.equal(flagsOf(container.args!).get('--port'));
   });
 
-  it('gives the routers a --nodes list of exactly the StatefulSet\'s pod DNS names and port', () => {
+  it("gives the routers a --nodes list of exactly the StatefulSet's pod DNS names and port", () => {
     const container = routers!.spec!.template.spec!.containers[0]!;
     expect(container.command).to.deep.equal(['node', ROUTER_CLI]);
     const listed = parseNodes(String(flagsOf(container.args!).get('--nodes')));
     const name = nodes!.metadata!.name!;
     const port = flagsOf(nodes!.spec!.template.spec!.containers[0]!.args!).get('--port');
-    const expected = [...Array(nodes!.spec!.replicas).keys()].map((i) => `${name}-${i}=http://${name}-${i}.${headless!.metadata!.name}:${port}`);
+    const expected = [...Array(nodes!.spec!.replicas).keys()].map(
+      (i) => `${name}-${i}=http://${name}-${i}.${headless!.metadata!.name}:${port}`,
+    );
     expect(listed.map((node) => `${node.name}=${node.url.origin}`)).to.deep.equal(expected);
   });
 
@@ -189,13 +216,17 @@ describe('deploy/k8s', () => {
 
   it('uses only flags the programs have, and the same secret keys and tracing endpoint everywhere', () => {
     const routerFlags = helpFlags(ROUTER_CLI);
-    for (const flag of flagsOf(routers!.spec!.template.spec!.containers[0]!.args!).keys()) expect(routerFlags, flag).to.include(flag);
+    for (const flag of flagsOf(routers!.spec!.template.spec!.containers[0]!.args!).keys())
+      expect(routerFlags, flag).to.include(flag);
     const nodeFlags = helpFlags(NODE_CLI);
-    for (const flag of flagsOf(nodes!.spec!.template.spec!.containers[0]!.args!).keys()) expect(nodeFlags, flag).to.include(flag);
-    const envs = [nodes!, routers!].map((set) => set.spec!.template.spec!.containers[0]!.env!.map((e) => {
-      const ref = e.valueFrom!.secretKeyRef ?? e.valueFrom!.configMapKeyRef!;
-      return `${e.name}<-${e.valueFrom!.secretKeyRef === undefined ? 'configmap' : 'secret'} ${ref.name}/${ref.key}${ref.optional === true ? '?' : ''}`;
-    }));
+    for (const flag of flagsOf(nodes!.spec!.template.spec!.containers[0]!.args!).keys())
+      expect(nodeFlags, flag).to.include(flag);
+    const envs = [nodes!, routers!].map((set) =>
+      set.spec!.template.spec!.containers[0]!.env!.map((e) => {
+        const ref = e.valueFrom!.secretKeyRef ?? e.valueFrom!.configMapKeyRef!;
+        return `${e.name}<-${e.valueFrom!.secretKeyRef === undefined ? 'configmap' : 'secret'} ${ref.name}/${ref.key}${ref.optional === true ? '?' : ''}`;
+      }),
+    );
     expect(envs[0]).to.deep.equal(envs[1]);
     expect(envs[0]).to.deep.equal([
       'FENEC_TOKEN<-secret fenecdb/token',

@@ -15,12 +15,23 @@ const TOKEN = 'e2e-server-token';
 const SECRET = 'e2e-jwt-secret-of-at-least-32-bytes!!';
 const ENV = { FENEC_TOKEN: TOKEN, FENEC_JWT_SECRET: SECRET };
 const TENANTS = [...Array(20).keys()].map((i) => `tenant-${String(i).padStart(2, '0')}`);
-const jwtOf = (tenant: string): string => mintToken({ secret: SECRET, tenant, sub: `agent-of-${tenant}`, ttlSeconds: 3600 });
+const jwtOf = (tenant: string): string =>
+  mintToken({ secret: SECRET, tenant, sub: `agent-of-${tenant}`, ttlSeconds: 3600 });
 
 const post = (base: string, tenant: string, statement: string, token: string): Promise<Reply> =>
-  request(base, { method: 'POST', path: `/t/${tenant}/query`, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ statement }) });
+  request(base, {
+    method: 'POST',
+    path: `/t/${tenant}/query`,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ statement }),
+  });
 const put = (base: string, tenant: string, quotas: unknown = {}): Promise<Reply> =>
-  request(base, { method: 'PUT', path: `/t/${tenant}`, headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(quotas) });
+  request(base, {
+    method: 'PUT',
+    path: `/t/${tenant}`,
+    headers: { authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify(quotas),
+  });
 
 describe('hosted: a router and two tenant nodes', function () {
   this.timeout(120_000);
@@ -31,14 +42,23 @@ describe('hosted: a router and two tenant nodes', function () {
   const home = new Map<string, 'a' | 'b'>();
   /** Rows each tenant's writes were acknowledged for. */
   const acknowledged = new Map<string, number>();
-  const nodeArgs = (dir: string): string[] => ['--data-dir', dir, '--mcp-write', '--policy', path.join(dirs.a, '..', 'policy.txt')];
+  const nodeArgs = (dir: string): string[] => [
+    '--data-dir',
+    dir,
+    '--mcp-write',
+    '--policy',
+    path.join(dirs.a, '..', 'policy.txt'),
+  ];
 
   before(async () => {
     const root = sandbox.dir();
     dirs.a = path.join(root, 'a');
     dirs.b = path.join(root, 'b');
     fs.writeFileSync(path.join(root, 'policy.txt'), 'notes read,write where owner = $jwt.sub\n');
-    [nodes.a, nodes.b] = await Promise.all([sandbox.startServer(nodeArgs(dirs.a), ENV), sandbox.startServer(nodeArgs(dirs.b), ENV)]);
+    [nodes.a, nodes.b] = await Promise.all([
+      sandbox.startServer(nodeArgs(dirs.a), ENV),
+      sandbox.startServer(nodeArgs(dirs.b), ENV),
+    ]);
     const list = `a=${nodes.a!.url},b=${nodes.b!.url}`;
     router = await sandbox.startProgram(FENEC_ROUTER, ['--port', '0', '--nodes', list, '--node-timeout', '2s'], ENV);
     for (const tenant of TENANTS) home.set(tenant, rendezvousNode(tenant, parseNodes(list)).name as 'a' | 'b');
@@ -48,7 +68,9 @@ describe('hosted: a router and two tenant nodes', function () {
   it('creates 20 tenants through the router, spread over both nodes', async () => {
     for (const tenant of TENANTS) {
       expect((await put(router.url, tenant)).status).to.equal(201);
-      expect((await post(router.url, tenant, 'create collection notes (title text @text, owner text @hash)', TOKEN)).status).to.equal(200);
+      expect(
+        (await post(router.url, tenant, 'create collection notes (title text @text, owner text @hash)', TOKEN)).status,
+      ).to.equal(200);
     }
     const listed = await request(router.url, { path: '/_tenants', headers: { authorization: `Bearer ${TOKEN}` } });
     const byNode = listed.json.tenants.map((t: { name: string; node: string }) => [t.name, t.node]);
@@ -57,7 +79,7 @@ describe('hosted: a router and two tenant nodes', function () {
     expect(onA).to.be.within(4, 16);
   });
 
-  it('serves every tenant\'s /query and /_mcp through the router with its own JWT', async () => {
+  it("serves every tenant's /query and /_mcp through the router with its own JWT", async () => {
     for (const tenant of TENANTS) {
       const token = jwtOf(tenant);
       const written = await post(router.url, tenant, `insert into notes {title: "first of ${tenant}"}`, token);
@@ -76,7 +98,7 @@ describe('hosted: a router and two tenant nodes', function () {
     }
   });
 
-  it('refuses tenant A\'s token for tenant B at the router (403) and at the node when the router is bypassed', async () => {
+  it("refuses tenant A's token for tenant B at the router (403) and at the node when the router is bypassed", async () => {
     const [a, b] = [TENANTS[0]!, TENANTS.find((t) => home.get(t) !== home.get(TENANTS[0]!))!];
     const atRouter = await post(router.url, b, 'get notes', jwtOf(a));
     expect(atRouter.status).to.equal(403);
@@ -84,11 +106,16 @@ describe('hosted: a router and two tenant nodes', function () {
     const atNode = await post(nodes[home.get(b)!]!.url, b, 'get notes', jwtOf(a));
     expect(atNode.status).to.equal(403);
     expect(atNode.json.error.code).to.equal('wrong_tenant');
-    const mcp = await request(router.url, { method: 'POST', path: `/t/${b}/_mcp`, headers: { authorization: `Bearer ${jwtOf(a)}`, 'content-type': 'application/json' }, body: '{}' });
+    const mcp = await request(router.url, {
+      method: 'POST',
+      path: `/t/${b}/_mcp`,
+      headers: { authorization: `Bearer ${jwtOf(a)}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(mcp.status).to.equal(403);
   });
 
-  it('gives a tenant over its rate 429 with Retry-After while another tenant\'s calls all succeed', async () => {
+  it("gives a tenant over its rate 429 with Retry-After while another tenant's calls all succeed", async () => {
     const [hot, calm] = [TENANTS[1]!, TENANTS[2]!];
     await put(router.url, hot, { rate: 2, burst: 4 });
     const [hotReplies, calmReplies] = await Promise.all([
@@ -118,7 +145,7 @@ describe('hosted: a router and two tenant nodes', function () {
     expect(count.json.count).to.equal(acknowledged.get(tiny));
   });
 
-  it('answers 503 quickly for a killed node\'s tenants, leaves the other node\'s alone, and keeps every acknowledged row after a restart', async () => {
+  it("answers 503 quickly for a killed node's tenants, leaves the other node's alone, and keeps every acknowledged row after a restart", async () => {
     const port = new URL(nodes.a!.url).port;
     await sandbox.kill(nodes.a!.child);
     for (const tenant of TENANTS) {

@@ -16,13 +16,22 @@ const ENV = { FENEC_TOKEN: TOKEN };
 const auth = { authorization: `Bearer ${TOKEN}` };
 
 const post = (base: string, tenant: string, statement: string, params: unknown[] = []): Promise<Reply> =>
-  request(base, { method: 'POST', path: `/t/${tenant}/query`, headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ statement, params }) });
+  request(base, {
+    method: 'POST',
+    path: `/t/${tenant}/query`,
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ statement, params }),
+  });
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** `fenec ARGS` with the server token, its stdout into `out` when given (a backup is bytes, not text). */
 function fenec(args: string[], out?: string): { status: number | null; stdout: string; stderr: string } {
   const command = [process.execPath, FENEC, ...args].map((part) => `'${part.replace(/'/g, "'\\''")}'`).join(' ');
-  const result = spawnSync('bash', ['-c', out === undefined ? command : `${command} > '${out}'`], { env: { ...process.env, ...ENV }, timeout: 30_000, encoding: 'utf8' });
+  const result = spawnSync('bash', ['-c', out === undefined ? command : `${command} > '${out}'`], {
+    env: { ...process.env, ...ENV },
+    timeout: 30_000,
+    encoding: 'utf8',
+  });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -48,16 +57,31 @@ describe('hosted operations: backup, restore, moving a tenant, placement, router
     nodes = { a: a!, b: b! };
     const list = `a=${nodes.a.url},b=${nodes.b.url}`;
     [router, other] = await Promise.all([
-      sandbox.startProgram(FENEC_ROUTER, ['--port', '0', '--nodes', list, '--workers', '2', '--placement', placementFile], ENV),
-      sandbox.startProgram(FENEC_ROUTER, ['--port', '0', '--nodes', list, '--workers', '1', '--placement', placementFile], ENV),
+      sandbox.startProgram(
+        FENEC_ROUTER,
+        ['--port', '0', '--nodes', list, '--workers', '2', '--placement', placementFile],
+        ENV,
+      ),
+      sandbox.startProgram(
+        FENEC_ROUTER,
+        ['--port', '0', '--nodes', list, '--workers', '1', '--placement', placementFile],
+        ENV,
+      ),
     ]);
   });
   after(() => sandbox.cleanUp());
 
   it('backs a tenant up over HTTP while it serves, and restores it under another name with its indexes', async () => {
-    expect((await request(router.url, { method: 'PUT', path: '/t/saved', headers: auth, body: '{}' })).status).to.equal(201);
-    expect((await post(router.url, 'saved', 'create collection notes (text text @text, v vector<2> @hnsw(cosine))')).status).to.equal(200);
-    const rows = [...Array(50).keys()].map((i) => ({ text: i === 7 ? 'the deploy runs on fridays' : `note number ${i}`, v: [Math.cos(i), Math.sin(i)] }));
+    expect((await request(router.url, { method: 'PUT', path: '/t/saved', headers: auth, body: '{}' })).status).to.equal(
+      201,
+    );
+    expect(
+      (await post(router.url, 'saved', 'create collection notes (text text @text, v vector<2> @hnsw(cosine))')).status,
+    ).to.equal(200);
+    const rows = [...Array(50).keys()].map((i) => ({
+      text: i === 7 ? 'the deploy runs on fridays' : `note number ${i}`,
+      v: [Math.cos(i), Math.sin(i)],
+    }));
     expect((await post(router.url, 'saved', 'insert into notes $1', [rows])).status).to.equal(200);
     const file = path.join(sandbox.dir(), 'saved.fenec');
     const backup = fenec(['tenant', 'backup', 'saved', '--url', router.url], file);
@@ -67,7 +91,9 @@ describe('hosted operations: backup, restore, moving a tenant, placement, router
     const restored = fenec(['tenant', 'restore', 'copy', file, '--url', router.url]);
     expect(restored.status, restored.stderr).to.equal(0);
     expect(JSON.parse(restored.stdout)).to.include({ restored: 'copy', created: true });
-    const found = await post(router.url, 'copy', 'get notes select text match text "deploy" near v $1 fuse limit 1', [[Math.cos(7), Math.sin(7)]]);
+    const found = await post(router.url, 'copy', 'get notes select text match text "deploy" near v $1 fuse limit 1', [
+      [Math.cos(7), Math.sin(7)],
+    ]);
     expect(found.json.rows[0]).to.include({ id: 8, text: 'the deploy runs on fridays' });
     expect((await post(router.url, 'copy', 'get notes count')).json).to.deep.equal({ count: 50 });
   });
@@ -86,15 +112,33 @@ describe('hosted operations: backup, restore, moving a tenant, placement, router
     fs.writeFileSync(path.join(dir, 'junk.fenec'), 'not a database at all');
     const junk = fenec(['tenant', 'restore', 'junk', path.join(dir, 'junk.fenec'), '--url', router.url]);
     expect(JSON.parse(junk.stderr).error.code).to.equal('invalid_backup');
-    expect((await request(router.url, { path: '/t/junk/query', method: 'POST', headers: auth, body: '{"statement": "schema"}' })).json.error.code).to.equal('unknown_tenant');
-    const jwtOnly = await request(router.url, { path: '/t/saved/_backup', headers: { authorization: 'Bearer not-the-token' } });
+    expect(
+      (
+        await request(router.url, {
+          path: '/t/junk/query',
+          method: 'POST',
+          headers: auth,
+          body: '{"statement": "schema"}',
+        })
+      ).json.error.code,
+    ).to.equal('unknown_tenant');
+    const jwtOnly = await request(router.url, {
+      path: '/t/saved/_backup',
+      headers: { authorization: 'Bearer not-the-token' },
+    });
     expect(jwtOnly.status).to.equal(401);
   });
 
   it('moves a tenant node to node while a client writes to it: every acknowledged write arrives, the other router follows', async () => {
-    expect((await request(router.url, { method: 'PUT', path: '/t/mover', headers: auth, body: '{}' })).status).to.equal(201);
-    expect((await post(router.url, 'mover', 'create collection log (n int required, text text @text)')).status).to.equal(200);
-    const home = (JSON.parse(fenec(['tenant', 'list', '--url', router.url]).stdout).tenants as { name: string; node: 'a' | 'b' }[]).find((t) => t.name === 'mover')!.node;
+    expect((await request(router.url, { method: 'PUT', path: '/t/mover', headers: auth, body: '{}' })).status).to.equal(
+      201,
+    );
+    expect(
+      (await post(router.url, 'mover', 'create collection log (n int required, text text @text)')).status,
+    ).to.equal(200);
+    const home = (
+      JSON.parse(fenec(['tenant', 'list', '--url', router.url]).stdout).tenants as { name: string; node: 'a' | 'b' }[]
+    ).find((t) => t.name === 'mover')!.node;
     const away = home === 'a' ? 'b' : 'a';
 
     const acknowledged: number[] = [];
@@ -106,14 +150,17 @@ describe('hosted operations: backup, restore, moving a tenant, placement, router
       const deadline = Date.now() + 30_000;
       while (acknowledged.length < count) {
         if (failure !== undefined) throw failure;
-        if (Date.now() > deadline) throw new Error(`the writer had ${acknowledged.length} writes acknowledged, not ${count}, after 30 s`);
+        if (Date.now() > deadline)
+          throw new Error(`the writer had ${acknowledged.length} writes acknowledged, not ${count}, after 30 s`);
         await sleep(10);
       }
     };
     const writer = (async () => {
       for (let n = 0; writing; n += 1) {
         for (;;) {
-          const reply = await post(router.url, 'mover', 'insert into log {n: $1, text: "written during the move"}', [n]);
+          const reply = await post(router.url, 'mover', 'insert into log {n: $1, text: "written during the move"}', [
+            n,
+          ]);
           if (reply.status === 200) {
             acknowledged.push(n);
             break;
@@ -124,7 +171,9 @@ describe('hosted operations: backup, restore, moving a tenant, placement, router
           await sleep(50);
         }
       }
-    })().catch((err: unknown) => { failure = err; });
+    })().catch((err: unknown) => {
+      failure = err;
+    });
     await until(30);
     const moved = fenec(['tenant', 'move', 'mover', '--to', away, '--url', router.url]);
     expect(moved.status, moved.stderr).to.equal(0);
@@ -157,7 +206,9 @@ describe('hosted operations: backup, restore, moving a tenant, placement, router
   });
 
   it('refuses a move to the node that holds the tenant, or to a node that is not one', async () => {
-    const home = (JSON.parse(fenec(['tenant', 'list', '--url', router.url]).stdout).tenants as { name: string; node: string }[]).find((t) => t.name === 'saved')!.node;
+    const home = (
+      JSON.parse(fenec(['tenant', 'list', '--url', router.url]).stdout).tenants as { name: string; node: string }[]
+    ).find((t) => t.name === 'saved')!.node;
     const same = fenec(['tenant', 'move', 'saved', '--to', home, '--url', router.url]);
     expect(JSON.parse(same.stderr).error.code).to.equal('bad_request');
     const nowhere = fenec(['tenant', 'move', 'saved', '--to', 'c', '--url', router.url]);
@@ -168,12 +219,17 @@ describe('hosted operations: backup, restore, moving a tenant, placement, router
   it('re-reads the placement file when it changes', async () => {
     // The same tenant name on both nodes, told apart by what each holds.
     for (const node of ['a', 'b'] as const) {
-      expect((await request(nodes[node].url, { method: 'PUT', path: '/t/pinned', headers: auth, body: '{}' })).status).to.equal(201);
+      expect(
+        (await request(nodes[node].url, { method: 'PUT', path: '/t/pinned', headers: auth, body: '{}' })).status,
+      ).to.equal(201);
       expect((await post(nodes[node].url, 'pinned', `create collection on_${node} (x int)`)).status).to.equal(200);
     }
-    const holder = async (base: string): Promise<string> => (await post(base, 'pinned', 'schema')).json.collections[0].name;
+    const holder = async (base: string): Promise<string> =>
+      (await post(base, 'pinned', 'schema')).json.collections[0].name;
     /** What 8 requests in a row found (fresh connections: through both workers of a two-worker router). */
-    const holders = async (base: string): Promise<string[]> => [...new Set(await Promise.all([...Array(8).keys()].map(() => holder(base))))];
+    const holders = async (base: string): Promise<string[]> => [
+      ...new Set(await Promise.all([...Array(8).keys()].map(() => holder(base)))),
+    ];
     for (const node of ['a', 'b']) {
       fs.writeFileSync(placementFile, `# edited under a running router\npinned ${node}\n`);
       // Each router process reads the file each second: every one follows within a few.
@@ -188,11 +244,15 @@ describe('hosted operations: backup, restore, moving a tenant, placement, router
   it('serves one port from two router workers and sums their metrics', async () => {
     const metric = async (): Promise<number> => {
       const text = (await request(router.url, { path: '/_metrics', headers: auth })).text;
-      return [...text.matchAll(/^fenec_router_requests_total\{node="(?:a|b)",status="200"\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+      return [...text.matchAll(/^fenec_router_requests_total\{node="(?:a|b)",status="200"\} (\d+)$/gm)].reduce(
+        (sum, m) => sum + Number(m[1]),
+        0,
+      );
     };
     const before = await metric();
     // Fresh connections: the kernel spreads them over the workers.
-    for (let i = 0; i < 40; i += 1) expect((await post(router.url, 'saved', 'get notes where id = 1')).status).to.equal(200);
+    for (let i = 0; i < 40; i += 1)
+      expect((await post(router.url, 'saved', 'get notes where id = 1')).status).to.equal(200);
     expect(await metric()).to.equal(before + 40);
     const workers = fs.readFileSync(`/proc/${router.pid}/task/${router.pid}/children`, 'utf8').trim().split(/\s+/);
     expect(workers).to.have.length(2);

@@ -5,7 +5,11 @@ import { FenecError } from '../../shared/errors.js';
 export function withoutPos<T>(value: T): T {
   if (Array.isArray(value)) return value.map(withoutPos) as T;
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).filter(([k]) => k !== 'pos').map(([k, v]) => [k, withoutPos(v)])) as T;
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([k]) => k !== 'pos')
+        .map(([k, v]) => [k, withoutPos(v)]),
+    ) as T;
   }
   return value;
 }

@@ -9,7 +9,12 @@ import { SNIPPET_TOKENS, textIndexName, type TextSearchSql } from '../../node/se
  * `SELECT <columns>, "_score", "_snippet" … ORDER BY rank LIMIT ? OFFSET ?` (or `order`, SQL over `c`).
  * Arguments: the search's (where's, MATCH expression, rank function), then limit and offset.
  */
-export function fts5RankedRead(collection: string, search: TextSearchSql, columns: readonly string[], order?: string): string {
+export function fts5RankedRead(
+  collection: string,
+  search: TextSearchSql,
+  columns: readonly string[],
+  order?: string,
+): string {
   const fts = textIndexName(collection);
   const snippet = `snippet(${fts}, ${search.column}, '**', '**', '…', ${SNIPPET_TOKENS})`;
   return `SELECT ${[...columns, `(- ${fts}.rank) AS "_score"`, `${snippet} AS "_snippet"`].join(', ')} FROM ${search.from} WHERE ${search.match} AND ${search.rank} ORDER BY ${order ?? `${fts}.rank`} LIMIT ? OFFSET ?`;

@@ -5,9 +5,18 @@
  */
 import { randomBytes } from 'node:crypto';
 import {
-  propagation, trace, TraceFlags,
-  type Context, type Span, type SpanContext, type SpanOptions, type TextMapGetter, type TextMapPropagator,
-  type TextMapSetter, type Tracer, type TracerProvider,
+  propagation,
+  trace,
+  TraceFlags,
+  type Context,
+  type Span,
+  type SpanContext,
+  type SpanOptions,
+  type TextMapGetter,
+  type TextMapPropagator,
+  type TextMapSetter,
+  type Tracer,
+  type TracerProvider,
 } from '@opentelemetry/api';
 
 export interface FinishedSpan {
@@ -29,9 +38,14 @@ class W3cPropagator implements TextMapPropagator {
 
   extract(context: Context, carrier: unknown, getter: TextMapGetter): Context {
     const raw = getter.get(carrier, 'traceparent');
-    const match = TRACEPARENT.exec(Array.isArray(raw) ? raw[0] ?? '' : raw ?? '');
+    const match = TRACEPARENT.exec(Array.isArray(raw) ? (raw[0] ?? '') : (raw ?? ''));
     if (match === null) return context;
-    return trace.setSpanContext(context, { traceId: match[1]!, spanId: match[2]!, traceFlags: parseInt(match[3]!, 16), isRemote: true });
+    return trace.setSpanContext(context, {
+      traceId: match[1]!,
+      spanId: match[2]!,
+      traceFlags: parseInt(match[3]!, 16),
+      isRemote: true,
+    });
   }
 
   fields(): string[] {
@@ -46,7 +60,13 @@ class MemorySpan implements Span {
   #name: string;
   readonly #finished: FinishedSpan[];
 
-  constructor(name: string, context: SpanContext, parent: string | undefined, attributes: Record<string, unknown>, finished: FinishedSpan[]) {
+  constructor(
+    name: string,
+    context: SpanContext,
+    parent: string | undefined,
+    attributes: Record<string, unknown>,
+    finished: FinishedSpan[],
+  ) {
     this.#name = name;
     this.#context = context;
     this.#parent = parent;
@@ -54,18 +74,45 @@ class MemorySpan implements Span {
     this.#finished = finished;
   }
 
-  spanContext(): SpanContext { return this.#context; }
-  setAttribute(key: string, value: unknown): this { this.#attributes[key] = value; return this; }
-  setAttributes(attributes: Record<string, unknown>): this { Object.assign(this.#attributes, attributes); return this; }
-  addEvent(): this { return this; }
-  addLink(): this { return this; }
-  addLinks(): this { return this; }
-  setStatus(): this { return this; }
-  updateName(name: string): this { this.#name = name; return this; }
-  isRecording(): boolean { return true; }
+  spanContext(): SpanContext {
+    return this.#context;
+  }
+  setAttribute(key: string, value: unknown): this {
+    this.#attributes[key] = value;
+    return this;
+  }
+  setAttributes(attributes: Record<string, unknown>): this {
+    Object.assign(this.#attributes, attributes);
+    return this;
+  }
+  addEvent(): this {
+    return this;
+  }
+  addLink(): this {
+    return this;
+  }
+  addLinks(): this {
+    return this;
+  }
+  setStatus(): this {
+    return this;
+  }
+  updateName(name: string): this {
+    this.#name = name;
+    return this;
+  }
+  isRecording(): boolean {
+    return true;
+  }
   recordException(): void {}
   end(): void {
-    this.#finished.push({ name: this.#name, traceId: this.#context.traceId, spanId: this.#context.spanId, parentSpanId: this.#parent, attributes: { ...this.#attributes } });
+    this.#finished.push({
+      name: this.#name,
+      traceId: this.#context.traceId,
+      spanId: this.#context.spanId,
+      parentSpanId: this.#parent,
+      attributes: { ...this.#attributes },
+    });
   }
 }
 

@@ -6,7 +6,15 @@ import type { CreateCollectionStmt, FieldDef } from '../../shared/fenecql/ast.js
 import { parseStatement } from '../../shared/fenecql/parser.js';
 import { Catalog } from '../../node/storage/catalog.js';
 import { openWritable, type Connection } from '../../node/storage/sqlite.js';
-import { matchTerms, TEXT_TOKENIZER, textColumn, textIndexName, textIndexSql, textTopSelect, type TextIndexSql } from '../../node/search/text-index.js';
+import {
+  matchTerms,
+  TEXT_TOKENIZER,
+  textColumn,
+  textIndexName,
+  textIndexSql,
+  textTopSelect,
+  type TextIndexSql,
+} from '../../node/search/text-index.js';
 
 export interface Row {
   readonly id: number;
@@ -50,7 +58,9 @@ export class Store {
   search(text: string, field = '*', where?: Where, limit = 100): Row[] {
     const terms = matchTerms(text, field, this.fields);
     if (terms === null) return [];
-    const sql = textTopSelect(this.name, this.fields, field, ['c."id"', `c."text"`], ` LIMIT ${limit}`, { where: where?.sql });
+    const sql = textTopSelect(this.name, this.fields, field, ['c."id"', `c."text"`], ` LIMIT ${limit}`, {
+      where: where?.sql,
+    });
     return this.db.prepare(sql).all(terms.snippetWords, ...(where?.args ?? []), terms.expression) as Row[];
   }
 
@@ -75,10 +85,16 @@ export class Store {
     `);
     const all = (sql: string) => this.db.prepare(sql).all();
     const shadow = (suffix: string) => `"t.${this.name}.fts_${suffix}"`;
-    expect(all('SELECT term, doc, col, offset FROM index_v ORDER BY 1, 2, 3, 4')).to.deep.equal(all('SELECT term, doc, col, offset FROM twin_v ORDER BY 1, 2, 3, 4'));
-    expect(all(`SELECT id, sz FROM ${shadow('docsize')} ORDER BY id`)).to.deep.equal(all('SELECT id, sz FROM twin_docsize ORDER BY id'));
+    expect(all('SELECT term, doc, col, offset FROM index_v ORDER BY 1, 2, 3, 4')).to.deep.equal(
+      all('SELECT term, doc, col, offset FROM twin_v ORDER BY 1, 2, 3, 4'),
+    );
+    expect(all(`SELECT id, sz FROM ${shadow('docsize')} ORDER BY id`)).to.deep.equal(
+      all('SELECT id, sz FROM twin_docsize ORDER BY id'),
+    );
     // Record 1 of the data table holds the row count and token totals that BM25 reads.
-    expect(all(`SELECT block FROM ${shadow('data')} WHERE id = 1`)).to.deep.equal(all('SELECT block FROM twin_data WHERE id = 1'));
+    expect(all(`SELECT block FROM ${shadow('data')} WHERE id = 1`)).to.deep.equal(
+      all('SELECT block FROM twin_data WHERE id = 1'),
+    );
     this.db.exec('DROP TABLE twin; DROP TABLE twin_v; DROP TABLE index_v');
   }
 

@@ -37,10 +37,14 @@ export interface Scored {
 export function createCollection(db: Connection, definition: string): VectorFieldSpec[] {
   const stmt = parseStatement(`create collection ${definition}`) as CreateCollectionStmt;
   const specs = specsOf(stmt);
-  const columns = ['"id" INTEGER PRIMARY KEY AUTOINCREMENT', ...stmt.fields.map((def) => `${ident(def.name)} ${columnType(def.type)}`)];
+  const columns = [
+    '"id" INTEGER PRIMARY KEY AUTOINCREMENT',
+    ...stmt.fields.map((def) => `${ident(def.name)} ${columnType(def.type)}`),
+  ];
   db.transaction(() => {
     db.exec(`CREATE TABLE ${tableOf(stmt.name)} (${columns.join(', ')}) STRICT`);
-    for (const spec of specs) for (const sql of vectorFieldSql(spec.collection, spec.field, spec.table).create) db.exec(sql);
+    for (const spec of specs)
+      for (const sql of vectorFieldSql(spec.collection, spec.field, spec.table).create) db.exec(sql);
   })();
   return specs;
 }
@@ -55,7 +59,15 @@ export function specsOf(stmt: CreateCollectionStmt): VectorFieldSpec[] {
   for (const def of stmt.fields) {
     const hnsw = def.annotations.find((a) => a.kind === 'hnsw');
     if (hnsw === undefined || hnsw.kind !== 'hnsw' || def.type.kind !== 'vector') continue;
-    specs.push({ collection: stmt.name, field: def.name, table: tableOf(stmt.name), dims: def.type.dims, metric: hnsw.metric, m: hnsw.m, ef: hnsw.ef });
+    specs.push({
+      collection: stmt.name,
+      field: def.name,
+      table: tableOf(stmt.name),
+      dims: def.type.dims,
+      metric: hnsw.metric,
+      m: hnsw.m,
+      ef: hnsw.ef,
+    });
   }
   return specs;
 }
@@ -76,8 +88,18 @@ export function randomVector(dims: number, random: () => number): Float32Array {
  * The reference answer: every row of the table scored in float64 by fenecql.md's formulas (cosine:
  * similarity, 0 for a zero vector; l2: 1/(1+d); ip: the inner product), best first, ties by id.
  */
-export function bruteForce(db: Connection, collection: string, field: string, query: ArrayLike<number>, metric: Metric, k: number, allowed?: ReadonlySet<number>): Scored[] {
-  const rows = db.prepare(`SELECT "id", ${ident(field)} AS v FROM ${ident(`c_${collection}`)} WHERE ${ident(field)} IS NOT NULL`).all() as { id: number; v: Buffer }[];
+export function bruteForce(
+  db: Connection,
+  collection: string,
+  field: string,
+  query: ArrayLike<number>,
+  metric: Metric,
+  k: number,
+  allowed?: ReadonlySet<number>,
+): Scored[] {
+  const rows = db
+    .prepare(`SELECT "id", ${ident(field)} AS v FROM ${ident(`c_${collection}`)} WHERE ${ident(field)} IS NOT NULL`)
+    .all() as { id: number; v: Buffer }[];
   const q = Array.from(query);
   const qNorm = Math.hypot(...q);
   const scored: Scored[] = [];
@@ -91,7 +113,8 @@ export function bruteForce(db: Connection, collection: string, field: string, qu
       dist += (q[i]! - x[i]!) ** 2;
     }
     const xNorm = Math.hypot(...x);
-    const score = metric === 'l2' ? 1 / (1 + Math.sqrt(dist)) : metric === 'ip' ? dot : xNorm === 0 ? 0 : dot / (qNorm * xNorm);
+    const score =
+      metric === 'l2' ? 1 / (1 + Math.sqrt(dist)) : metric === 'ip' ? dot : xNorm === 0 ? 0 : dot / (qNorm * xNorm);
     scored.push({ rowId: id, score });
   }
   return scored.sort((a, b) => b.score - a.score || a.rowId - b.rowId).slice(0, k);
@@ -102,16 +125,29 @@ export function bruteForce(db: Connection, collection: string, field: string, qu
  * than 1e-5 are a tie that float32 arithmetic may order either way: within such a run the order is
  * free, and at the end of the list either of two tied rows may be the one kept.
  */
-export function expectSameAnswer(got: readonly Scored[], want: readonly Scored[], context: string, tolerance = 1e-4): void {
+export function expectSameAnswer(
+  got: readonly Scored[],
+  want: readonly Scored[],
+  context: string,
+  tolerance = 1e-4,
+): void {
   expect(got.length, `${context}: row count`).to.equal(want.length);
   const tie = 1e-5;
   for (let i = 0; i < want.length; i++) {
     expect(got[i]!.score, `${context}: score of rank ${i}`).to.be.closeTo(want[i]!.score, tolerance);
     if (got[i]!.rowId === want[i]!.rowId) continue;
-    // A different row at this rank must be tied with the expected one, and itself expected nearby or cut off by the tie.
+    // A different row at this rank must be tied with the expected one, and itself expected nearby or cut off by the
+    // tie.
     const tied = Math.abs(got[i]!.score - want[i]!.score) < tie;
     const elsewhere = want.findIndex((w) => w.rowId === got[i]!.rowId);
-    const explained = tied && (elsewhere === -1 ? i >= want.length - 1 || Math.abs(want[want.length - 1]!.score - got[i]!.score) < tie : Math.abs(want[elsewhere]!.score - got[i]!.score) < tie);
-    expect(explained, `${context}: rank ${i} is row ${got[i]!.rowId} (${got[i]!.score}), expected row ${want[i]!.rowId} (${want[i]!.score})`).to.equal(true);
+    const explained =
+      tied &&
+      (elsewhere === -1
+        ? i >= want.length - 1 || Math.abs(want[want.length - 1]!.score - got[i]!.score) < tie
+        : Math.abs(want[elsewhere]!.score - got[i]!.score) < tie);
+    expect(
+      explained,
+      `${context}: rank ${i} is row ${got[i]!.rowId} (${got[i]!.score}), expected row ${want[i]!.rowId} (${want[i]!.score})`,
+    ).to.equal(true);
   }
 }

@@ -38,7 +38,13 @@ export function mixtureCentres(clusters: number, dims: number, random: () => num
 }
 
 /** n normalised vectors, each a random centre plus Gaussian noise of the given spread. */
-export function clusteredVectors(n: number, centres: Float32Array, dims: number, spread: number, random: () => number): Float32Array {
+export function clusteredVectors(
+  n: number,
+  centres: Float32Array,
+  dims: number,
+  spread: number,
+  random: () => number,
+): Float32Array {
   const clusters = centres.length / dims;
   const x = new Float32Array(n * dims);
   for (let i = 0; i < n; i++) {

@@ -20,7 +20,10 @@ const REFUSED: readonly [why: string, authorization: string | undefined][] = [
   ['not_bearer', 'Basic YWRtaW46YWRtaW4='],
   ['malformed', 'Bearer not-a-jwt'],
   ['bad_signature', `Bearer ${valid.slice(0, -6)}AAAAAA`],
-  ['bad_signature', `Bearer ${mintToken({ secret: 'another-secret-that-is-32-bytes-long!!', tenant: 'acme', sub: 'mallory', ttlSeconds: 600 })}`],
+  [
+    'bad_signature',
+    `Bearer ${mintToken({ secret: 'another-secret-that-is-32-bytes-long!!', tenant: 'acme', sub: 'mallory', ttlSeconds: 600 })}`,
+  ],
   ['expired', `Bearer ${jwt({ tenant: 'acme', now: Date.now() - 3_600_000 })}`],
 ];
 
@@ -34,7 +37,10 @@ interface AuditLine {
 /** The audit lines a file holds past `from` bytes. */
 function linesOf(file: string, from = 0): AuditLine[] {
   const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8').slice(from) : '';
-  return text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as AuditLine);
+  return text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as AuditLine);
 }
 
 const post = (base: string, route: string, authorization: string | undefined): Promise<Reply> =>
@@ -42,7 +48,8 @@ const post = (base: string, route: string, authorization: string | undefined): P
     method: 'POST',
     path: `/t/acme/${route}`,
     headers: { 'content-type': 'application/json', ...(authorization === undefined ? {} : { authorization }) },
-    body: route === 'query' ? '{"statement": "get notes count"}' : '{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
+    body:
+      route === 'query' ? '{"statement": "get notes count"}' : '{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
   });
 
 describe('audit lines for refused tokens at every door (--audit)', function () {
@@ -57,11 +64,25 @@ describe('audit lines for refused tokens at every door (--audit)', function () {
     const dir = sandbox.dir();
     nodeAudit = path.join(dir, 'node-audit.jsonl');
     routerAudit = path.join(dir, 'router-audit.jsonl');
-    node = await sandbox.startServer(['--data-dir', path.join(dir, 'data'), '--mcp', '--audit', nodeAudit], { FENEC_TOKEN: TOKEN, FENEC_JWT_SECRET: SECRET });
-    router = await sandbox.startProgram(FENEC_ROUTER, ['--port', '0', '--nodes', `a=${node.url}`, '--audit', routerAudit], { FENEC_TOKEN: TOKEN, FENEC_JWT_SECRET: SECRET });
-    const created = await request(router.url, { method: 'PUT', path: '/t/acme', headers: { authorization: `Bearer ${TOKEN}` } });
+    node = await sandbox.startServer(['--data-dir', path.join(dir, 'data'), '--mcp', '--audit', nodeAudit], {
+      FENEC_TOKEN: TOKEN,
+      FENEC_JWT_SECRET: SECRET,
+    });
+    router = await sandbox.startProgram(
+      FENEC_ROUTER,
+      ['--port', '0', '--nodes', `a=${node.url}`, '--audit', routerAudit],
+      { FENEC_TOKEN: TOKEN, FENEC_JWT_SECRET: SECRET },
+    );
+    const created = await request(router.url, {
+      method: 'PUT',
+      path: '/t/acme',
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect(created.status).to.equal(201);
-    expect((await request(router.url, { method: 'PUT', path: '/t/globex', headers: { authorization: `Bearer ${TOKEN}` } })).status).to.equal(201);
+    expect(
+      (await request(router.url, { method: 'PUT', path: '/t/globex', headers: { authorization: `Bearer ${TOKEN}` } }))
+        .status,
+    ).to.equal(201);
   });
   after(() => sandbox.cleanUp());
 
@@ -93,7 +114,11 @@ describe('audit lines for refused tokens at every door (--audit)', function () {
         // Taken: no line.
         expect((await post(base, route, `Bearer ${valid}`)).status).to.be.oneOf([200, 403, 404]);
       }
-      const admin = await request(base, { method: 'PUT', path: '/t/initech', headers: { authorization: `Bearer ${valid}` } });
+      const admin = await request(base, {
+        method: 'PUT',
+        path: '/t/initech',
+        headers: { authorization: `Bearer ${valid}` },
+      });
       expect(admin.status).to.equal(401);
       expected.push({ event: 'auth', why: 'not_server_token', route: 'PUT /t/<tenant>' });
       const list = await request(base, { path: '/_tenants', headers: { authorization: `Bearer ${valid}` } });
@@ -105,7 +130,8 @@ describe('audit lines for refused tokens at every door (--audit)', function () {
       for (const line of lines) expect(line.ip).to.match(/127\.0\.0\.1$/);
       // A token is never written, not even a forged or expired one.
       const text = fs.readFileSync(file, 'utf8');
-      for (const [, authorization] of REFUSED) if (authorization !== undefined) expect(text).not.to.include(authorization.slice(7));
+      for (const [, authorization] of REFUSED)
+        if (authorization !== undefined) expect(text).not.to.include(authorization.slice(7));
       expect(text).not.to.include(valid);
       if (door === 'router') {
         // The router forwarded none of the requests it refused: the node wrote nothing meanwhile.

@@ -45,7 +45,10 @@ describe('tokens, policies, Origin and Host over HTTP', function () {
   let rsAudit: string;
 
   const hsToken = (claims: object = {}): string =>
-    jwt.sign({ sub: 'ada', tenant: 'acme', iss: 'fenec', aud: 'agents', ...claims }, SECRET, { algorithm: 'HS256', ...('exp' in claims ? {} : { expiresIn: 300 }) });
+    jwt.sign({ sub: 'ada', tenant: 'acme', iss: 'fenec', aud: 'agents', ...claims }, SECRET, {
+      algorithm: 'HS256',
+      ...('exp' in claims ? {} : { expiresIn: 300 }),
+    });
 
   before(async () => {
     dir = sandbox.dir();
@@ -61,12 +64,47 @@ describe('tokens, policies, Origin and Host over HTTP', function () {
     rsAudit = path.join(dir, 'rs-audit.log');
     [hs, rs, es, bare] = await Promise.all([
       sandbox.startServer([
-        '--file', path.join(dir, 'hs.fenec'), '--http-token', TOKEN, '--jwt-secret', SECRET, '--jwt-issuer', 'fenec',
-        '--jwt-audience', 'agents', '--policy', policy, '--audit', hsAudit, '--http-cors', CORS,
+        '--file',
+        path.join(dir, 'hs.fenec'),
+        '--http-token',
+        TOKEN,
+        '--jwt-secret',
+        SECRET,
+        '--jwt-issuer',
+        'fenec',
+        '--jwt-audience',
+        'agents',
+        '--policy',
+        policy,
+        '--audit',
+        hsAudit,
+        '--http-cors',
+        CORS,
       ]),
-      sandbox.startServer(['--file', path.join(dir, 'rs.fenec'), '--http-token', TOKEN, '--jwt-public-key', rsaKey, '--policy', policy, '--audit', rsAudit]),
-      sandbox.startServer(['--file', path.join(dir, 'es.fenec'), '--jwt-public-key', ecKey, '--policy', policy, '--audit']),
-      sandbox.startServer(['--file', path.join(dir, 'bare.fenec'), '--http-token', TOKEN], { FENEC_JWT_SECRET: SECRET }),
+      sandbox.startServer([
+        '--file',
+        path.join(dir, 'rs.fenec'),
+        '--http-token',
+        TOKEN,
+        '--jwt-public-key',
+        rsaKey,
+        '--policy',
+        policy,
+        '--audit',
+        rsAudit,
+      ]),
+      sandbox.startServer([
+        '--file',
+        path.join(dir, 'es.fenec'),
+        '--jwt-public-key',
+        ecKey,
+        '--policy',
+        policy,
+        '--audit',
+      ]),
+      sandbox.startServer(['--file', path.join(dir, 'bare.fenec'), '--http-token', TOKEN], {
+        FENEC_JWT_SECRET: SECRET,
+      }),
     ]);
     for (const server of [hs, rs, bare]) {
       const created = await query(server.url, 'create collection notes (title text, owner text @hash)', [], TOKEN);
@@ -78,17 +116,37 @@ describe('tokens, policies, Origin and Host over HTTP', function () {
 
   function auditLines(file: string): AuditLine[] {
     if (!fs.existsSync(file)) return [];
-    return fs.readFileSync(file, 'utf8').split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as AuditLine);
+    return fs
+      .readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as AuditLine);
   }
 
   describe('forged and broken tokens', () => {
     const forged: Array<[name: string, server: () => ServerProcess, token: () => string, why: string]> = [
-      ['alg none', () => hs, () => `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ sub: 'ada', iss: 'fenec', aud: 'agents', exp: now() + 300 })}.`, 'unsigned'],
-      ['the wrong secret', () => hs, () => jwt.sign({ sub: 'ada', iss: 'fenec', aud: 'agents' }, `${SECRET}-not`, { expiresIn: 300 }), 'bad_signature'],
-      ['HS256 signed with the RS256 public key\'s PEM as its secret', () => rs, () => {
-        const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ sub: 'ada', exp: now() + 300 })}`;
-        return `${input}.${createHmac('sha256', rsaPem).update(input).digest('base64url')}`;
-      }, 'wrong_algorithm'],
+      [
+        'alg none',
+        () => hs,
+        () =>
+          `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ sub: 'ada', iss: 'fenec', aud: 'agents', exp: now() + 300 })}.`,
+        'unsigned',
+      ],
+      [
+        'the wrong secret',
+        () => hs,
+        () => jwt.sign({ sub: 'ada', iss: 'fenec', aud: 'agents' }, `${SECRET}-not`, { expiresIn: 300 }),
+        'bad_signature',
+      ],
+      [
+        "HS256 signed with the RS256 public key's PEM as its secret",
+        () => rs,
+        () => {
+          const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ sub: 'ada', exp: now() + 300 })}`;
+          return `${input}.${createHmac('sha256', rsaPem).update(input).digest('base64url')}`;
+        },
+        'wrong_algorithm',
+      ],
       ['expired', () => hs, () => hsToken({ exp: now() - 3600 }), 'expired'],
       ['not yet valid', () => hs, () => hsToken({ nbf: now() + 3600 }), 'not_yet_valid'],
       ['the wrong iss', () => hs, () => hsToken({ iss: 'someone-else' }), 'wrong_issuer'],
@@ -134,7 +192,7 @@ describe('tokens, policies, Origin and Host over HTTP', function () {
       expect(written.status, written.text).to.equal(200);
       const read = await query(hs.url, 'get notes select title, owner', [], ada);
       expect(read.status, read.text).to.equal(200);
-      expect(read.json.rows).to.deep.equal([{ id: 2, title: 'ada\'s', owner: 'ada' }]);
+      expect(read.json.rows).to.deep.equal([{ id: 2, title: "ada's", owner: 'ada' }]);
       const all = await query(hs.url, 'get notes count', [], TOKEN);
       expect(all.json.count).to.equal(2);
     });
@@ -148,7 +206,12 @@ describe('tokens, policies, Origin and Host over HTTP', function () {
       const esReply = await query(es.url, 'get notes', [], esToken);
       expect(esReply.status, esReply.text).to.equal(404);
       expect(esReply.json.error.code).to.equal('unknown_collection');
-      const forged = await query(es.url, 'get notes', [], jwt.sign({ sub: 'cy' }, rsa.privateKey, { algorithm: 'RS256', expiresIn: 300 }));
+      const forged = await query(
+        es.url,
+        'get notes',
+        [],
+        jwt.sign({ sub: 'cy' }, rsa.privateKey, { algorithm: 'RS256', expiresIn: 300 }),
+      );
       expect(forged.status).to.equal(401);
     });
 
@@ -157,7 +220,11 @@ describe('tokens, policies, Origin and Host over HTTP', function () {
       // The line was written before the answer; the pipe from the child may bring it a moment after.
       const malformed = async (): Promise<AuditLine | undefined> => {
         for (let tries = 0; tries < 50; tries++) {
-          const lines = es.stderr().split('\n').filter((line) => line.includes('"event":"auth"')).map((line) => JSON.parse(line) as AuditLine);
+          const lines = es
+            .stderr()
+            .split('\n')
+            .filter((line) => line.includes('"event":"auth"'))
+            .map((line) => JSON.parse(line) as AuditLine);
           const found = lines.find((line) => line.why === 'malformed');
           if (found !== undefined) return found;
           await sleep(20);
@@ -177,7 +244,7 @@ describe('tokens, policies, Origin and Host over HTTP', function () {
       expect(schema.json.collections).to.deep.equal([]);
     });
 
-    it('refuses schema changes to a JWT and audits the server token\'s, with no row contents', async () => {
+    it("refuses schema changes to a JWT and audits the server token's, with no row contents", async () => {
       const refused = await query(hs.url, 'create collection secrets (x text)', [], hsToken());
       expect(refused.status, refused.text).to.equal(403);
       expect(refused.json.error.code).to.equal('forbidden');
@@ -195,21 +262,25 @@ describe('tokens, policies, Origin and Host over HTTP', function () {
         { statement: 'compact', collection: null, who: 'server', sub: null },
         { statement: 'drop', collection: 'extra', who: 'server', sub: null },
       ]);
-      expect(fs.readFileSync(hsAudit, 'utf8')).not.to.include('ada\'s');
+      expect(fs.readFileSync(hsAudit, 'utf8')).not.to.include("ada's");
     });
 
     it('serves /_metrics to the server token only, not to a JWT', async () => {
       const withJwt = await request(hs.url, { path: '/_metrics', headers: { authorization: `Bearer ${hsToken()}` } });
       expect(withJwt.status).to.equal(401);
-      expect(withJwt.json.error.message).to.include('server\'s token only');
+      expect(withJwt.json.error.message).to.include("server's token only");
       const withToken = await request(hs.url, { path: '/_metrics', headers: { authorization: `Bearer ${TOKEN}` } });
       expect(withToken.status).to.equal(200);
     });
   });
 
   describe('Origin and Host', () => {
-    const get = (headers: Record<string, string>) =>
-      ({ method: 'POST', path: '/query', headers: { 'content-type': 'application/json', ...headers }, body: '{"statement": "get notes count"}' });
+    const get = (headers: Record<string, string>) => ({
+      method: 'POST',
+      path: '/query',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: '{"statement": "get notes count"}',
+    });
 
     it('refuses a foreign Origin with forbidden_origin (403) even with a valid token', async () => {
       for (const token of [hsToken(), TOKEN]) {
@@ -219,15 +290,23 @@ describe('tokens, policies, Origin and Host over HTTP', function () {
       }
     });
 
-    it('answers the server\'s own Origin and a request without Origin', async () => {
-      const own = await request(hs.url, get({ origin: `http://${new URL(hs.url).host}`, authorization: `Bearer ${hsToken()}` }));
+    it("answers the server's own Origin and a request without Origin", async () => {
+      const own = await request(
+        hs.url,
+        get({ origin: `http://${new URL(hs.url).host}`, authorization: `Bearer ${hsToken()}` }),
+      );
       expect(own.status, own.text).to.equal(200);
       const none = await request(hs.url, get({ authorization: `Bearer ${hsToken()}` }));
       expect(none.status, none.text).to.equal(200);
     });
 
     it('answers a CORS preflight for the --http-cors origin only', async () => {
-      const preflight = (origin: string) => request(hs.url, { method: 'OPTIONS', path: '/query', headers: { origin, 'access-control-request-method': 'POST' } });
+      const preflight = (origin: string) =>
+        request(hs.url, {
+          method: 'OPTIONS',
+          path: '/query',
+          headers: { origin, 'access-control-request-method': 'POST' },
+        });
       const allowed = await preflight(CORS);
       expect(allowed.status).to.equal(204);
       expect(allowed.headers['access-control-allow-origin']).to.equal(CORS);
@@ -240,7 +319,7 @@ describe('tokens, policies, Origin and Host over HTTP', function () {
       expect(cors.headers['access-control-allow-origin']).to.equal(CORS);
     });
 
-    it('takes a rebound Host with a token (the server\'s or a JWT) and refuses it without one', async () => {
+    it("takes a rebound Host with a token (the server's or a JWT) and refuses it without one", async () => {
       const host = 'rebound.example.com';
       expect((await request(hs.url, get({ host }))).status).to.equal(401);
       expect((await request(hs.url, get({ host, authorization: `Bearer ${TOKEN}` }))).status).to.equal(200);
@@ -250,28 +329,43 @@ describe('tokens, policies, Origin and Host over HTTP', function () {
 
   describe('fenec token', () => {
     it('mints a token that a server with the same secret and a policy takes', async () => {
-      const minted = await sandbox.run(FENEC, ['token', '--tenant', 'acme', '--sub', 'dee', '--ttl', '1h', '--claims', '{"team": "ops"}'], { FENEC_JWT_SECRET: SECRET });
+      const minted = await sandbox.run(
+        FENEC,
+        ['token', '--tenant', 'acme', '--sub', 'dee', '--ttl', '1h', '--claims', '{"team": "ops"}'],
+        { FENEC_JWT_SECRET: SECRET },
+      );
       expect(minted.code, minted.stderr).to.equal(0);
       const token = minted.stdout.trim();
       const claims = jwt.verify(token, SECRET) as jwt.JwtPayload;
       expect(claims).to.include({ sub: 'dee', tenant: 'acme', team: 'ops' });
       expect(claims.exp! - claims.iat!).to.equal(3600);
-      const server = await sandbox.startServer(['--file', path.join(dir, 'minted.fenec'), '--policy', path.join(dir, 'policy.txt'), '--http-token', TOKEN], { FENEC_JWT_SECRET: SECRET });
+      const server = await sandbox.startServer(
+        ['--file', path.join(dir, 'minted.fenec'), '--policy', path.join(dir, 'policy.txt'), '--http-token', TOKEN],
+        { FENEC_JWT_SECRET: SECRET },
+      );
       await query(server.url, 'create collection notes (title text, owner text @hash)', [], TOKEN);
       expect((await query(server.url, 'insert into notes {title: "dee\'s"}', [], token)).status).to.equal(200);
       const read = await query(server.url, 'get notes select title, owner', [], token);
       expect(read.status, read.text).to.equal(200);
-      expect(read.json.rows).to.deep.equal([{ id: 1, title: 'dee\'s', owner: 'dee' }]);
+      expect(read.json.rows).to.deep.equal([{ id: 1, title: "dee's", owner: 'dee' }]);
     });
 
     it('refuses claims that would override sub, tenant or exp, and a missing secret, with exit 2', async () => {
-      const override = await sandbox.run(FENEC, ['token', '--tenant', 'acme', '--sub', 'dee', '--claims', '{"sub": "root", "exp": 9999999999}'], { FENEC_JWT_SECRET: SECRET });
+      const override = await sandbox.run(
+        FENEC,
+        ['token', '--tenant', 'acme', '--sub', 'dee', '--claims', '{"sub": "root", "exp": 9999999999}'],
+        { FENEC_JWT_SECRET: SECRET },
+      );
       expect(override.code).to.equal(2);
       expect(override.stderr).to.include('--claims may not set sub, exp');
-      const noSecret = await sandbox.run(FENEC, ['token', '--tenant', 'acme', '--sub', 'dee'], { FENEC_JWT_SECRET: '' });
+      const noSecret = await sandbox.run(FENEC, ['token', '--tenant', 'acme', '--sub', 'dee'], {
+        FENEC_JWT_SECRET: '',
+      });
       expect(noSecret.code).to.equal(2);
       expect(noSecret.stderr).to.include('FENEC_JWT_SECRET');
-      const ttl = await sandbox.run(FENEC, ['token', '--tenant', 'acme', '--sub', 'dee', '--ttl', 'forever'], { FENEC_JWT_SECRET: SECRET });
+      const ttl = await sandbox.run(FENEC, ['token', '--tenant', 'acme', '--sub', 'dee', '--ttl', 'forever'], {
+        FENEC_JWT_SECRET: SECRET,
+      });
       expect(ttl.code).to.equal(2);
       expect(ttl.stderr.trim().split('\n')).to.have.length(1);
     });
@@ -283,15 +377,33 @@ describe('tokens, policies, Origin and Host over HTTP', function () {
       ['a key file that is not one', () => ['--jwt-public-key', path.join(dir, 'policy.txt')], 'holds no public key'],
       ['a missing key file', () => ['--jwt-public-key', path.join(dir, 'none.pem')], 'cannot read'],
       ['two keys', () => ['--jwt-secret', SECRET, '--jwt-public-key', path.join(dir, 'rsa.pem')], 'one key'],
-      ['a policy without a key', () => ['--policy', path.join(dir, 'policy.txt')], 'give --jwt-secret or --jwt-public-key'],
-      ['a bad policy line', () => ['--jwt-secret', SECRET, '--policy', path.join(dir, 'bad-policy.txt')], 'bad-policy.txt:3: '],
+      [
+        'a policy without a key',
+        () => ['--policy', path.join(dir, 'policy.txt')],
+        'give --jwt-secret or --jwt-public-key',
+      ],
+      [
+        'a bad policy line',
+        () => ['--jwt-secret', SECRET, '--policy', path.join(dir, 'bad-policy.txt')],
+        'bad-policy.txt:3: ',
+      ],
       ['an issuer without a key', () => ['--jwt-issuer', 'fenec'], '--jwt-issuer'],
-      ['an audit file it cannot open', () => ['--audit', path.join(dir, 'no-such-dir', 'audit.log')], '--audit cannot open'],
+      [
+        'an audit file it cannot open',
+        () => ['--audit', path.join(dir, 'no-such-dir', 'audit.log')],
+        '--audit cannot open',
+      ],
     ];
     for (const [name, args, says] of cases) {
       it(`fenec-server exits 2 with one line for ${name}`, async () => {
         fs.writeFileSync(path.join(dir, 'bad-policy.txt'), 'notes read\n\nnotes read,write,delete\n');
-        const done = await sandbox.run(path.join(path.dirname(FENEC), 'fenec-server.js'), ['--file', path.join(dir, 'never.fenec'), '--port', '0', ...args()]);
+        const done = await sandbox.run(path.join(path.dirname(FENEC), 'fenec-server.js'), [
+          '--file',
+          path.join(dir, 'never.fenec'),
+          '--port',
+          '0',
+          ...args(),
+        ]);
         expect(done.code, done.stderr).to.equal(2);
         expect(done.stderr.trim().split('\n'), done.stderr).to.have.length(1);
         expect(done.stderr).to.include(says);

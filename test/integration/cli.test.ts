@@ -31,7 +31,9 @@ describe('the command line', function () {
 
     it('refuses a write with --read-only', async () => {
       const file = path.join(sandbox.dir(), 'cli.fenec');
-      expect((await sandbox.run(FENEC, ['query', '--file', file, 'create collection notes (title text)'])).code).to.equal(0);
+      expect(
+        (await sandbox.run(FENEC, ['query', '--file', file, 'create collection notes (title text)'])).code,
+      ).to.equal(0);
       const done = await sandbox.run(FENEC, ['query', '--file', file, '--read-only', 'insert into notes {title: "x"}']);
       expect(done.code).to.equal(1);
       expect(JSON.parse(done.stderr).error.code).to.equal('read_only');
@@ -40,18 +42,36 @@ describe('the command line', function () {
 
   describe('fenec query --url', () => {
     it('runs a statement on a server, by its base URL or its /query URL, with the token from FENEC_TOKEN', async () => {
-      const server = await sandbox.startServer(['--file', path.join(sandbox.dir(), 'served.fenec'), '--http-token', TOKEN]);
+      const server = await sandbox.startServer([
+        '--file',
+        path.join(sandbox.dir(), 'served.fenec'),
+        '--http-token',
+        TOKEN,
+      ]);
       const env = { FENEC_TOKEN: TOKEN };
-      const created = await sandbox.run(FENEC, ['query', '--url', server.url, 'create collection notes (title text)'], env);
+      const created = await sandbox.run(
+        FENEC,
+        ['query', '--url', server.url, 'create collection notes (title text)'],
+        env,
+      );
       expect(created.code, created.stderr).to.equal(0);
-      const inserted = await sandbox.run(FENEC, ['query', '--url', `${server.url}/query`, 'insert into notes {title: "a"}'], env);
+      const inserted = await sandbox.run(
+        FENEC,
+        ['query', '--url', `${server.url}/query`, 'insert into notes {title: "a"}'],
+        env,
+      );
       expect(JSON.parse(inserted.stdout)).to.deep.equal({ count: 1, ids: [1] });
       const withFlag = await sandbox.run(FENEC, ['query', '--url', server.url, '--token', TOKEN, 'get notes count']);
       expect(JSON.parse(withFlag.stdout)).to.deep.equal({ count: 1 });
     });
 
-    it('prints the server\'s refusal on stderr and exits 1', async () => {
-      const server = await sandbox.startServer(['--file', path.join(sandbox.dir(), 'served.fenec'), '--http-token', TOKEN]);
+    it("prints the server's refusal on stderr and exits 1", async () => {
+      const server = await sandbox.startServer([
+        '--file',
+        path.join(sandbox.dir(), 'served.fenec'),
+        '--http-token',
+        TOKEN,
+      ]);
       const done = await sandbox.run(FENEC, ['query', '--url', server.url, 'schema']);
       expect(done.code).to.equal(1);
       expect(JSON.parse(done.stderr).error.code).to.equal('unauthorized');
@@ -74,7 +94,11 @@ describe('the command line', function () {
       ['fenec-server', 'no --file', []],
       ['fenec-server', 'a port that is not one', ['--file', 'x.fenec', '--port', 'eighty']],
       ['fenec-server', 'a size that is not one', ['--file', 'x.fenec', '--max-body', '12 parsecs']],
-      ['fenec-server', 'a CORS origin with a path', ['--file', 'x.fenec', '--http-cors', 'https://app.example.com/page']],
+      [
+        'fenec-server',
+        'a CORS origin with a path',
+        ['--file', 'x.fenec', '--http-cors', 'https://app.example.com/page'],
+      ],
     ];
     for (const [program, what, args] of cases) {
       it(`${program} exits 2 with one line on stderr for ${what}`, async () => {
@@ -94,7 +118,16 @@ describe('the command line', function () {
     it('fenec-server --help describes every flag and exits 0', async () => {
       const done = await sandbox.run(FENEC_SERVER, ['--help']);
       expect(done.code).to.equal(0);
-      for (const flag of ['--file', '--host', '--port', '--http-token', '--http-read-only', '--read-only', '--max-body', '--http-cors']) {
+      for (const flag of [
+        '--file',
+        '--host',
+        '--port',
+        '--http-token',
+        '--http-read-only',
+        '--read-only',
+        '--max-body',
+        '--http-cors',
+      ]) {
         expect(done.stdout).to.include(flag);
       }
     });

@@ -62,7 +62,9 @@ describe('hostile statements against fenec-server', function () {
     }
 
     it('answers a 250-term chain, inside the limit, as fast as a plain statement (2^250 compilations before)', async () => {
-      const [reply, ms] = await timed(() => query(server.url, `get docs where year = ${repeat(250, '1', ' + ')} count`));
+      const [reply, ms] = await timed(() =>
+        query(server.url, `get docs where year = ${repeat(250, '1', ' + ')} count`),
+      );
       expect(reply.json).to.deep.equal({ count: 1 });
       expect(ms).to.be.below(2000);
     });
@@ -88,12 +90,19 @@ describe('hostile statements against fenec-server', function () {
       ['1 958 nested arrays in a json field', `insert into docs {j: ${repeat(1958, '[')}1${repeat(1958, ']')}}`],
       ['1 582 nested objects in a json field', `insert into docs {j: ${repeat(1582, '{a: ')}1${repeat(1582, '}')}}`],
       ['a JSON parameter 4 111 arrays deep', 'insert into docs {j: $1}', `[${repeat(4111, '[')}1${repeat(4111, ']')}]`],
-      ['a JSON parameter 5 000 objects deep', 'insert into docs {j: $1}', `[${repeat(5000, '{"a":')}1${repeat(5000, '}')}]`],
+      [
+        'a JSON parameter 5 000 objects deep',
+        'insert into docs {j: $1}',
+        `[${repeat(5000, '{"a":')}1${repeat(5000, '}')}]`,
+      ],
       ['a like pattern past 50 000 characters', `get docs where title like "${'%a'.repeat(25_001)}" count`],
     ];
     for (const [name, statement, paramsJson] of SHAPES) {
       it(`${name}: too_complex (400)`, async () => {
-        const reply = paramsJson === undefined ? await query(server.url, statement) : await queryRaw(server.url, statement, paramsJson);
+        const reply =
+          paramsJson === undefined
+            ? await query(server.url, statement)
+            : await queryRaw(server.url, statement, paramsJson);
         expect(reply.status, reply.text).to.equal(400);
         expect(reply.json.error.code).to.equal('too_complex');
         expect(reply.json.error.hint).to.be.a('string');
@@ -109,7 +118,10 @@ describe('hostile statements against fenec-server', function () {
     ];
     for (const [name, statement, paramsJson] of NUMBERS) {
       it(`${name}: invalid_number (400)`, async () => {
-        const reply = paramsJson === undefined ? await query(server.url, statement) : await queryRaw(server.url, statement, paramsJson);
+        const reply =
+          paramsJson === undefined
+            ? await query(server.url, statement)
+            : await queryRaw(server.url, statement, paramsJson);
         expect(reply.status, reply.text).to.equal(400);
         expect(reply.json.error.code).to.equal('invalid_number');
       });
@@ -118,12 +130,25 @@ describe('hostile statements against fenec-server', function () {
     const SURROGATES: ReadonlyArray<[string, string, string, string?]> = [
       ['a lone surrogate in a literal', String.raw`insert into docs {title: "fox \ud83e"}`, 'invalid_escape'],
       ['a lone surrogate in a parameter', 'insert into docs {title: $1}', 'invalid_value', String.raw`["fox \ud83e"]`],
-      ['a lone surrogate in a bulk write', 'insert into docs $1', 'invalid_value', String.raw`[[{"title": "ok"}, {"title": "\udc00"}]]`],
-      ['a lone surrogate in a key of a json field', 'insert into docs {j: $1}', 'invalid_value', String.raw`[{"\ud800": 1}]`],
+      [
+        'a lone surrogate in a bulk write',
+        'insert into docs $1',
+        'invalid_value',
+        String.raw`[[{"title": "ok"}, {"title": "\udc00"}]]`,
+      ],
+      [
+        'a lone surrogate in a key of a json field',
+        'insert into docs {j: $1}',
+        'invalid_value',
+        String.raw`[{"\ud800": 1}]`,
+      ],
     ];
     for (const [name, statement, code, paramsJson] of SURROGATES) {
       it(`${name}: ${code} (400), where SQLite would have stored bytes that are not UTF-8`, async () => {
-        const reply = paramsJson === undefined ? await query(server.url, statement) : await queryRaw(server.url, statement, paramsJson);
+        const reply =
+          paramsJson === undefined
+            ? await query(server.url, statement)
+            : await queryRaw(server.url, statement, paramsJson);
         expect(reply.status, reply.text).to.equal(400);
         expect(reply.json.error.code).to.equal(code);
         expect(reply.json.error.message).to.contain('lone surrogate');
@@ -134,7 +159,12 @@ describe('hostile statements against fenec-server', function () {
       const key = 'k'.repeat(500_000);
       for (const reply of [
         await queryRaw(server.url, 'insert into docs $1', JSON.stringify([[{ [key]: 1 }]])),
-        await request(server.url, { method: 'POST', path: '/query', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ statement: 'get docs', [key]: 1 }) }),
+        await request(server.url, {
+          method: 'POST',
+          path: '/query',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ statement: 'get docs', [key]: 1 }),
+        }),
       ]) {
         expect(reply.status, reply.text.slice(0, 200)).to.equal(400);
         expect(reply.json.error.code).to.be.oneOf(['unknown_field', 'bad_request']);

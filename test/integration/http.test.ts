@@ -92,7 +92,11 @@ describe('fenec-server over HTTP', function () {
 
     it('refuses a body that is not UTF-8 with bad_json naming the byte, where it was stored with U+FFFD in place', async () => {
       const before = (await query(open.url, 'get notes count')).json;
-      const body = Buffer.concat([Buffer.from('{"statement": "insert into notes {title: $1}", "params": ["caf'), Buffer.from([0xe9]), Buffer.from('"]}')]);
+      const body = Buffer.concat([
+        Buffer.from('{"statement": "insert into notes {title: $1}", "params": ["caf'),
+        Buffer.from([0xe9]),
+        Buffer.from('"]}'),
+      ]);
       const reply = await request(open.url, { method: 'POST', path: '/query', body });
       expect(reply.status, reply.text).to.equal(400);
       expect(reply.json.error.code).to.equal('bad_json');
@@ -104,8 +108,17 @@ describe('fenec-server over HTTP', function () {
     it('refuses a compressed body with unsupported_encoding (415), writing nothing; takes Content-Encoding: identity', async () => {
       const insert = JSON.stringify({ statement: 'insert into notes {title: "zipped"}' });
       const before = (await query(open.url, 'get notes count')).json;
-      for (const [encoding, body] of [['gzip', zlib.gzipSync(insert)], ['br', insert], ['deflate, gzip', insert]] as const) {
-        const reply = await request(open.url, { method: 'POST', path: '/query', body, headers: { 'content-encoding': encoding } });
+      for (const [encoding, body] of [
+        ['gzip', zlib.gzipSync(insert)],
+        ['br', insert],
+        ['deflate, gzip', insert],
+      ] as const) {
+        const reply = await request(open.url, {
+          method: 'POST',
+          path: '/query',
+          body,
+          headers: { 'content-encoding': encoding },
+        });
         expect(reply.status, reply.text).to.equal(415);
         expect(reply.json.error.code).to.equal('unsupported_encoding');
         expect(reply.json.error.message).to.contain(`Content-Encoding ${JSON.stringify(encoding)}`);
@@ -113,7 +126,12 @@ describe('fenec-server over HTTP', function () {
         expect(reply.headers.connection).to.equal('close');
       }
       expect((await query(open.url, 'get notes count')).json).to.deep.equal(before);
-      const identity = await request(open.url, { method: 'POST', path: '/query', body: JSON.stringify({ statement: 'get notes count' }), headers: { 'content-encoding': 'identity' } });
+      const identity = await request(open.url, {
+        method: 'POST',
+        path: '/query',
+        body: JSON.stringify({ statement: 'get notes count' }),
+        headers: { 'content-encoding': 'identity' },
+      });
       expect(identity.json).to.deep.equal(before);
     });
 
@@ -121,21 +139,44 @@ describe('fenec-server over HTTP', function () {
       // Past 64 KB a body is written into memory shared with the worker as it comes (handler.ts):
       // every byte of it must arrive, in order, whichever way it was sent.
       const title = (n: number): string => `${n}:${'abcdefghij'.repeat(40)}:${n}`;
-      const rows = (from: number): { title: string }[] => Array.from({ length: 1000 }, (_, i) => ({ title: title(from + i) }));
-      for (const [from, chunked] of [[1000, false], [2000, true]] as const) {
+      const rows = (from: number): { title: string }[] =>
+        Array.from({ length: 1000 }, (_, i) => ({ title: title(from + i) }));
+      for (const [from, chunked] of [
+        [1000, false],
+        [2000, true],
+      ] as const) {
         const body = JSON.stringify({ statement: 'insert into notes $1', params: [rows(from)] });
         expect(body.length).to.be.above(400_000);
-        const reply = await request(guarded.url, { method: 'POST', path: '/query', body, chunked, headers: { authorization: `Bearer ${TOKEN}` } });
+        const reply = await request(guarded.url, {
+          method: 'POST',
+          path: '/query',
+          body,
+          chunked,
+          headers: { authorization: `Bearer ${TOKEN}` },
+        });
         expect(reply.status, reply.text).to.equal(200);
         expect(reply.json.count).to.equal(1000);
       }
       const read = await query(guarded.url, 'get notes where title like "%:abcdefghij%" order id', [], TOKEN);
-      expect(read.json.rows.map((row: { title: string }) => row.title)).to.deep.equal([...rows(1000), ...rows(2000)].map((row) => row.title));
-      const tooLarge = JSON.stringify({ statement: 'insert into notes $1', params: [[...rows(3000), ...rows(4000), ...rows(5000)]] });
-      const refused = await request(guarded.url, { method: 'POST', path: '/query', body: tooLarge, chunked: true, headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(read.json.rows.map((row: { title: string }) => row.title)).to.deep.equal(
+        [...rows(1000), ...rows(2000)].map((row) => row.title),
+      );
+      const tooLarge = JSON.stringify({
+        statement: 'insert into notes $1',
+        params: [[...rows(3000), ...rows(4000), ...rows(5000)]],
+      });
+      const refused = await request(guarded.url, {
+        method: 'POST',
+        path: '/query',
+        body: tooLarge,
+        chunked: true,
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
       expect(refused.status).to.equal(413);
       expect(refused.json.error.code).to.equal('payload_too_large');
-      expect((await query(guarded.url, 'get notes where title like "%:abcdefghij%" count', [], TOKEN)).json.count).to.equal(2000);
+      expect(
+        (await query(guarded.url, 'get notes where title like "%:abcdefghij%" count', [], TOKEN)).json.count,
+      ).to.equal(2000);
     });
   });
 
@@ -147,7 +188,7 @@ describe('fenec-server over HTTP', function () {
       expect(reply.headers['www-authenticate']).to.equal('Bearer');
     });
 
-    it('must be the server\'s: another gives invalid_token (401)', async () => {
+    it("must be the server's: another gives invalid_token (401)", async () => {
       const reply = await query(guarded.url, 'schema', [], 'not-the-token');
       expect(reply.status).to.equal(401);
       expect(reply.json.error.code).to.equal('invalid_token');
@@ -210,7 +251,7 @@ describe('fenec-server over HTTP', function () {
       expect(withToken.json.error.code).to.equal('forbidden_origin');
     });
 
-    it('answers the server\'s own origin, and the --http-cors origin with CORS headers', async () => {
+    it("answers the server's own origin, and the --http-cors origin with CORS headers", async () => {
       const host = new URL(open.url).host;
       const own = await request(open.url, { ...get, headers: { origin: `http://${host}` } });
       expect(own.status).to.equal(200);
@@ -260,8 +301,9 @@ describe('fenec-server over HTTP', function () {
       expect(reply.text).not.to.include('missing');
     });
 
-    it('samples the event loop\'s delay every millisecond: an idle loop reads near 1 ms, not the 10 of a coarser timer', async () => {
-      const metrics = async () => (await request(guarded.url, { path: '/_metrics', headers: { authorization: `Bearer ${TOKEN}` } })).text;
+    it("samples the event loop's delay every millisecond: an idle loop reads near 1 ms, not the 10 of a coarser timer", async () => {
+      const metrics = async () =>
+        (await request(guarded.url, { path: '/_metrics', headers: { authorization: `Bearer ${TOKEN}` } })).text;
       await metrics(); // prom-client starts a new window at each scrape
       await new Promise((resolve) => setTimeout(resolve, 300));
       const text = await metrics();
@@ -273,7 +315,7 @@ describe('fenec-server over HTTP', function () {
 
     // The 1 ms sampler and the workers' watchdog run only around requests: both on all the time cost an
     // idle server about 3.5 % of a core on its serving thread (10 ms of CPU in 3 s and more).
-    it('lets an idle server\'s serving thread sleep: no timer wakes it between requests', async function () {
+    it("lets an idle server's serving thread sleep: no timer wakes it between requests", async function () {
       if (process.platform !== 'linux') this.skip(); // per-thread CPU from /proc
       await query(guarded.url, 'get missing', [], TOKEN);
       await new Promise((resolve) => setTimeout(resolve, 1_500)); // the sampler's second after the last request

@@ -34,11 +34,22 @@ describe('fenec import', function () {
   /** A fresh collection for each test. */
   const fresh = async (): Promise<string> => {
     const name = `docs${++n}`;
-    expect((await q(`create collection ${name} (title text required @text, body text @text, year int @sorted, v vector<${DIMS}> @hnsw(cosine))`)).status).to.equal(200);
+    expect(
+      (
+        await q(
+          `create collection ${name} (title text required @text, body text @text, year int @sorted, v vector<${DIMS}> @hnsw(cosine))`,
+        )
+      ).status,
+    ).to.equal(200);
     return name;
   };
   const runImport = (args: string[], stdin?: string | Buffer): Promise<Finished> =>
-    sandbox.run(FENEC, ['import', '--url', server.url, ...args], { FENEC_TOKEN: TOKEN }, { timeoutMs: RUN_MS, ...(stdin === undefined ? {} : { stdin }) });
+    sandbox.run(
+      FENEC,
+      ['import', '--url', server.url, ...args],
+      { FENEC_TOKEN: TOKEN },
+      { timeoutMs: RUN_MS, ...(stdin === undefined ? {} : { stdin }) },
+    );
   const summaryOf = (run: Finished): Record<string, number> => {
     expect(run.code, run.stderr).to.equal(0);
     return JSON.parse(run.stdout.trim().split('\n').at(-1)!) as Record<string, number>;
@@ -74,9 +85,18 @@ describe('fenec import', function () {
   it('loads a JSON array, and rows from stdin', async () => {
     const name = await fresh();
     const file = path.join(dir, 'rows.json');
-    fs.writeFileSync(file, JSON.stringify(Array.from({ length: 700 }, (_, i) => rowOf(i)), null, 2));
+    fs.writeFileSync(
+      file,
+      JSON.stringify(
+        Array.from({ length: 700 }, (_, i) => rowOf(i)),
+        null,
+        2,
+      ),
+    );
     expect(summaryOf(await runImport(['--batch-bytes', '20000', name, file]))).to.include({ rows: 700 });
-    expect(summaryOf(await runImport([name, '-'], ndjson(Array.from({ length: 300 }, (_, i) => rowOf(700 + i)))))).to.include({ rows: 300 });
+    expect(
+      summaryOf(await runImport([name, '-'], ndjson(Array.from({ length: 300 }, (_, i) => rowOf(700 + i))))),
+    ).to.include({ rows: 300 });
     const fromArray = `[${Array.from({ length: 50 }, (_, i) => JSON.stringify(rowOf(1000 + i))).join(',\n')}]`;
     expect(summaryOf(await runImport(['--no-wait', name, '-'], fromArray))).to.not.have.property('index_seconds');
     expect((await q(`get ${name} count`)).json.count).to.equal(1050);
@@ -84,7 +104,13 @@ describe('fenec import', function () {
 
   it('sends every byte as the file has it: a byte order mark, CRLF lines, characters of several bytes, rows longer than a read', async () => {
     // "à" is C3 A0 in UTF-8: A0 read alone is latin1's no-break space, which no trim may take.
-    const texts = ['voilà', 'naïve café à', '🦊 fennec 狐', 'à'.repeat(40_000), `a quote \" and a brace } in text ${'é'.repeat(70_000)}`];
+    const texts = [
+      'voilà',
+      'naïve café à',
+      '🦊 fennec 狐',
+      'à'.repeat(40_000),
+      `a quote \" and a brace } in text ${'é'.repeat(70_000)}`,
+    ];
     const rows = texts.map((title, i) => ({ ...rowOf(i), title }));
     for (const [format, text] of [
       ['ndjson', `\ufeff${rows.map((r) => JSON.stringify(r)).join('\r\n')}\r\n\r\n`],
@@ -93,7 +119,9 @@ describe('fenec import', function () {
       const name = await fresh();
       const file = path.join(dir, `utf8.${format}`);
       fs.writeFileSync(file, text);
-      expect(summaryOf(await runImport(['--no-wait', '--batch-bytes', '150000', name, file]))).to.include({ rows: texts.length });
+      expect(summaryOf(await runImport(['--no-wait', '--batch-bytes', '150000', name, file]))).to.include({
+        rows: texts.length,
+      });
       const stored = (await q(`get ${name} select title order id`)).json.rows.map((r: { title: string }) => r.title);
       expect(stored, format).to.deep.equal(texts);
     }
@@ -123,7 +151,9 @@ describe('fenec import', function () {
     expect([refused.error.code, refused.line]).to.deep.equal(['bad_json', 3]);
     expect(refused.committed).to.equal(0);
     // Shaped as one object but not JSON: the loader does not parse rows, the server refuses the batch whole.
-    const unquoted = refusalOf(await runImport([name, '-'], `${ndjson([rowOf(1), rowOf(2)])}{title: "no quotes"}\n${ndjson([rowOf(3)])}`));
+    const unquoted = refusalOf(
+      await runImport([name, '-'], `${ndjson([rowOf(1), rowOf(2)])}{title: "no quotes"}\n${ndjson([rowOf(3)])}`),
+    );
     expect([unquoted.error.code, unquoted.line, unquoted.committed]).to.deep.equal(['bad_json', 3, 0]);
     expect(unquoted.error.message).to.match(/^line 3: not JSON/);
     // Two objects on one line are not one row, nor two.
@@ -133,7 +163,11 @@ describe('fenec import', function () {
     expect(array.error.message).to.match(/^line 2: a row is a JSON object/);
     expect((await q(`get ${name} count`)).json.count).to.equal(0);
     // A file saved as Latin-1: its "é" is the byte 0xe9, which decoded as UTF-8 would have been stored as U+FFFD.
-    const latin1 = Buffer.concat([Buffer.from(`${ndjson([rowOf(1)])}{"title": "caf`), Buffer.from([0xe9]), Buffer.from(`"}\n${ndjson([rowOf(3)])}`)]);
+    const latin1 = Buffer.concat([
+      Buffer.from(`${ndjson([rowOf(1)])}{"title": "caf`),
+      Buffer.from([0xe9]),
+      Buffer.from(`"}\n${ndjson([rowOf(3)])}`),
+    ]);
     const notUtf8 = refusalOf(await runImport([name, '-'], latin1));
     expect([notUtf8.error.code, notUtf8.line, notUtf8.committed]).to.deep.equal(['bad_json', 2, 0]);
     expect(notUtf8.error.message).to.equal('line 2: not UTF-8 (byte 14 (0xe9) of the line begins no character)');
@@ -142,13 +176,27 @@ describe('fenec import', function () {
     expect([unknown.error.code, unknown.committed]).to.deep.equal(['unknown_collection', 0]);
   });
 
-  it('loads into a file, and the file\'s index is stored for the next open', async () => {
+  it("loads into a file, and the file's index is stored for the next open", async () => {
     const file = path.join(dir, 'direct.fenec');
-    const create = await sandbox.run(FENEC, ['query', '--file', file, `create collection docs (title text required, body text, year int, v vector<${DIMS}> @hnsw(cosine))`]);
+    const create = await sandbox.run(FENEC, [
+      'query',
+      '--file',
+      file,
+      `create collection docs (title text required, body text, year int, v vector<${DIMS}> @hnsw(cosine))`,
+    ]);
     expect(create.code, create.stderr).to.equal(0);
-    const run = await sandbox.run(FENEC, ['import', '--file', file, 'docs', '-'], {}, { timeoutMs: RUN_MS, stdin: ndjson(Array.from({ length: 2000 }, (_, i) => rowOf(i))) });
+    const run = await sandbox.run(
+      FENEC,
+      ['import', '--file', file, 'docs', '-'],
+      {},
+      { timeoutMs: RUN_MS, stdin: ndjson(Array.from({ length: 2000 }, (_, i) => rowOf(i))) },
+    );
     expect(summaryOf(run)).to.include({ rows: 2000 });
     const schema = await sandbox.run(FENEC, ['query', '--file', file, 'schema docs']);
-    expect(JSON.parse(schema.stdout).collections[0].fields.at(-1).index).to.deep.equal({ rows: 2000, pending: 0, building: false });
+    expect(JSON.parse(schema.stdout).collections[0].fields.at(-1).index).to.deep.equal({
+      rows: 2000,
+      pending: 0,
+      building: false,
+    });
   });
 });

@@ -18,9 +18,21 @@ describe('index work beside serving (monitorEventLoopDelay)', function () {
   after(() => sandbox.cleanUp());
 
   it('adds in the background and stores the snapshot in parts, never holding the loop for more than 20 ms', async () => {
-    const run = await sandbox.run(FIXTURE, [path.join(sandbox.dir(), 'loop.fenec'), '3000'], {}, { timeoutMs: 240_000 });
+    const run = await sandbox.run(
+      FIXTURE,
+      [path.join(sandbox.dir(), 'loop.fenec'), '3000'],
+      {},
+      { timeoutMs: 240_000 },
+    );
     expect(run.code, run.stderr).to.equal(0);
-    const result = JSON.parse(run.stdout) as { work: { max: number; p99: number }; busy: { max: number; p99: number }; searches: number; stored: number[]; index: unknown; failed: string[] };
+    const result = JSON.parse(run.stdout) as {
+      work: { max: number; p99: number };
+      busy: { max: number; p99: number };
+      searches: number;
+      stored: number[];
+      index: unknown;
+      failed: string[];
+    };
     process.stderr.write(`      ${run.stdout}`);
     expect(result.failed).to.deep.equal([]);
     expect(result.index).to.deep.equal({ rows: 4000, pending: 0, building: false });

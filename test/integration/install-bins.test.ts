@@ -17,13 +17,15 @@ describe('make install: fenec on the PATH', function () {
   const sandbox = new Sandbox();
   after(() => sandbox.cleanUp());
 
-  it('links the three programs in the bin folder it is given, and the seed\'s stdio line runs fenec by name', async () => {
+  it("links the three programs in the bin folder it is given, and the seed's stdio line runs fenec by name", async () => {
     const dir = sandbox.dir();
     const bin = path.join(dir, 'bin');
     const done = await link({ FENEC_BIN_DIR: bin, HOME: dir });
     expect(done.code, done.stderr).to.equal(0);
     expect(fs.readdirSync(bin).sort()).to.deep.equal(['fenec', 'fenec-router', 'fenec-server']);
-    expect(fs.realpathSync(path.join(bin, 'fenec'))).to.equal(fs.realpathSync(path.join(ROOT, 'dist/node/cli/fenec.js')));
+    expect(fs.realpathSync(path.join(bin, 'fenec'))).to.equal(
+      fs.realpathSync(path.join(ROOT, 'dist/node/cli/fenec.js')),
+    );
     expect(done.stderr.trim().split('\n')).to.have.length(1);
 
     let client: McpTestClient | undefined;
@@ -41,7 +43,9 @@ describe('make install: fenec on the PATH', function () {
       const kept = await client.callTool('remember', { text: 'the deploy runs on fridays' });
       expect(kept.isError ?? false, JSON.stringify(kept)).to.equal(false);
       const recalled = await client.callTool('recall', { text: 'when do we deploy' });
-      expect((recalled.structuredContent as { rows: { text: string }[] }).rows.map((row) => row.text)).to.deep.equal(['the deploy runs on fridays']);
+      expect((recalled.structuredContent as { rows: { text: string }[] }).rows.map((row) => row.text)).to.deep.equal([
+        'the deploy runs on fridays',
+      ]);
     } finally {
       await client?.close();
     }
@@ -52,7 +56,11 @@ describe('make install: fenec on the PATH', function () {
     const home = sandbox.dir();
     const done = await link({ HOME: home });
     expect(done.code, done.stderr).to.equal(0);
-    expect(fs.readdirSync(path.join(home, '.local/bin')).sort()).to.deep.equal(['fenec', 'fenec-router', 'fenec-server']);
+    expect(fs.readdirSync(path.join(home, '.local/bin')).sort()).to.deep.equal([
+      'fenec',
+      'fenec-router',
+      'fenec-server',
+    ]);
     const lines = done.stderr.trim().split('\n');
     expect(lines).to.have.length(1);
     expect(lines[0]).to.include(`export PATH="${path.join(home, '.local/bin')}:$PATH"`);

@@ -9,7 +9,7 @@ describe('the lock of a served file', function () {
   const sandbox = new Sandbox();
   after(() => sandbox.cleanUp());
 
-  it('refuses a second fenec-server naming the first\'s pid, and lets a new one in after kill -9', async () => {
+  it("refuses a second fenec-server naming the first's pid, and lets a new one in after kill -9", async () => {
     const file = path.join(sandbox.dir(), 'locked.fenec');
     const first = await sandbox.startServer(['--file', file]);
 

@@ -30,7 +30,10 @@ interface MessagesRequest {
   readonly system?: unknown;
   readonly tools: { name: string; input_schema: unknown }[];
   readonly messages: Message[];
-  /** A message thread: the server keeps the conversation under the reply's id, and a continuation sends only the new turn. */
+  /**
+   * A message thread: the server keeps the conversation under the reply's id, and a continuation sends only the new
+   * turn.
+   */
   readonly thread?: { type: 'create' } | { type: 'continue'; previous_message_id: string };
 }
 
@@ -61,17 +64,25 @@ function rowsOf(block: Block): { text: string }[] {
 /** The scripted model: tool calls for a new message, then an answer made only of what the results say. */
 function modelTurn(messages: readonly Message[]): Turn {
   const first = messages[0]!;
-  const asked = typeof first.content === 'string' ? first.content : (first.content.find((b) => b.type === 'text')?.text as string);
+  const asked =
+    typeof first.content === 'string' ? first.content : (first.content.find((b) => b.type === 'text')?.text as string);
   const last = messages.at(-1)!;
   const results = typeof last.content === 'string' ? [] : last.content.filter((block) => block.type === 'tool_result');
   if (results.length === 0) {
     const calls = CALLS[asked] ?? [];
-    return { stop_reason: 'tool_use', content: calls.map((call, i) => ({ type: 'tool_use', id: `toolu_${messages.length}_${i}`, ...call })) };
+    return {
+      stop_reason: 'tool_use',
+      content: calls.map((call, i) => ({ type: 'tool_use', id: `toolu_${messages.length}_${i}`, ...call })),
+    };
   }
   if (results.some((block) => block.is_error === true)) {
-    return { stop_reason: 'end_turn', content: [{ type: 'text', text: `A tool failed: ${results.map(resultText).join(' ')}` }] };
+    return {
+      stop_reason: 'end_turn',
+      content: [{ type: 'text', text: `A tool failed: ${results.map(resultText).join(' ')}` }],
+    };
   }
-  if (asked === TELL) return { stop_reason: 'end_turn', content: [{ type: 'text', text: `Noted ${results.length} things.` }] };
+  if (asked === TELL)
+    return { stop_reason: 'end_turn', content: [{ type: 'text', text: `Noted ${results.length} things.` }] };
   const rows = results.flatMap(rowsOf);
   // As a model does, it answers from the memory recall ranks first.
   const text = rows.length === 0 ? 'I do not know: nothing in my memory matches.' : `From my memory: ${rows[0]!.text}.`;
@@ -95,11 +106,14 @@ async function standIn(): Promise<{ url: string; requests: Taken[]; close(): Pro
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     const fail = (status: number, type: string, message: string): void => {
-      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type, message } }));
+      res
+        .writeHead(status, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ type: 'error', error: { type, message } }));
     };
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      if (req.method !== 'POST' || !req.url!.startsWith('/v1/messages')) return fail(404, 'not_found_error', 'no route');
+      if (req.method !== 'POST' || !req.url!.startsWith('/v1/messages'))
+        return fail(404, 'not_found_error', 'no route');
       const body = JSON.parse(Buffer.concat(chunks).toString()) as MessagesRequest;
       const earlier = body.thread?.type === 'continue' ? threads.get(body.thread.previous_message_id) : [];
       if (earlier === undefined) return fail(400, 'invalid_request_error', 'no thread holds previous_message_id');
@@ -108,8 +122,18 @@ async function standIn(): Promise<{ url: string; requests: Taken[]; close(): Pro
       const turn = modelTurn(messages);
       const id = `msg_${requests.length}`;
       if (body.thread !== undefined) threads.set(id, [...messages, { role: 'assistant', content: turn.content }]);
-      const message = { id, type: 'message', role: 'assistant', model: body.model, ...turn, stop_sequence: null, usage: { input_tokens: 100, output_tokens: 20 } };
-      res.writeHead(200, { 'content-type': 'application/json', 'request-id': `req_${requests.length}` }).end(JSON.stringify(message));
+      const message = {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model: body.model,
+        ...turn,
+        stop_sequence: null,
+        usage: { input_tokens: 100, output_tokens: 20 },
+      };
+      res
+        .writeHead(200, { 'content-type': 'application/json', 'request-id': `req_${requests.length}` })
+        .end(JSON.stringify(message));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -117,25 +141,27 @@ async function standIn(): Promise<{ url: string; requests: Taken[]; close(): Pro
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
-    close: () => new Promise((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 
-describe('examples/mcp-agent: Claude with fenecdb\'s memory, through the Anthropic SDK\'s tool runner', function () {
+describe("examples/mcp-agent: Claude with fenecdb's memory, through the Anthropic SDK's tool runner", function () {
   this.timeout(90_000);
   const sandbox = new Sandbox();
   let api: Awaited<ReturnType<typeof standIn>>;
   let bin: string;
 
   /** `node agent.mjs MESSAGE` in `cwd`, as a user runs it: `fenec` found on the PATH. */
-  const agent = (message: string, cwd: string): Promise<Finished> => runCommand(process.execPath, [AGENT, message], {
-    env: { PATH: `${bin}:${SYSTEM_PATH}`, HOME: cwd, ANTHROPIC_API_KEY: API_KEY, ANTHROPIC_BASE_URL: api.url },
-    cwd,
-    timeoutMs: 60_000,
-  });
+  const agent = (message: string, cwd: string): Promise<Finished> =>
+    runCommand(process.execPath, [AGENT, message], {
+      env: { PATH: `${bin}:${SYSTEM_PATH}`, HOME: cwd, ANTHROPIC_API_KEY: API_KEY, ANTHROPIC_BASE_URL: api.url },
+      cwd,
+      timeoutMs: 60_000,
+    });
 
   before(async () => {
     api = await standIn();
@@ -156,7 +182,12 @@ describe('examples/mcp-agent: Claude with fenecdb\'s memory, through the Anthrop
     expect(told.stdout.trim()).to.equal('Noted 2 things.');
 
     // The memory is in the file, written through the real fenec mcp.
-    const stored = await sandbox.run(FENEC, ['query', '--file', path.join(dir, 'agent.fenec'), 'get memories select text, tags order id']);
+    const stored = await sandbox.run(FENEC, [
+      'query',
+      '--file',
+      path.join(dir, 'agent.fenec'),
+      'get memories select text, tags order id',
+    ]);
     expect(stored.code, stored.stderr).to.equal(0);
     expect(JSON.parse(stored.stdout).rows).to.deep.equal([
       { id: 1, text: 'the user indents with tabs', tags: ['preferences'] },
@@ -182,12 +213,19 @@ describe('examples/mcp-agent: Claude with fenecdb\'s memory, through the Anthrop
     expect(asked.stdout.trim()).to.equal('I do not know: nothing in my memory matches.');
   });
 
-  it('sends Claude the tools fenec mcp lists, as the SDK\'s MCP helpers make them, with the key and the model', () => {
+  it("sends Claude the tools fenec mcp lists, as the SDK's MCP helpers make them, with the key and the model", () => {
     const first = api.requests[0]!;
     // The SDK sends the key as x-api-key or as a bearer token, by its version.
     expect(first.headers['x-api-key'] ?? first.headers.authorization?.replace(/^Bearer /, '')).to.equal(API_KEY);
     expect(first.body.model).to.equal('claude-sonnet-5-5');
-    expect(first.body.tools.map((tool) => tool.name)).to.deep.equal(['query', 'search', 'schema', 'remember', 'recall', 'forget']);
+    expect(first.body.tools.map((tool) => tool.name)).to.deep.equal([
+      'query',
+      'search',
+      'schema',
+      'remember',
+      'recall',
+      'forget',
+    ]);
     expect(first.body.tools.every((tool) => (tool.input_schema as { type: string }).type === 'object')).to.equal(true);
     expect(first.body.messages).to.deep.equal([{ role: 'user', content: TELL }]);
   });

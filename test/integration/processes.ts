@@ -66,13 +66,19 @@ export class Sandbox {
     return this.startProgram(FENEC_SERVER, ['--port', '0', ...args], env);
   }
 
-  /** Starts a program that logs a `listening` line with its URL (fenec-server, fenec-router), and resolves with that URL. */
+  /**
+   * Starts a program that logs a `listening` line with its URL (fenec-server, fenec-router), and resolves with that
+   * URL.
+   */
   async startProgram(script: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
     const program = path.basename(script);
     const child = this.#spawn(script, args, env);
     let stderr = '';
     const listening = new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${program} did not start in time:\n${stderr}`)), START_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`${program} did not start in time:\n${stderr}`)),
+        START_TIMEOUT_MS,
+      );
       child.stderr!.on('data', (chunk: Buffer) => {
         stderr += chunk.toString();
         for (const line of stderr.split('\n')) {
@@ -96,7 +102,12 @@ export class Sandbox {
    * Runs a program to its end (killed past the timeout, default START_TIMEOUT_MS) and gives its
    * status and output; `stdin`, when given, is written to its standard input.
    */
-  async run(script: string, args: readonly string[], env: NodeJS.ProcessEnv = {}, options: { timeoutMs?: number; stdin?: string | Buffer } = {}): Promise<Finished> {
+  async run(
+    script: string,
+    args: readonly string[],
+    env: NodeJS.ProcessEnv = {},
+    options: { timeoutMs?: number; stdin?: string | Buffer } = {},
+  ): Promise<Finished> {
     const child = this.#spawn(script, args, env, options.stdin !== undefined);
     let stdout = '';
     let stderr = '';
@@ -175,7 +186,10 @@ export async function runCommand(command: string, args: readonly string[], optio
 
 /** scripts/link-bins.sh (`make install`'s last step), with nothing of this process's environment but what is given. */
 export function linkBins(env: Record<string, string>): Promise<Finished> {
-  return runCommand('bash', [path.join(ROOT, 'scripts/link-bins.sh')], { env: { PATH: SYSTEM_PATH, ...env }, timeoutMs: 20_000 });
+  return runCommand('bash', [path.join(ROOT, 'scripts/link-bins.sh')], {
+    env: { PATH: SYSTEM_PATH, ...env },
+    timeoutMs: 20_000,
+  });
 }
 
 function listeningUrl(line: string): string | undefined {
@@ -231,7 +245,10 @@ export function request(base: string, options: RequestOptions = {}): Promise<Rep
     // A server that refuses a body early may close before all of it is sent; its answer still counts.
     req.on('error', reject);
     if (options.timeoutMs !== undefined) {
-      const timer = setTimeout(() => req.destroy(new Error(`no answer from ${url.pathname} within ${options.timeoutMs} ms`)), options.timeoutMs);
+      const timer = setTimeout(
+        () => req.destroy(new Error(`no answer from ${url.pathname} within ${options.timeoutMs} ms`)),
+        options.timeoutMs,
+      );
       req.once('response', (res) => res.once('close', () => clearTimeout(timer)));
       req.once('error', () => clearTimeout(timer));
     }
@@ -241,7 +258,12 @@ export function request(base: string, options: RequestOptions = {}): Promise<Rep
 }
 
 /** POST /query with a statement, its params, and optionally a token. */
-export function query(base: string, statement: string, params: readonly unknown[] = [], token?: string): Promise<Reply> {
+export function query(
+  base: string,
+  statement: string,
+  params: readonly unknown[] = [],
+  token?: string,
+): Promise<Reply> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (token !== undefined) headers.authorization = `Bearer ${token}`;
   return request(base, { method: 'POST', path: '/query', headers, body: JSON.stringify({ statement, params }) });

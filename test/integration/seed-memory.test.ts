@@ -17,7 +17,10 @@ const INSERTS = [
 ];
 const RECALLS: [string, string][] = [
   ['get memories select text, tags, at match text "when do we deploy" limit 5', 'the deploy runs on fridays'],
-  ['get memories select text, tags, at match text "which region" near vector [0, 0.1, 1] fuse limit 5', 'staging is in eu-west-1'],
+  [
+    'get memories select text, tags, at match text "which region" near vector [0, 0.1, 1] fuse limit 5',
+    'staging is in eu-west-1',
+  ],
   ['get memories select text where tags has "session" limit 5', 'the user is debugging the login page'],
   ['get memories select text, tags, at order at desc, id desc limit 5', 'the user is debugging the login page'],
 ];
@@ -33,7 +36,12 @@ describe("the seed's Memory section, over HTTP", () => {
   };
 
   before(async () => {
-    server = await sandbox.startServer(['--file', path.join(sandbox.dir(), 'notes.fenec'), '--sweep-interval', '100ms']);
+    server = await sandbox.startServer([
+      '--file',
+      path.join(sandbox.dir(), 'notes.fenec'),
+      '--sweep-interval',
+      '100ms',
+    ]);
   });
   after(() => sandbox.cleanUp());
 
@@ -53,12 +61,16 @@ describe("the seed's Memory section, over HTTP", () => {
   }
 
   it('puts the session memory out of every read once its time passes, and the sweeper out of the file', async () => {
-    await run('put memories {id: 3, text: "the user is debugging the login page", tags: ["session"], at: now(), expires: now() + 300}');
+    await run(
+      'put memories {id: 3, text: "the user is debugging the login page", tags: ["session"], at: now(), expires: now() + 300}',
+    );
     expect(await run(COUNT)).to.deep.equal({ count: 1 });
     await sleep(400);
     expect(await run(COUNT)).to.deep.equal({ count: 0 });
     expect((await run('get memories match text "debugging login"')).rows).to.deep.equal([]);
-    expect(((await run('get memories select text near vector [0, 0.1, 1] limit 5')).rows as unknown[]).length).to.equal(2);
+    expect(((await run('get memories select text near vector [0, 0.1, 1] limit 5')).rows as unknown[]).length).to.equal(
+      2,
+    );
     expect((await run('compact memories')).count).to.equal(0);
   });
 });

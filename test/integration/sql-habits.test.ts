@@ -16,12 +16,16 @@ const SECRET = 'a-secret-of-at-least-32-bytes-for-hs256!';
 /** [what a model writes, the error code, what the hint must say]. */
 const HABITS: ReadonlyArray<readonly [string, string, string]> = [
   ['select * from notes', 'syntax_error', 'get notes'],
-  ['SELECT title, year FROM notes WHERE year > 2020 ORDER BY year DESC', 'syntax_error', 'get notes select title, year WHERE year > 2020 order year DESC'],
+  [
+    'SELECT title, year FROM notes WHERE year > 2020 ORDER BY year DESC',
+    'syntax_error',
+    'get notes select title, year WHERE year > 2020 order year DESC',
+  ],
   ['get notes where title == "x"', 'syntax_error', 'one "="'],
   ['get notes where year <> 2024', 'syntax_error', '!='],
   ['get notes limit 10, 20', 'syntax_error', 'limit 20 offset 10'],
   ['get notes ORDER BY year DESC', 'syntax_error', 'order without "by"'],
-  ['get notes where title = \'x\'', 'invalid_character', 'double quotes'],
+  ["get notes where title = 'x'", 'invalid_character', 'double quotes'],
   ['get notes where year = 1 && title = "x"', 'invalid_character', 'and'],
   ['get notes where year = 1 || title = "x"', 'invalid_character', 'or'],
   ['get notes where year in (2024, 2025)', 'syntax_error', 'in [2024, 2025]'],
@@ -47,8 +51,22 @@ describe('hints for SQL habits', function () {
     const dir = sandbox.dir();
     const policy = path.join(dir, 'policy.txt');
     fs.writeFileSync(policy, 'notes read\n');
-    server = await sandbox.startServer(['--file', path.join(dir, 'habits.fenec'), '--http-token', TOKEN, '--jwt-secret', SECRET, '--policy', policy, '--mcp']);
-    for (const statement of ['create collection notes (title text, year int)', 'create collection secrets (text text)', 'insert into notes {title: "kept", year: 2024}']) {
+    server = await sandbox.startServer([
+      '--file',
+      path.join(dir, 'habits.fenec'),
+      '--http-token',
+      TOKEN,
+      '--jwt-secret',
+      SECRET,
+      '--policy',
+      policy,
+      '--mcp',
+    ]);
+    for (const statement of [
+      'create collection notes (title text, year int)',
+      'create collection secrets (text text)',
+      'insert into notes {title: "kept", year: 2024}',
+    ]) {
       expect((await query(server.url, statement, [], TOKEN)).status).to.equal(200);
     }
     agent = mintToken({ secret: SECRET, sub: 'agent', ttlSeconds: 600 });
@@ -95,7 +113,7 @@ describe('hints for SQL habits', function () {
     }
   });
 
-  it('gives the same hints in an MCP tool\'s result, for the model to correct its call', async () => {
+  it("gives the same hints in an MCP tool's result, for the model to correct its call", async () => {
     let client: McpTestClient | undefined;
     try {
       client = await connect('client 2.x', { transport: 'http', url: `${server.url}/_mcp`, token: agent });

@@ -9,9 +9,19 @@ const SECRET = 'tenant-node-test-secret-of-32-bytes!!';
 const jwtOf = (tenant: string, sub = 'agent'): string => mintToken({ secret: SECRET, tenant, sub, ttlSeconds: 600 });
 
 const admin = (node: ServerProcess, method: string, tenant: string, quotas?: unknown): Promise<Reply> =>
-  request(node.url, { method, path: `/t/${tenant}`, headers: { authorization: `Bearer ${TOKEN}` }, ...(quotas === undefined ? {} : { body: JSON.stringify(quotas) }) });
+  request(node.url, {
+    method,
+    path: `/t/${tenant}`,
+    headers: { authorization: `Bearer ${TOKEN}` },
+    ...(quotas === undefined ? {} : { body: JSON.stringify(quotas) }),
+  });
 const tq = (node: ServerProcess, tenant: string, statement: string, token = TOKEN): Promise<Reply> =>
-  request(node.url, { method: 'POST', path: `/t/${tenant}/query`, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ statement }) });
+  request(node.url, {
+    method: 'POST',
+    path: `/t/${tenant}/query`,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ statement }),
+  });
 
 describe('fenec-server --data-dir (a tenant node)', () => {
   const sandbox = new Sandbox();
@@ -22,8 +32,10 @@ describe('fenec-server --data-dir (a tenant node)', () => {
     dir = path.join(sandbox.dir(), 'data');
     fs.mkdirSync(dir);
     fs.writeFileSync(path.join(dir, 'acme.policy'), 'notes read,write where owner = $jwt.sub\n');
-    node = await sandbox.startServer(['--data-dir', dir, '--max-open-tenants', '2', '--tenant-rate', '1000', '--tenant-burst', '1000', '--mcp'],
-      { FENEC_TOKEN: TOKEN, FENEC_JWT_SECRET: SECRET });
+    node = await sandbox.startServer(
+      ['--data-dir', dir, '--max-open-tenants', '2', '--tenant-rate', '1000', '--tenant-burst', '1000', '--mcp'],
+      { FENEC_TOKEN: TOKEN, FENEC_JWT_SECRET: SECRET },
+    );
   });
   after(() => sandbox.cleanUp());
 
@@ -38,23 +50,54 @@ describe('fenec-server --data-dir (a tenant node)', () => {
   });
 
   it('refuses provisioning and the list to a JWT, and a bad quota', async () => {
-    expect((await request(node.url, { method: 'PUT', path: '/t/evil', headers: { authorization: `Bearer ${jwtOf('evil')}` } })).status).to.equal(401);
-    expect((await request(node.url, { path: '/_tenants', headers: { authorization: `Bearer ${jwtOf('acme')}` } })).status).to.equal(401);
+    expect(
+      (
+        await request(node.url, {
+          method: 'PUT',
+          path: '/t/evil',
+          headers: { authorization: `Bearer ${jwtOf('evil')}` },
+        })
+      ).status,
+    ).to.equal(401);
+    expect(
+      (await request(node.url, { path: '/_tenants', headers: { authorization: `Bearer ${jwtOf('acme')}` } })).status,
+    ).to.equal(401);
     const bad = await admin(node, 'PUT', 'acme', { ratee: 1 });
     expect(bad.status).to.equal(400);
     expect(bad.json.error.message).to.include('ratee');
   });
 
   it('refuses a quotas or policy body that is not JSON, or past 64 KiB, with what to send, changing nothing', async () => {
-    const put = (route: string, body: string) => request(node.url, { method: 'PUT', path: `/t/acme${route}`, headers: { authorization: `Bearer ${TOKEN}` }, body });
-    const quotas = async () => (await request(node.url, { path: '/_tenants', headers: { authorization: `Bearer ${TOKEN}` } })).json.tenants;
+    const put = (route: string, body: string) =>
+      request(node.url, {
+        method: 'PUT',
+        path: `/t/acme${route}`,
+        headers: { authorization: `Bearer ${TOKEN}` },
+        body,
+      });
+    const quotas = async () =>
+      (await request(node.url, { path: '/_tenants', headers: { authorization: `Bearer ${TOKEN}` } })).json.tenants;
     const before = await quotas();
-    const policyBefore = (await request(node.url, { path: '/t/acme/_policy', headers: { authorization: `Bearer ${TOKEN}` } })).json;
+    const policyBefore = (
+      await request(node.url, { path: '/t/acme/_policy', headers: { authorization: `Bearer ${TOKEN}` } })
+    ).json;
     const refusals: [string, string, number, string, string][] = [
       ['', '{"rate": ', 400, 'bad_json', 'send its quotas'],
-      ['', JSON.stringify({ rate: 1, pad: 'x'.repeat(70_000) }), 413, 'payload_too_large', "a tenant's quotas fit in 65536 bytes"],
+      [
+        '',
+        JSON.stringify({ rate: 1, pad: 'x'.repeat(70_000) }),
+        413,
+        'payload_too_large',
+        "a tenant's quotas fit in 65536 bytes",
+      ],
       ['/_policy', 'policy: x', 400, 'bad_json', '/_policy is not JSON'],
-      ['/_policy', JSON.stringify({ policy: 'x'.repeat(70_000) }), 413, 'payload_too_large', "a tenant's policy fits in 65536 bytes"],
+      [
+        '/_policy',
+        JSON.stringify({ policy: 'x'.repeat(70_000) }),
+        413,
+        'payload_too_large',
+        "a tenant's policy fits in 65536 bytes",
+      ],
       ['/_policy', '{"policy": 1}', 400, 'bad_request', 'takes {"policy": TEXT}'],
     ];
     for (const [route, body, status, code, says] of refusals) {
@@ -63,11 +106,18 @@ describe('fenec-server --data-dir (a tenant node)', () => {
       expect(reply.json.error.message).to.include(says);
     }
     for (const route of ['', '/_policy', '/query']) {
-      const zipped = await request(node.url, { method: route === '/query' ? 'POST' : 'PUT', path: `/t/acme${route}`, headers: { authorization: `Bearer ${TOKEN}`, 'content-encoding': 'gzip' }, body: '{"rate": 5}' });
+      const zipped = await request(node.url, {
+        method: route === '/query' ? 'POST' : 'PUT',
+        path: `/t/acme${route}`,
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-encoding': 'gzip' },
+        body: '{"rate": 5}',
+      });
       expect([zipped.status, zipped.json.error.code], route).to.deep.equal([415, 'unsupported_encoding']);
     }
     expect(await quotas()).to.deep.equal(before);
-    expect((await request(node.url, { path: '/t/acme/_policy', headers: { authorization: `Bearer ${TOKEN}` } })).json).to.deep.equal(policyBefore);
+    expect(
+      (await request(node.url, { path: '/t/acme/_policy', headers: { authorization: `Bearer ${TOKEN}` } })).json,
+    ).to.deep.equal(policyBefore);
   });
 
   it('answers 404 for an unknown tenant and 400 for a name that is not one', async () => {
@@ -77,10 +127,19 @@ describe('fenec-server --data-dir (a tenant node)', () => {
       expect(reply.status, name).to.equal(400);
       expect(reply.json.error.code).to.equal('invalid_tenant');
     }
-    expect((await request(node.url, { method: 'POST', path: '/query', headers: { authorization: `Bearer ${TOKEN}` }, body: '{}' })).status).to.equal(404);
+    expect(
+      (
+        await request(node.url, {
+          method: 'POST',
+          path: '/query',
+          headers: { authorization: `Bearer ${TOKEN}` },
+          body: '{}',
+        })
+      ).status,
+    ).to.equal(404);
   });
 
-  it('lets a JWT reach only its own tenant, held to the tenant\'s own .policy', async () => {
+  it("lets a JWT reach only its own tenant, held to the tenant's own .policy", async () => {
     await admin(node, 'PUT', 'globex');
     expect((await tq(node, 'acme', 'create collection notes (title text, owner text)')).status).to.equal(200);
     expect((await tq(node, 'globex', 'create collection notes (title text, owner text)')).status).to.equal(200);
@@ -98,14 +157,15 @@ describe('fenec-server --data-dir (a tenant node)', () => {
   it('keeps at most --max-open-tenants files open, reopening a closed one with its data', async () => {
     await admin(node, 'PUT', 'initech');
     expect((await tq(node, 'initech', 'create collection notes (title text)')).status).to.equal(200);
-    for (const tenant of ['initech', 'globex', 'acme', 'initech']) expect((await tq(node, tenant, 'get notes count')).status).to.equal(200);
+    for (const tenant of ['initech', 'globex', 'acme', 'initech'])
+      expect((await tq(node, tenant, 'get notes count')).status).to.equal(200);
     const metrics = await request(node.url, { path: '/_metrics', headers: { authorization: `Bearer ${TOKEN}` } });
     expect(metrics.text).to.match(/^fenec_tenants_open 2$/m);
     expect(metrics.text).to.match(/^fenec_tenants 3$/m);
     expect(JSON.stringify((await tq(node, 'acme', 'get notes')).json)).to.include('mine');
   });
 
-  it('closes a tenant\'s file for new quotas only when its worker takes them at open (bytes, rows, collections)', async () => {
+  it("closes a tenant's file for new quotas only when its worker takes them at open (bytes, rows, collections)", async () => {
     const open = async (): Promise<number> => {
       const metrics = await request(node.url, { path: '/_metrics', headers: { authorization: `Bearer ${TOKEN}` } });
       return Number(/^fenec_tenants_open (\d+)$/m.exec(metrics.text)![1]);
@@ -114,17 +174,28 @@ describe('fenec-server --data-dir (a tenant node)', () => {
     expect((await tq(node, 'quotaed', 'create collection notes (title text)')).status).to.equal(200);
     const opened = await open();
     // A rate, a time limit, an answer cap: the file stays open (a close would show within milliseconds).
-    expect((await admin(node, 'PUT', 'quotaed', { rate: 999, burst: 999, statementTimeoutMs: 4000, maxAnswerBytes: 1 << 20 })).status).to.equal(200);
+    expect(
+      (
+        await admin(node, 'PUT', 'quotaed', {
+          rate: 999,
+          burst: 999,
+          statementTimeoutMs: 4000,
+          maxAnswerBytes: 1 << 20,
+        })
+      ).status,
+    ).to.equal(200);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await open()).to.equal(opened);
     // A row quota: closed, and applied when the next request opens it.
     expect((await admin(node, 'PUT', 'quotaed', { rate: 999, burst: 999, maxRows: 2 })).status).to.equal(200);
     for (let i = 0; i < 40 && (await open()) === opened; i++) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await open()).to.equal(opened - 1);
-    expect((await tq(node, 'quotaed', 'insert into notes [{title: "a"}, {title: "b"}, {title: "c"}]')).json.error.code).to.equal('quota_exceeded');
+    expect(
+      (await tq(node, 'quotaed', 'insert into notes [{title: "a"}, {title: "b"}, {title: "c"}]')).json.error.code,
+    ).to.equal('quota_exceeded');
   });
 
-  it('refuses a tenant past its rate with 429 and Retry-After, while another tenant\'s requests all pass', async () => {
+  it("refuses a tenant past its rate with 429 and Retry-After, while another tenant's requests all pass", async () => {
     await admin(node, 'PUT', 'slowpoke', { rate: 1, burst: 3 });
     const replies = await Promise.all([...Array(8).keys()].map(() => tq(node, 'slowpoke', 'get notes count')));
     const refused = replies.filter((r) => r.status === 429);

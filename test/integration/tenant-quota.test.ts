@@ -11,22 +11,35 @@ import { connect, type ClientKind, type McpTestClient, type ToolResult } from '.
 import { request, Sandbox, type Reply, type ServerProcess } from './processes.js';
 
 const TOKEN = 'tenant-quota-test-token';
-const WORDS = 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau'.split(' ');
+const WORDS = 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau'.split(
+  ' ',
+);
 
 const tq = (node: ServerProcess, tenant: string, statement: string, params: unknown[] = []): Promise<Reply> =>
-  request(node.url, { method: 'POST', path: `/t/${tenant}/query`, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ statement, params }) });
+  request(node.url, {
+    method: 'POST',
+    path: `/t/${tenant}/query`,
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ statement, params }),
+  });
 
 /** A row's text: 60 words, varied so that the text index has many terms. */
-const bodyOf = (i: number): string => Array.from({ length: 60 }, (_, j) => `${WORDS[(i * 7 + j) % WORDS.length]}${i % 50}`).join(' ');
+const bodyOf = (i: number): string =>
+  Array.from({ length: 60 }, (_, j) => `${WORDS[(i * 7 + j) % WORDS.length]}${i % 50}`).join(' ');
 /** A row as a FenecQL object literal. */
-const rowOf = (i: number): string => `{k: "key${i}", body: ${JSON.stringify(bodyOf(i))}, n: ${i}, v: [${(i % 7) + 1}, 2, 3, ${i % 5}]}`;
+const rowOf = (i: number): string =>
+  `{k: "key${i}", body: ${JSON.stringify(bodyOf(i))}, n: ${i}, v: [${(i % 7) + 1}, 2, 3, ${i % 5}]}`;
 
 /** Inserts rows until the quota refuses one, in batches, then one by one: the file is full to the page. */
 async function fill(node: ServerProcess, tenant: string): Promise<number> {
   let rows = 0;
   for (const batch of [25, 1]) {
     for (;;) {
-      const reply = await tq(node, tenant, `insert into docs [${Array.from({ length: batch }, (_, j) => rowOf(rows + j)).join(', ')}]`);
+      const reply = await tq(
+        node,
+        tenant,
+        `insert into docs [${Array.from({ length: batch }, (_, j) => rowOf(rows + j)).join(', ')}]`,
+      );
       if (reply.status !== 200) {
         expect(reply.status, reply.text).to.equal(507);
         expect(reply.json.error.code).to.equal('storage_full');
@@ -41,20 +54,28 @@ async function fill(node: ServerProcess, tenant: string): Promise<number> {
 const DOCS = 'create collection docs (k text unique, body text @text, n int @sorted, v vector<4> @hnsw(cosine))';
 
 const admin = (node: ServerProcess, tenant: string, quotas: Record<string, number> = {}): Promise<Reply> =>
-  request(node.url, { method: 'PUT', path: `/t/${tenant}`, headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(quotas) });
+  request(node.url, {
+    method: 'PUT',
+    path: `/t/${tenant}`,
+    headers: { authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify(quotas),
+  });
 
 /** fenec_tenant_quota_refusals_total by quota (0 for a quota not counted yet). */
 async function refusals(node: ServerProcess): Promise<Record<string, number>> {
   const text = (await request(node.url, { path: '/_metrics', headers: { authorization: `Bearer ${TOKEN}` } })).text;
   const counts: Record<string, number> = { rate: 0, bytes: 0, collections: 0, rows: 0 };
-  for (const [, quota, value] of text.matchAll(/^fenec_tenant_quota_refusals_total\{quota="(\w+)"\} (\d+)$/gm)) counts[quota!] = Number(value);
+  for (const [, quota, value] of text.matchAll(/^fenec_tenant_quota_refusals_total\{quota="(\w+)"\} (\d+)$/gm))
+    counts[quota!] = Number(value);
   return counts;
 }
 
 /** fenec_mcp_tool_calls_total{tool, outcome}. */
 async function toolCalls(node: ServerProcess, tool: string, outcome: string): Promise<number> {
   const text = (await request(node.url, { path: '/_metrics', headers: { authorization: `Bearer ${TOKEN}` } })).text;
-  const line = new RegExp(`^fenec_mcp_tool_calls_total\\{tool="${tool}",outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text);
+  const line = new RegExp(`^fenec_mcp_tool_calls_total\\{tool="${tool}",outcome="${outcome}"\\} (\\d+)$`, 'm').exec(
+    text,
+  );
   return line === null ? 0 : Number(line[1]);
 }
 
@@ -83,8 +104,22 @@ describe('tenant quotas (a tenant node process)', () => {
 
   before(async () => {
     dir = path.join(sandbox.dir(), 'data');
-    node = await sandbox.startServer(['--data-dir', dir, '--tenant-max-bytes', '1mb', '--tenant-rate', '10000', '--tenant-burst', '10000', '--mcp-write', '--mcp-memory', 'memories'],
-      { FENEC_TOKEN: TOKEN });
+    node = await sandbox.startServer(
+      [
+        '--data-dir',
+        dir,
+        '--tenant-max-bytes',
+        '1mb',
+        '--tenant-rate',
+        '10000',
+        '--tenant-burst',
+        '10000',
+        '--mcp-write',
+        '--mcp-memory',
+        'memories',
+      ],
+      { FENEC_TOKEN: TOKEN },
+    );
   });
   after(() => sandbox.cleanUp());
 
@@ -99,14 +134,22 @@ describe('tenant quotas (a tenant node process)', () => {
 
     // A write that grows the file is refused, whatever its kind.
     expect((await tq(node, 'full', `insert into docs ${rowOf(rows)}`)).status).to.equal(507);
-    expect((await tq(node, 'full', 'insert into docs {k: "big", body: $1, n: 0}', ['x'.repeat(100_000)])).status).to.equal(507);
-    expect((await tq(node, 'full', 'set docs {body: $1} where k = $2', ['x'.repeat(200_000), 'key3'])).json.error.code).to.equal('storage_full');
+    expect(
+      (await tq(node, 'full', 'insert into docs {k: "big", body: $1, n: 0}', ['x'.repeat(100_000)])).status,
+    ).to.equal(507);
+    expect(
+      (await tq(node, 'full', 'set docs {body: $1} where k = $2', ['x'.repeat(200_000), 'key3'])).json.error.code,
+    ).to.equal('storage_full');
 
     // Writes that free space, or rewrite it without growing, pass.
     const one = await tq(node, 'full', 'del docs where k = $1', ['key1']);
     expect(one.status, one.text).to.equal(200);
     expect(one.json.count).to.equal(1);
-    const same = await tq(node, 'full', 'set docs {body: $1, n: $2} where k = $3', [bodyOf(2).split('').reverse().join(''), -2, 'key2']);
+    const same = await tq(node, 'full', 'set docs {body: $1, n: $2} where k = $3', [
+      bodyOf(2).split('').reverse().join(''),
+      -2,
+      'key2',
+    ]);
     expect(same.status, same.text).to.equal(200);
     expect(same.json.count).to.equal(1);
     const shorter = await tq(node, 'full', 'set docs {body: "alpha beta"} where n >= $1 and n < $2', [10, 20]);
@@ -134,7 +177,9 @@ describe('tenant quotas (a tenant node process)', () => {
     expect(grows.status).to.equal(507);
     expect(grows.json.error.code).to.equal('storage_full');
     expect((await tq(node, 'full', 'get docs count')).json.count).to.equal(rows - 11 + 1);
-    const found = await tq(node, 'full', 'get docs match body $1 limit 1', [`${WORDS[(rows * 7) % WORDS.length]}${rows % 50}`]);
+    const found = await tq(node, 'full', 'get docs match body $1 limit 1', [
+      `${WORDS[(rows * 7) % WORDS.length]}${rows % 50}`,
+    ]);
     expect(found.status, found.text).to.equal(200);
     expect(found.json.count).to.equal(1);
   });
@@ -194,15 +239,25 @@ describe('tenant quotas (a tenant node process)', () => {
         const rows = await fill(node, name);
 
         const before = await refusals(node);
-        const write = refusal(await client.callTool('write', { collection: 'docs', insert: { k: 'one more', body: 'x'.repeat(100_000) } }));
+        const write = refusal(
+          await client.callTool('write', { collection: 'docs', insert: { k: 'one more', body: 'x'.repeat(100_000) } }),
+        );
         expect(write).to.include({ code: 'storage_full', status: 507 });
         const remember = refusal(await client.callTool('remember', { text: 'y'.repeat(100_000) }));
         expect(remember).to.include({ code: 'storage_full', status: 507 });
         expect(moved(before, await refusals(node))).to.deep.equal({ rate: 0, bytes: 2, collections: 0, rows: 0 });
 
         expect(answered(await client.callTool('forget', { id: (memory.ids as number[])[0] })).count).to.equal(1);
-        expect(answered(await client.callTool('write', { collection: 'docs', del: true, filter: 'k = $1', params: ['key3'] })).count).to.equal(1);
-        expect(answered(await client.callTool('write', { collection: 'docs', set: { n: -4 }, filter: 'k = $1', params: ['key4'] })).count).to.equal(1);
+        expect(
+          answered(
+            await client.callTool('write', { collection: 'docs', del: true, filter: 'k = $1', params: ['key3'] }),
+          ).count,
+        ).to.equal(1);
+        expect(
+          answered(
+            await client.callTool('write', { collection: 'docs', set: { n: -4 }, filter: 'k = $1', params: ['key4'] }),
+          ).count,
+        ).to.equal(1);
         expect((await tq(node, name, 'get docs count')).json.count).to.equal(rows - 1);
       });
 
@@ -215,11 +270,24 @@ describe('tenant quotas (a tenant node process)', () => {
         expect(second.status).to.equal(429);
         client = await connect(kind, { transport: 'http', url: `${node.url}/t/${name}/_mcp`, token: TOKEN });
         // remember makes the memory collection at the first memory: one collection too many.
-        expect(refusal(await client.callTool('remember', { text: 'the deploy runs on fridays' }))).to.include({ code: 'quota_exceeded', status: 429 });
+        expect(refusal(await client.callTool('remember', { text: 'the deploy runs on fridays' }))).to.include({
+          code: 'quota_exceeded',
+          status: 429,
+        });
         expect(moved(before, await refusals(node))).to.deep.equal({ rate: 0, bytes: 0, collections: 2, rows: 0 });
 
-        expect(answered(await client.callTool('write', { collection: 'docs', insert: [{ title: 'a' }, { title: 'b' }, { title: 'c' }] })).count).to.equal(3);
-        expect(refusal(await client.callTool('write', { collection: 'docs', insert: { title: 'd' } }))).to.include({ code: 'quota_exceeded', status: 429 });
+        expect(
+          answered(
+            await client.callTool('write', {
+              collection: 'docs',
+              insert: [{ title: 'a' }, { title: 'b' }, { title: 'c' }],
+            }),
+          ).count,
+        ).to.equal(3);
+        expect(refusal(await client.callTool('write', { collection: 'docs', insert: { title: 'd' } }))).to.include({
+          code: 'quota_exceeded',
+          status: 429,
+        });
         const over = await tq(node, name, 'insert into docs {title: "e"}');
         expect(over.status).to.equal(429);
         expect(moved(before, await refusals(node))).to.deep.equal({ rate: 0, bytes: 0, collections: 2, rows: 2 });

@@ -44,8 +44,13 @@ describe('vector search after a crash', function () {
     for (let i = 0; ; i++) {
       const step = (worker + i) % 4;
       const statement =
-        step === 3 ? 'del v where n = $1' : step === 2 ? 'set v {vec: $1} where n = $2' : `insert into v ${JSON.stringify(Array.from({ length: 40 }, () => ({ vec: vector(), n: Math.floor(random() * 1000) })))}`;
-      const params = step === 3 ? [Math.floor(random() * 7)] : step === 2 ? [vector(), Math.floor(random() * 1000)] : [];
+        step === 3
+          ? 'del v where n = $1'
+          : step === 2
+            ? 'set v {vec: $1} where n = $2'
+            : `insert into v ${JSON.stringify(Array.from({ length: 40 }, () => ({ vec: vector(), n: Math.floor(random() * 1000) })))}`;
+      const params =
+        step === 3 ? [Math.floor(random() * 7)] : step === 2 ? [vector(), Math.floor(random() * 1000)] : [];
       try {
         await query(server.url, statement, params);
       } catch {
@@ -69,7 +74,10 @@ describe('vector search after a crash', function () {
         const q = vector();
         const found = (await run('get v near vec $1 limit 10', [q])).rows;
         const exact = exactCosine(survivors, q, 10);
-        expect(found.map((r) => r._score), `query ${i}: the scores of the exact 10 nearest`).to.have.lengthOf(exact.length);
+        expect(
+          found.map((r) => r._score),
+          `query ${i}: the scores of the exact 10 nearest`,
+        ).to.have.lengthOf(exact.length);
         found.forEach((r, j) => {
           expect(r._score, `query ${i}, place ${j}`).to.be.closeTo(exact[j]!.score, 1e-4);
           const row = byId.get(r.id);
@@ -81,7 +89,8 @@ describe('vector search after a crash', function () {
         // Every row scoring above the last place's tie (float32 scores: within 1e-5) is in the answer.
         const edge = exact[exact.length - 1]!.score;
         const ids = found.map((r) => r.id);
-        for (const e of exact) if (e.score > edge + 1e-5) expect(ids, `query ${i}: row ${e.id} (${e.score})`).to.include(e.id);
+        for (const e of exact)
+          if (e.score > edge + 1e-5) expect(ids, `query ${i}: row ${e.id} (${e.score})`).to.include(e.id);
       }
     });
   }

@@ -20,7 +20,10 @@ const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/js
  * matching — about 2 s over 30 000 rows on an idle machine, twice the longest time limit these tests set
  * (ten alternatives took 0.64 s once reads were memory-mapped, inside the SIGTERM test's 1 s).
  */
-const SLOW_FILTER = Array.from({ length: 30 }, (_, i) => `${'lower('.repeat(10)}body${')'.repeat(10)} like "%never-${i}%"`).join(' or ');
+const SLOW_FILTER = Array.from(
+  { length: 30 },
+  (_, i) => `${'lower('.repeat(10)}body${')'.repeat(10)} like "%never-${i}%"`,
+).join(' or ');
 const SLOW_COUNT = `get big where ${SLOW_FILTER} count`;
 
 /** A tenant file with `rows` rows in `big`, written before the node starts (the node adopts it at PUT). */
@@ -29,7 +32,10 @@ function bigFile(file: string, rows: number): void {
   try {
     db.execute('create collection big (body text, n int @sorted)');
     for (let start = 0; start < rows; start += 1000) {
-      const objects = Array.from({ length: Math.min(1000, rows - start) }, (_, i) => `{body: "Row ${start + i} Of The Big Collection, Its Words Written In Capitals", n: ${start + i}}`);
+      const objects = Array.from(
+        { length: Math.min(1000, rows - start) },
+        (_, i) => `{body: "Row ${start + i} Of The Big Collection, Its Words Written In Capitals", n: ${start + i}}`,
+      );
       db.execute(`insert into big [${objects.join(', ')}]`);
     }
   } finally {
@@ -43,12 +49,22 @@ function threadNice(pid: number, tid: number): number {
 }
 
 const tq = (node: ServerProcess, tenant: string, statement: string, params: readonly unknown[] = []): Promise<Reply> =>
-  request(node.url, { method: 'POST', path: `/t/${tenant}/query`, headers: AUTH, body: JSON.stringify({ statement, params }) });
+  request(node.url, {
+    method: 'POST',
+    path: `/t/${tenant}/query`,
+    headers: AUTH,
+    body: JSON.stringify({ statement, params }),
+  });
 const put = (node: ServerProcess, tenant: string, quotas: unknown): Promise<Reply> =>
   request(node.url, { method: 'PUT', path: `/t/${tenant}`, headers: AUTH, body: JSON.stringify(quotas) });
 
 /** Sends `statement` to `tenant` one request after another until `until` settles; answers every reply's status. */
-async function readWhile(node: ServerProcess, tenant: string, statement: string, until: Promise<unknown>): Promise<number[]> {
+async function readWhile(
+  node: ServerProcess,
+  tenant: string,
+  statement: string,
+  until: Promise<unknown>,
+): Promise<number[]> {
   let done = false;
   void until.finally(() => (done = true));
   const statuses: number[] = [];
@@ -67,13 +83,29 @@ describe('statements in worker threads', function () {
     before(async () => {
       const dir = sandbox.dir();
       bigFile(path.join(dir, 'heavy.fenec'), 30_000);
-      node = await sandbox.startServer(['--data-dir', dir, '--workers', '2', '--statement-timeout', '60s', '--tenant-rate', '100000', '--tenant-burst', '100000', '--tenant-cost', '0'], { FENEC_TOKEN: TOKEN });
+      node = await sandbox.startServer(
+        [
+          '--data-dir',
+          dir,
+          '--workers',
+          '2',
+          '--statement-timeout',
+          '60s',
+          '--tenant-rate',
+          '100000',
+          '--tenant-burst',
+          '100000',
+          '--tenant-cost',
+          '0',
+        ],
+        { FENEC_TOKEN: TOKEN },
+      );
       for (const tenant of ['quiet', 'heavy']) expect((await put(node, tenant, {})).status).to.be.oneOf([200, 201]);
       expect((await tq(node, 'quiet', 'create collection notes (title text)')).status).to.equal(200);
       expect((await tq(node, 'quiet', 'insert into notes {title: "hello"}')).status).to.equal(200);
     });
 
-    it('answers the quiet tenant\'s reads, all of them, while the heavy tenant\'s statement runs on the other worker', async () => {
+    it("answers the quiet tenant's reads, all of them, while the heavy tenant's statement runs on the other worker", async () => {
       const heavy = tq(node, 'heavy', SLOW_COUNT);
       const statuses = await readWhile(node, 'quiet', 'get notes where id = 1', heavy);
       const answer = await heavy;
@@ -84,13 +116,20 @@ describe('statements in worker threads', function () {
       expect(statuses.every((status) => status === 200)).to.equal(true);
     });
 
-    it('runs statements below the serving thread\'s priority, and index builds below them (Linux)', async function () {
+    it("runs statements below the serving thread's priority, and index builds below them (Linux)", async function () {
       if (process.platform !== 'linux') this.skip();
       expect((await tq(node, 'quiet', 'create collection docs (v vector<32> @hnsw(cosine))')).status).to.equal(200);
-      const rows = Array.from({ length: 2000 }, (_, i) => ({ v: Array.from({ length: 32 }, (_, d) => Math.round(Math.sin((i + 1) * (d + 1)) * 1e4) / 1e4) }));
+      const rows = Array.from({ length: 2000 }, (_, i) => ({
+        v: Array.from({ length: 32 }, (_, d) => Math.round(Math.sin((i + 1) * (d + 1)) * 1e4) / 1e4),
+      }));
       expect((await tq(node, 'quiet', 'insert into docs $1', [rows])).status).to.equal(200);
       // The index takes them in the background, on libuv's threads: wait until it holds them.
-      for (let i = 0; i < 100 && !(await tq(node, 'quiet', 'schema docs')).text.includes('"pending":0,"building":false'); i++) await new Promise((r) => setTimeout(r, 100));
+      for (
+        let i = 0;
+        i < 100 && !(await tq(node, 'quiet', 'schema docs')).text.includes('"pending":0,"building":false');
+        i++
+      )
+        await new Promise((r) => setTimeout(r, 100));
       const serving = threadNice(node.pid, node.pid);
       const nices = fs.readdirSync(`/proc/${node.pid}/task`).map((tid) => threadNice(node.pid, Number(tid)));
       // Threads a worker starts (libuv's, for its index) are made at its priority, until they build.
@@ -106,7 +145,23 @@ describe('statements in worker threads', function () {
     before(async () => {
       const dir = sandbox.dir();
       bigFile(path.join(dir, 'heavy.fenec'), 30_000);
-      node = await sandbox.startServer(['--data-dir', dir, '--workers', '1', '--statement-timeout', '300ms', '--tenant-rate', '100000', '--tenant-burst', '100000', '--tenant-cost', '0'], { FENEC_TOKEN: TOKEN });
+      node = await sandbox.startServer(
+        [
+          '--data-dir',
+          dir,
+          '--workers',
+          '1',
+          '--statement-timeout',
+          '300ms',
+          '--tenant-rate',
+          '100000',
+          '--tenant-burst',
+          '100000',
+          '--tenant-cost',
+          '0',
+        ],
+        { FENEC_TOKEN: TOKEN },
+      );
       for (const tenant of ['quiet', 'heavy']) expect((await put(node, tenant, {})).status).to.be.oneOf([200, 201]);
       expect((await tq(node, 'quiet', 'create collection notes (title text)')).status).to.equal(200);
       expect((await tq(node, 'quiet', 'insert into notes {title: "hello"}')).status).to.equal(200);
@@ -114,9 +169,14 @@ describe('statements in worker threads', function () {
 
     it('stops a statement past it with 504 statement_timeout, and answers the requests queued behind it on the same worker', async () => {
       const heavy = tq(node, 'heavy', SLOW_COUNT);
-      // Sent while the heavy statement holds the only worker: they wait for it to be stopped, then run on its successor.
+      // Sent while the heavy statement holds the only worker: they wait for it to be stopped, then run on its
+      // successor.
       await new Promise((resolve) => setTimeout(resolve, 100));
-      const queued = await Promise.all([tq(node, 'quiet', 'get notes where id = 1'), tq(node, 'heavy', 'get big select n where n = 7'), tq(node, 'quiet', 'get notes count')]);
+      const queued = await Promise.all([
+        tq(node, 'quiet', 'get notes where id = 1'),
+        tq(node, 'heavy', 'get big select n where n = 7'),
+        tq(node, 'quiet', 'get notes count'),
+      ]);
       const stopped = await heavy;
       expect(stopped.status, stopped.text).to.equal(504);
       expect(stopped.json.error.code).to.equal('statement_timeout');
@@ -131,7 +191,11 @@ describe('statements in worker threads', function () {
       if (process.platform !== 'linux') this.skip();
       const serving = threadNice(node.pid, node.pid);
       // The worker and the threads it made run at its priority; a worker terminated and replaced would leave new ids.
-      const workerThreads = (): string[] => fs.readdirSync(`/proc/${node.pid}/task`).filter((tid) => threadNice(node.pid, Number(tid)) === serving + 5).sort();
+      const workerThreads = (): string[] =>
+        fs
+          .readdirSync(`/proc/${node.pid}/task`)
+          .filter((tid) => threadNice(node.pid, Number(tid)) === serving + 5)
+          .sort();
       expect((await tq(node, 'quiet', 'get notes count')).status).to.equal(200);
       const before = workerThreads();
       expect(before.length, 'the worker').to.be.at.least(1);
@@ -144,15 +208,22 @@ describe('statements in worker threads', function () {
       expect(workerThreads()).to.deep.equal(before);
     });
 
-    it('stops a statement while another tenant\'s vector index takes rows in the background on that worker, and the node goes on', async () => {
+    it("stops a statement while another tenant's vector index takes rows in the background on that worker, and the node goes on", async () => {
       // Statements stopped on a worker whose other tenant's index takes rows in the background (on libuv's
       // threads) must leave that index whole. Its own statements get time enough; the heavy tenant's, on the
       // same (only) worker, are stopped at 300 ms.
       expect((await put(node, 'vectors', { statementTimeoutMs: 60_000 })).status).to.be.oneOf([200, 201]);
-      expect((await tq(node, 'vectors', 'create collection docs (body text, v vector<384> @hnsw(cosine))')).status).to.equal(200);
-      const rows = Array.from({ length: 1500 }, (_, i) => ({ body: `Row ${i} Of The Vectors`, v: Array.from({ length: 384 }, (_, d) => Math.round(Math.sin((i + 1) * (d + 1) * 0.37 + i * i) * 1e4) / 1e4) }));
+      expect(
+        (await tq(node, 'vectors', 'create collection docs (body text, v vector<384> @hnsw(cosine))')).status,
+      ).to.equal(200);
+      const rows = Array.from({ length: 1500 }, (_, i) => ({
+        body: `Row ${i} Of The Vectors`,
+        v: Array.from({ length: 384 }, (_, d) => Math.round(Math.sin((i + 1) * (d + 1) * 0.37 + i * i) * 1e4) / 1e4),
+      }));
       for (let round = 0; round < 6; round++) {
-        expect((await tq(node, 'vectors', 'insert into docs $1', [rows.slice(round * 250, round * 250 + 250)])).status).to.equal(200);
+        expect(
+          (await tq(node, 'vectors', 'insert into docs $1', [rows.slice(round * 250, round * 250 + 250)])).status,
+        ).to.equal(200);
         const stopped = await tq(node, 'heavy', SLOW_COUNT);
         expect(stopped.status, stopped.text).to.equal(504);
       }
@@ -189,7 +260,10 @@ describe('statements in worker threads', function () {
   describe('a write lock another program holds on a tenant file', () => {
     it('stops a write waiting for it at the time limit (504), never past it, and the node goes on; a write waits 5 s at most (503 file_busy)', async () => {
       const dir = sandbox.dir();
-      const node = await sandbox.startServer(['--data-dir', dir, '--workers', '1', '--statement-timeout', '300ms', '--tenant-cost', '0'], { FENEC_TOKEN: TOKEN });
+      const node = await sandbox.startServer(
+        ['--data-dir', dir, '--workers', '1', '--statement-timeout', '300ms', '--tenant-cost', '0'],
+        { FENEC_TOKEN: TOKEN },
+      );
       for (const tenant of ['locked', 'other']) {
         expect((await put(node, tenant, {})).status).to.be.oneOf([200, 201]);
         expect((await tq(node, tenant, 'create collection notes (title text)')).status).to.equal(200);
@@ -212,7 +286,10 @@ describe('statements in worker threads', function () {
         // better-sqlite3 throwing SQLITE_BUSY into the ending thread aborted the whole node.
         await new Promise((resolve) => setTimeout(resolve, 5_500));
         expect(node.child.exitCode, node.stderr()).to.equal(null);
-        expect((await tq(node, 'other', 'insert into notes {title: "beside"}')).json).to.deep.equal({ count: 1, ids: [1] });
+        expect((await tq(node, 'other', 'insert into notes {title: "beside"}')).json).to.deep.equal({
+          count: 1,
+          ids: [1],
+        });
         expect((await tq(node, 'locked', 'get notes count')).json).to.deep.equal({ count: 0 });
         const busy = await tq(node, 'patient', 'insert into notes {title: "waits 5 s"}');
         expect(busy.status, busy.text).to.equal(503);
@@ -221,7 +298,10 @@ describe('statements in worker threads', function () {
       } finally {
         for (const db of holders) db.close();
       }
-      expect((await tq(node, 'locked', 'insert into notes {title: "after"}')).json).to.deep.equal({ count: 1, ids: [1] });
+      expect((await tq(node, 'locked', 'insert into notes {title: "after"}')).json).to.deep.equal({
+        count: 1,
+        ids: [1],
+      });
       expect(node.stderr()).not.to.contain('FATAL');
     });
   });
@@ -254,7 +334,10 @@ describe('statements in worker threads', function () {
     it('refuses a tenant past its costMs with 429, Retry-After and a count on /_metrics, and leaves the other tenant alone', async () => {
       const dir = sandbox.dir();
       bigFile(path.join(dir, 'heavy.fenec'), 10_000);
-      const node = await sandbox.startServer(['--data-dir', dir, '--workers', '2', '--tenant-rate', '100000', '--tenant-burst', '100000'], { FENEC_TOKEN: TOKEN });
+      const node = await sandbox.startServer(
+        ['--data-dir', dir, '--workers', '2', '--tenant-rate', '100000', '--tenant-burst', '100000'],
+        { FENEC_TOKEN: TOKEN },
+      );
       expect((await put(node, 'heavy', { costMs: 10, statementTimeoutMs: 5_000 })).status).to.equal(201);
       expect((await put(node, 'quiet', {})).status).to.equal(201);
       expect((await tq(node, 'quiet', 'create collection notes (title text)')).status).to.equal(200);

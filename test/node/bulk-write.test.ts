@@ -12,7 +12,16 @@ type Rows = { rows: Record<string, unknown>[]; count: number };
 
 const POLICY: Policy = {
   rules: new Map<string, PolicyRule>([
-    ['notes', { collection: 'notes', read: true, write: true, where: parseCondition('owner = $jwt.sub and year >= 2000'), source: 'test:notes' }],
+    [
+      'notes',
+      {
+        collection: 'notes',
+        read: true,
+        write: true,
+        where: parseCondition('owner = $jwt.sub and year >= 2000'),
+        source: 'test:notes',
+      },
+    ],
   ]),
 };
 
@@ -27,7 +36,9 @@ describe('bulk writes: insert into C $1, put C $1', function () {
   beforeEach(() => {
     temp = tempDir();
     db = FenecDatabase.open({ file: temp.file('b.fenec'), readOnly: false, program: 'test', sweepIntervalMs: 0 });
-    run('create collection notes (title text required unique @text, year int default 2020, owner text, tags [text], at timestamp, v vector<2> @hnsw(cosine))');
+    run(
+      'create collection notes (title text required unique @text, year int default 2020, owner text, tags [text], at timestamp, v vector<2> @hnsw(cosine))',
+    );
   });
   afterEach(async () => {
     await db.idle();
@@ -48,7 +59,9 @@ describe('bulk writes: insert into C $1, put C $1', function () {
       { title: 'c', year: null, at: 1767225600000 },
     ];
     expect(run('insert into notes $1', written)).to.deep.equal({ count: 3, ids: [1, 2, 3] });
-    run('insert into notes [{title: "a2", year: 2001, tags: ["x"], at: "2026-01-05T10:00:00Z", v: [1, 0]}, {title: "b2", owner: null}, {title: "c2", year: null, at: 1767225600000}]');
+    run(
+      'insert into notes [{title: "a2", year: 2001, tags: ["x"], at: "2026-01-05T10:00:00Z", v: [1, 0]}, {title: "b2", owner: null}, {title: "c2", year: null, at: 1767225600000}]',
+    );
     const all = rows('get notes select * order id');
     const strip = (row: Record<string, unknown>) => ({ ...row, id: 0, title: String(row.title).slice(0, 1) });
     expect(all.slice(0, 3).map(strip)).to.deep.equal(all.slice(3).map(strip));
@@ -68,10 +81,16 @@ describe('bulk writes: insert into C $1, put C $1', function () {
       }
     };
     for (let batch = 0; batch < 3; batch++) {
-      run('insert into notes $1', Array.from({ length: 1000 }, (_, i) => ({ title: `note ${batch} ${i} word${i % 37}`, v: [1, i] })));
+      run(
+        'insert into notes $1',
+        Array.from({ length: 1000 }, (_, i) => ({ title: `note ${batch} ${i} word${i % 37}`, v: [1, i] })),
+      );
       expect(segments(), `after ${batch + 1} bulk inserts`).to.be.at.most(batch + 1);
     }
-    run('put notes $1', Array.from({ length: 500 }, (_, i) => ({ id: 2 * i + 1, title: `put ${i} word${i % 11}` })));
+    run(
+      'put notes $1',
+      Array.from({ length: 500 }, (_, i) => ({ id: 2 * i + 1, title: `put ${i} word${i % 11}` })),
+    );
     expect(segments()).to.be.at.most(4);
     // One row a statement, for comparison: a segment each, until FTS5 merges them.
     for (let i = 0; i < 20; i++) run('insert into notes $1', { title: `alone ${i}` });
@@ -79,7 +98,9 @@ describe('bulk writes: insert into C $1, put C $1', function () {
   });
 
   it('answers, stores and ranks what one statement a row would: inserts and puts', () => {
-    run('create collection other (title text required unique @text, year int default 2020, owner text, tags [text], at timestamp, v vector<2> @hnsw(cosine))');
+    run(
+      'create collection other (title text required unique @text, year int default 2020, owner text, tags [text], at timestamp, v vector<2> @hnsw(cosine))',
+    );
     const words = ['deploy', 'friday', 'staging', 'login', 'token', 'index', 'backup', 'night'];
     const row = (i: number) => ({
       title: `${words[i % 8]} ${words[(i * 3) % 8]} note ${i}`,
@@ -98,9 +119,13 @@ describe('bulk writes: insert into C $1, put C $1', function () {
     put[3] = { id: 5, title: 'replaced twice' } as (typeof put)[number];
     expect(run('put notes $1', put)).to.deep.equal({ count: 6, ids: [5, 7, 400, 5, 12, 401] });
     for (const r of put) run('put other $1', [r]);
-    const same = (statement: string) => expect(rows(statement.replace('COLL', 'notes')), statement).to.deep.equal(rows(statement.replace('COLL', 'other')));
+    const same = (statement: string) =>
+      expect(rows(statement.replace('COLL', 'notes')), statement).to.deep.equal(
+        rows(statement.replace('COLL', 'other')),
+      );
     same('get COLL select * order id');
-    for (const query of ['deploy', 'friday night', 'note 12', 'replaced', 'token index backup']) same(`get COLL match title "${query}" limit 10`);
+    for (const query of ['deploy', 'friday night', 'note 12', 'replaced', 'token index backup'])
+      same(`get COLL match title "${query}" limit 10`);
     same('get COLL match * "staging login" limit 20 offset 3');
     expect(run('insert into notes {title: "next"}')).to.deep.equal(run('insert into other {title: "next"}'));
   });
@@ -144,13 +169,22 @@ describe('bulk writes: insert into C $1, put C $1', function () {
 
   it('puts rows by id: replaces each whole or creates it, all or nothing', () => {
     run('insert into notes $1', [{ title: 'a', year: 1990, owner: 'ann' }, { title: 'b' }]);
-    expect(run('put notes $1', [{ id: 1, title: 'A' }, { id: 10, title: 'J', year: 2010 }])).to.deep.equal({ count: 2, ids: [1, 10] });
+    expect(
+      run('put notes $1', [
+        { id: 1, title: 'A' },
+        { id: 10, title: 'J', year: 2010 },
+      ]),
+    ).to.deep.equal({ count: 2, ids: [1, 10] });
     expect(rows('get notes select title, year, owner order id')).to.deep.equal([
       { id: 1, title: 'A', year: 2020, owner: null },
       { id: 2, title: 'b', year: 2020, owner: null },
       { id: 10, title: 'J', year: 2010, owner: null },
     ]);
-    for (const [bad, code] of [[{ title: 'no id' }, 'invalid_statement'], [{ id: 0, title: 'z' }, 'invalid_value'], [{ id: 'x', title: 'z' }, 'type_mismatch']] as const) {
+    for (const [bad, code] of [
+      [{ title: 'no id' }, 'invalid_statement'],
+      [{ id: 0, title: 'z' }, 'invalid_value'],
+      [{ id: 'x', title: 'z' }, 'type_mismatch'],
+    ] as const) {
       const error = refusal(() => run('put notes $1', [{ id: 11, title: 'K' }, bad]));
       expect([error.code, error.row]).to.deep.equal([code, 1]);
     }
@@ -159,16 +193,58 @@ describe('bulk writes: insert into C $1, put C $1', function () {
   });
 
   it('holds bulk writes to the token policy: pinned fields filled, every row checked, nothing written when one is outside', () => {
-    expect(db.execute('insert into notes $1', [[{ title: 'm1', year: 2001 }, { title: 'm2', year: 2002, owner: 'ann' }]], as('ann'))).to.deep.equal({ count: 2, ids: [1, 2] });
+    expect(
+      db.execute(
+        'insert into notes $1',
+        [
+          [
+            { title: 'm1', year: 2001 },
+            { title: 'm2', year: 2002, owner: 'ann' },
+          ],
+        ],
+        as('ann'),
+      ),
+    ).to.deep.equal({ count: 2, ids: [1, 2] });
     expect(rows('get notes select owner order id').map((r) => r.owner)).to.deep.equal(['ann', 'ann']);
-    const outside = refusal(() => db.execute('insert into notes $1', [[{ title: 'm3', year: 2003 }, { title: 'bob', owner: 'bob', year: 2003 }]], as('ann')));
+    const outside = refusal(() =>
+      db.execute(
+        'insert into notes $1',
+        [
+          [
+            { title: 'm3', year: 2003 },
+            { title: 'bob', owner: 'bob', year: 2003 },
+          ],
+        ],
+        as('ann'),
+      ),
+    );
     expect(outside.code).to.equal('forbidden');
     // The pinned field's default does not stand in for the check: year's default 2020 meets it, 1999 does not.
     expect(db.execute('insert into notes $1', [[{ title: 'm4' }]], as('ann'))).to.deep.equal({ count: 1, ids: [3] });
-    expect(refusal(() => db.execute('insert into notes $1', [[{ title: 'm5', year: 1999 }]], as('ann'))).code).to.equal('forbidden');
+    expect(refusal(() => db.execute('insert into notes $1', [[{ title: 'm5', year: 1999 }]], as('ann'))).code).to.equal(
+      'forbidden',
+    );
     // put: the rows it replaces must be the token's, and so must the rows it leaves.
-    expect(refusal(() => db.execute('put notes $1', [[{ id: 1, title: 'taken', year: 2005 }]], as('bob'))).code).to.equal('forbidden');
-    expect(db.execute('put notes $1', [[{ id: 1, title: 'M1', year: 2005 }, { id: 20, title: 'new', year: 2006 }]], as('ann'))).to.deep.equal({ count: 2, ids: [1, 20] });
-    expect(rows('get notes select title, owner order id').map((r) => [r.title, r.owner])).to.deep.equal([['M1', 'ann'], ['m2', 'ann'], ['m4', 'ann'], ['new', 'ann']]);
+    expect(
+      refusal(() => db.execute('put notes $1', [[{ id: 1, title: 'taken', year: 2005 }]], as('bob'))).code,
+    ).to.equal('forbidden');
+    expect(
+      db.execute(
+        'put notes $1',
+        [
+          [
+            { id: 1, title: 'M1', year: 2005 },
+            { id: 20, title: 'new', year: 2006 },
+          ],
+        ],
+        as('ann'),
+      ),
+    ).to.deep.equal({ count: 2, ids: [1, 20] });
+    expect(rows('get notes select title, owner order id').map((r) => [r.title, r.owner])).to.deep.equal([
+      ['M1', 'ann'],
+      ['m2', 'ann'],
+      ['m4', 'ann'],
+      ['new', 'ann'],
+    ]);
   });
 });

@@ -9,7 +9,9 @@ describe('serverConfig', () => {
     const { cursorSecret, ...config } = serverConfig({ file: 'notes.fenec' });
     // The key cursors are signed with: 32 random bytes of each config's own.
     expect(cursorSecret).to.have.length(32);
-    expect(Buffer.from(cursorSecret).equals(Buffer.from(serverConfig({ file: 'notes.fenec' }).cursorSecret))).to.equal(false);
+    expect(Buffer.from(cursorSecret).equals(Buffer.from(serverConfig({ file: 'notes.fenec' }).cursorSecret))).to.equal(
+      false,
+    );
     expect(config).to.deep.equal({
       where: { kind: 'file', file: 'notes.fenec' },
       host: '127.0.0.1',
@@ -33,7 +35,13 @@ describe('serverConfig', () => {
   });
 
   it('keeps what the caller gives', () => {
-    const config = serverConfig({ file: 'f', host: '0.0.0.0', port: 0, httpToken: 't', httpCors: 'https://app.example.com:8443' });
+    const config = serverConfig({
+      file: 'f',
+      host: '0.0.0.0',
+      port: 0,
+      httpToken: 't',
+      httpCors: 'https://app.example.com:8443',
+    });
     expect(config).to.include({ host: '0.0.0.0', port: 0, httpToken: 't', httpCors: 'https://app.example.com:8443' });
   });
 
@@ -42,14 +50,20 @@ describe('serverConfig', () => {
     ['a port out of range', { file: 'f', port: 70000 }, '--port'],
     ['an empty token', { file: 'f', httpToken: '' }, '--http-token'],
     ['a body limit of 0', { file: 'f', maxBodyBytes: 0 }, '--max-body'],
-    ['a CORS origin with a path', { file: 'f', httpCors: 'https://app.example.com/' }, 'did you mean https://app.example.com?'],
+    [
+      'a CORS origin with a path',
+      { file: 'f', httpCors: 'https://app.example.com/' },
+      'did you mean https://app.example.com?',
+    ],
     ['a CORS value that is no URL', { file: 'f', httpCors: '*' }, '--http-cors'],
     ['no worker', { file: 'f', workers: 0 }, '--workers'],
     ['a time limit of 0', { file: 'f', statementTimeoutMs: 0 }, '--statement-timeout'],
     ['an answer cap of 0', { file: 'f', maxAnswerBytes: 0 }, '--max-answer'],
   ] as const) {
     it(`refuses ${what} with invalid_option naming the flag`, () => {
-      expect(() => serverConfig(input)).to.throw(FenecError, says).with.property('code', 'invalid_option');
+      expect(() => serverConfig(input))
+        .to.throw(FenecError, says)
+        .with.property('code', 'invalid_option');
     });
   }
 });
@@ -65,7 +79,9 @@ describe('parseByteSize', () => {
 
   it('refuses anything else, naming --max-body', () => {
     for (const text of ['', 'mb', '1gb', '-1', '0', '12 parsecs']) {
-      expect(() => parseByteSize(text), text).to.throw(FenecError, '--max-body').with.property('code', 'invalid_option');
+      expect(() => parseByteSize(text), text)
+        .to.throw(FenecError, '--max-body')
+        .with.property('code', 'invalid_option');
     }
   });
 });

@@ -3,7 +3,6 @@ import { FenecDatabase } from '../../node/database.js';
 import { refusal } from '../helpers/assertions.js';
 import { tempDir } from '../helpers/temp.js';
 
-
 describe('FenecDatabase', () => {
   let temp: ReturnType<typeof tempDir>;
   let db: FenecDatabase;
@@ -102,7 +101,9 @@ describe('FenecDatabase', () => {
 
   describe('values', () => {
     it('takes timestamps as ISO strings or milliseconds and answers ISO UTC', () => {
-      q('insert into docs [{title: "a", at: "2026-11-29T18:00:00Z"}, {title: "b", at: 0}, {title: "c", at: "2026-11-29T19:00:00+01:00"}]');
+      q(
+        'insert into docs [{title: "a", at: "2026-11-29T18:00:00Z"}, {title: "b", at: 0}, {title: "c", at: "2026-11-29T19:00:00+01:00"}]',
+      );
       expect(q('get docs select at').rows).to.deep.equal([
         { id: 1, at: '2026-11-29T18:00:00.000Z' },
         { id: 2, at: '1970-01-01T00:00:00.000Z' },
@@ -116,12 +117,14 @@ describe('FenecDatabase', () => {
 
     it('keeps bools, arrays and json as JSON', () => {
       q('insert into docs {title: "a", done: true, tags: ["x", "y"], meta: {k: [1, {z: null}]}}');
-      expect(q('get docs select done, tags, meta').rows).to.deep.equal([{ id: 1, done: true, tags: ['x', 'y'], meta: { k: [1, { z: null }] } }]);
+      expect(q('get docs select done, tags, meta').rows).to.deep.equal([
+        { id: 1, done: true, tags: ['x', 'y'], meta: { k: [1, { z: null }] } },
+      ]);
     });
 
     it('leaves vector fields out unless selected, and refuses a wrong length naming the field', () => {
       q('insert into docs {title: "a", vec: [0.1, 0.2, 0.3]}');
-      expect((q("get docs").rows as object[])[0]).to.not.have.property('vec');
+      expect((q('get docs').rows as object[])[0]).to.not.have.property('vec');
       expect(q('get docs select vec').rows).to.deep.equal([{ id: 1, vec: [0.1, 0.2, 0.3] }]);
       expect((q('get docs select *').rows as Record<string, unknown>[])[0]!.vec).to.deep.equal([0.1, 0.2, 0.3]);
       const err = refusal(() => q('insert into docs {title: "b", vec: $1}', [1, 2, 3, 4, 5]));
@@ -155,12 +158,16 @@ describe('FenecDatabase', () => {
         {title: "delta", year: 2023, owner: "cy"}
       ]`);
     });
-    const orderedIds = (statement: string, ...params: unknown[]) => (q(statement, ...params).rows as { id: number }[]).map((r) => r.id);
+    const orderedIds = (statement: string, ...params: unknown[]) =>
+      (q(statement, ...params).rows as { id: number }[]).map((r) => r.id);
     /** Without `order` rows come in the order of the path SQLite takes; these tests look at which rows, not how. */
     const ids = (statement: string, ...params: unknown[]) => orderedIds(statement, ...params).sort((a, b) => a - b);
 
     it('answers rows and their count', () => {
-      expect(q('get docs select title where year = 2025')).to.deep.equal({ rows: [{ id: 2, title: 'beta' }], count: 1 });
+      expect(q('get docs select title where year = 2025')).to.deep.equal({
+        rows: [{ id: 2, title: 'beta' }],
+        count: 1,
+      });
     });
 
     it('filters with and, or, not, in, has, like and is null', () => {
@@ -176,7 +183,7 @@ describe('FenecDatabase', () => {
       expect(ids('get docs where len(tags) = 2')).to.deep.equal([1]);
     });
 
-    it('reads fields named like json_each\'s own columns', () => {
+    it("reads fields named like json_each's own columns", () => {
       q('create collection kv (key text, value [text])');
       q('insert into kv {key: "k", value: ["a", "b"]}');
       expect(q('get kv where value has "a" count')).to.deep.equal({ count: 1 });
@@ -217,7 +224,13 @@ describe('FenecDatabase', () => {
       const get = parseStatement('get docs select title') as import('../../shared/fenecql/ast.js').GetStmt;
       const tree = { ...get, where: parseCondition('year >= $1') };
       expect(db.executeStatement(tree, [2024])).to.deep.equal({ rows: [{ id: 2, title: 'b' }], count: 1 });
-      expect(db.executeStatement(tree, [2000])).to.deep.equal({ rows: [{ id: 1, title: 'a' }, { id: 2, title: 'b' }], count: 2 });
+      expect(db.executeStatement(tree, [2000])).to.deep.equal({
+        rows: [
+          { id: 1, title: 'a' },
+          { id: 2, title: 'b' },
+        ],
+        count: 2,
+      });
     });
   });
 
@@ -232,7 +245,10 @@ describe('FenecDatabase', () => {
         { name: 'at', type: 'timestamp', required: false, unique: false, annotations: ['@sorted'] },
         { name: 'v', type: 'vector<4>', required: false, unique: false, annotations: [] },
       ]);
-      expect((q('schema') as { collections: { name: string }[] }).collections.map((c) => c.name)).to.deep.equal(['docs', 'notes']);
+      expect((q('schema') as { collections: { name: string }[] }).collections.map((c) => c.name)).to.deep.equal([
+        'docs',
+        'notes',
+      ]);
     });
 
     it('creates if not exists, drops if exists, and refuses the rest', () => {

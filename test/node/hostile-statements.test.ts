@@ -32,7 +32,9 @@ describe('hostile statements against a database', () => {
     temp = tempDir();
     db = FenecDatabase.open({ file: temp.file('h.fenec'), readOnly: false, program: 'test' });
     q('create collection docs (year int, price float, title text, at timestamp, tags [text], j json, v vector<4>)');
-    q('insert into docs [{year: 250, price: 1.5, title: "a", at: 0, tags: ["x"], j: {}, v: [1, 2, 3, 4]}, {year: 2, title: "b"}]');
+    q(
+      'insert into docs [{year: 250, price: 1.5, title: "a", at: 0, tags: ["x"], j: {}, v: [1, 2, 3, 4]}, {year: 2, title: "b"}]',
+    );
   });
   afterEach(() => {
     db.close();
@@ -42,10 +44,20 @@ describe('hostile statements against a database', () => {
   describe('planning costs what the statement is long', () => {
     // Before, the planner compiled each side of an operator twice (once to learn its type): 2^n for n terms.
     it('plans and runs a chain of 250 terms, and 250 nested coalesce, at once', () => {
-      expect(bestOf3(() => expect(q(`get docs where year = ${repeat(250, '1', ' + ')} count`)).to.deep.equal({ count: 1 }))).to.be.below(1000);
-      expect(bestOf3(() => expect(q(`get docs where year = ${repeat(250, 'coalesce(')}250${repeat(250, ', 1)')} count`)).to.deep.equal({ count: 1 }))).to.be.below(1000);
+      expect(
+        bestOf3(() => expect(q(`get docs where year = ${repeat(250, '1', ' + ')} count`)).to.deep.equal({ count: 1 })),
+      ).to.be.below(1000);
+      expect(
+        bestOf3(() =>
+          expect(q(`get docs where year = ${repeat(250, 'coalesce(')}250${repeat(250, ', 1)')} count`)).to.deep.equal({
+            count: 1,
+          }),
+        ),
+      ).to.be.below(1000);
       expect(bestOf3(() => q(`get docs where year = ${repeat(200, '1.5', ' * ')} * 0 + year count`))).to.be.below(1000);
-      expect(bestOf3(() => q(`get docs where at + ${repeat(120, '1d', ' + ')} > at - ${repeat(120, '1d', ' - ')} count`))).to.be.below(1000);
+      expect(
+        bestOf3(() => q(`get docs where at + ${repeat(120, '1d', ' + ')} > at - ${repeat(120, '1d', ' - ')} count`)),
+      ).to.be.below(1000);
     });
 
     it('grows linearly: 240 terms cost about 8 times 30 terms, not 2^210 times', () => {
@@ -60,7 +72,9 @@ describe('hostile statements against a database', () => {
     });
 
     it('puts values to their types once, in insert and set as in where', () => {
-      expect(q(`insert into docs {year: ${repeat(200, '1', ' + ')}, at: now() + ${repeat(100, '1h', ' + ')}}`)).to.deep.include({ count: 1 });
+      expect(
+        q(`insert into docs {year: ${repeat(200, '1', ' + ')}, at: now() + ${repeat(100, '1h', ' + ')}}`),
+      ).to.deep.include({ count: 1 });
       expect(q(`set docs {price: ${repeat(200, '0.5', ' + ')}} where year = 200`)).to.deep.equal({ count: 1 });
       expect(q('get docs select price where year = 200')).to.deep.equal({ rows: [{ id: 3, price: 100 }], count: 1 });
     });
@@ -88,7 +102,9 @@ describe('hostile statements against a database', () => {
       expect(err.position?.line).to.equal(1);
       expect(q(`get docs where ${balancedOr(8, 'year = 2')} count`)).to.deep.equal({ count: 1 });
       // The values of one written row are held to it as well; a bulk insert's rows each on their own.
-      expect(refusal(() => q(`insert into docs {year: ${balancedOr(10, '1').replaceAll(' or ', ' + ')}}`)).code).to.equal('too_complex');
+      expect(
+        refusal(() => q(`insert into docs {year: ${balancedOr(10, '1').replaceAll(' or ', ' + ')}}`)).code,
+      ).to.equal('too_complex');
       expect(q(`insert into docs [${repeat(3000, '{year: 1 + 1}', ', ')}]`)).to.deep.include({ count: 3000 });
     });
 
@@ -117,19 +133,28 @@ describe('hostile statements against a database', () => {
     };
 
     it('refuses a vector component past float32 (1e39 became Infinity, read back as null) in insert, put, set, params and near', () => {
-      expect(invalid('insert into docs {v: [1e39, 1, 1, 1]}').message).to.contain('component 0 of field v is 1e+39, past the range');
+      expect(invalid('insert into docs {v: [1e39, 1, 1, 1]}').message).to.contain(
+        'component 0 of field v is 1e+39, past the range',
+      );
       invalid('put docs {id: 9, v: [1, -3.5e38, 1, 1]}');
       invalid('set docs {v: [1, 1, 1, 1e39]} where true');
       invalid('insert into docs {v: $1}', [1e39, 1, 1, 1]);
-      expect(invalid('get docs near v [3.5e38, 1, 1, 1] limit 1').message).to.contain('component 0 of the vector near v is 3.5e+38');
+      expect(invalid('get docs near v [3.5e38, 1, 1, 1] limit 1').message).to.contain(
+        'component 0 of the vector near v is 3.5e+38',
+      );
       invalid('get docs near v $1 limit 1', [1, 1, 1, -1e39]);
       // float32's largest is taken.
       expect(q('insert into docs {v: [3.4028234663852886e38, 1, 1, 1]}')).to.deep.include({ count: 1 });
-      expect(q('get docs select v where id = 3')).to.deep.equal({ rows: [{ id: 3, v: [3.4028235e38, 1, 1, 1] }], count: 1 });
+      expect(q('get docs select v where id = 3')).to.deep.equal({
+        rows: [{ id: 3, v: [3.4028235e38, 1, 1, 1] }],
+        count: 1,
+      });
     });
 
     it('refuses arithmetic that overflows, where it is written and where it is read', () => {
-      expect(invalid('insert into docs {price: 1e308 * 10}').message).to.equal('the * of the expression at line 1, column 26 overflows: its result is past ±1.8e308');
+      expect(invalid('insert into docs {price: 1e308 * 10}').message).to.equal(
+        'the * of the expression at line 1, column 26 overflows: its result is past ±1.8e308',
+      );
       invalid('insert into docs {price: 1e308 / 1e-10}');
       invalid('insert into docs {price: 1e308 * 10 - 1e308 * 10}');
       invalid('set docs {price: price * 1e308 * 10} where true');
@@ -144,24 +169,32 @@ describe('hostile statements against a database', () => {
     });
 
     it('keeps arithmetic inside the range exact, and an index serving now() - 7d', () => {
-      expect(q('get docs select id where year * 36028797018963 + 1 = 9007199254740751')).to.deep.equal({ rows: [{ id: 1 }], count: 1 });
+      expect(q('get docs select id where year * 36028797018963 + 1 = 9007199254740751')).to.deep.equal({
+        rows: [{ id: 1 }],
+        count: 1,
+      });
       expect(q('get docs where price * 1e307 > 1e307 count')).to.deep.equal({ count: 1 });
       expect(q('get docs where 7 / 0 is null count')).to.deep.equal({ count: 2 });
       q('alter collection docs add seen timestamp @sorted');
       expect(db.explain('get docs where seen > now() - 7d count').join()).to.contain('INDEX');
     });
 
-    it('refuses a timestamp past a date\'s range (it made every read of the collection fail)', () => {
+    it("refuses a timestamp past a date's range (it made every read of the collection fail)", () => {
       const err = refusal(() => q('insert into docs {at: 8640000000000001}'));
       expect(err.code).to.equal('invalid_value');
       expect(err.message).to.contain('past ±8640000000000000');
       expect(refusal(() => q('insert into docs {at: $1}', -9007199254740991)).code).to.equal('invalid_value');
       expect(q('insert into docs {at: -8640000000000000}')).to.deep.include({ count: 1 });
-      expect(q('get docs select at where id = 3')).to.deep.equal({ rows: [{ id: 3, at: '-271821-04-20T00:00:00.000Z' }], count: 1 });
+      expect(q('get docs select at where id = 3')).to.deep.equal({
+        rows: [{ id: 3, at: '-271821-04-20T00:00:00.000Z' }],
+        count: 1,
+      });
     });
 
     it('refuses a parameter JSON reads as Infinity', () => {
-      expect(invalid('insert into docs {price: $1}', Infinity).message).to.contain('$1 is a number beyond the range of a double');
+      expect(invalid('insert into docs {price: $1}', Infinity).message).to.contain(
+        '$1 is a number beyond the range of a double',
+      );
       invalid('get docs where year in $1 count', [1, -Infinity]);
     });
   });

@@ -34,8 +34,15 @@ describe('LIMIT and OFFSET in the SQL of a read', () => {
     temp = tempDir('fenec-page-');
     const file = temp.file('t.fenec');
     db = FenecDatabase.open({ file, readOnly: false, program: 'test', sweepIntervalMs: 0 });
-    db.execute('create collection docs (body text @text, vec vector<3> @hnsw(cosine), grp int @hash, at timestamp @ttl(1d))');
-    const rows = Array.from({ length: 12 }, (_, i) => ({ body: `deploy note ${i} ${i % 2 === 0 ? 'friday' : 'monday'}`, vec: [1, i, 0.5], grp: i % 3, at: Date.now() }));
+    db.execute(
+      'create collection docs (body text @text, vec vector<3> @hnsw(cosine), grp int @hash, at timestamp @ttl(1d))',
+    );
+    const rows = Array.from({ length: 12 }, (_, i) => ({
+      body: `deploy note ${i} ${i % 2 === 0 ? 'friday' : 'monday'}`,
+      vec: [1, i, 0.5],
+      grp: i % 3,
+      at: Date.now(),
+    }));
     db.execute('insert into docs $1', [rows]);
     conn = openWritable(file);
     catalog = new Catalog(conn);
@@ -66,7 +73,10 @@ describe('LIMIT and OFFSET in the SQL of a read', () => {
   for (const text of reads) {
     it(`binds no bare ? to LIMIT or OFFSET: ${text}`, () => {
       const sqls = planned(text);
-      expect(sqls.some((sql) => /\bLIMIT\b|\bOFFSET\b/.test(sql)), `${text} has a LIMIT`).to.equal(true);
+      expect(
+        sqls.some((sql) => /\bLIMIT\b|\bOFFSET\b/.test(sql)),
+        `${text} has a LIMIT`,
+      ).to.equal(true);
       for (const sql of sqls) expect(sql, sql).not.to.match(/\b(LIMIT|OFFSET) \?/);
     });
   }
@@ -79,12 +89,26 @@ describe('LIMIT and OFFSET in the SQL of a read', () => {
   });
 
   it('answers each execution of one statement with the limit and offset bound to it', () => {
-    const ids = (text: string, ...params: unknown[]) => (db.execute(text, params).rows as { id: number }[]).map((r) => r.id);
+    const ids = (text: string, ...params: unknown[]) =>
+      (db.execute(text, params).rows as { id: number }[]).map((r) => r.id);
     const all = ids('get docs match body $1 limit 100', 'deploy friday');
     expect(all).to.have.length(12);
-    for (const [limit, offset] of [[1, 0], [5, 0], [3, 2], [0, 0], [100, 10], [2, 11]] as const) {
-      expect(ids('get docs match body $1 limit $2 offset $3', 'deploy friday', limit, offset), `limit ${limit} offset ${offset}`).to.deep.equal(all.slice(offset, offset + limit));
-      expect(ids('get docs order id desc limit $1 offset $2', limit, offset), `get, limit ${limit} offset ${offset}`).to.deep.equal([12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1].slice(offset, offset + limit));
+    for (const [limit, offset] of [
+      [1, 0],
+      [5, 0],
+      [3, 2],
+      [0, 0],
+      [100, 10],
+      [2, 11],
+    ] as const) {
+      expect(
+        ids('get docs match body $1 limit $2 offset $3', 'deploy friday', limit, offset),
+        `limit ${limit} offset ${offset}`,
+      ).to.deep.equal(all.slice(offset, offset + limit));
+      expect(
+        ids('get docs order id desc limit $1 offset $2', limit, offset),
+        `get, limit ${limit} offset ${offset}`,
+      ).to.deep.equal([12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1].slice(offset, offset + limit));
     }
     expect(ids('get docs offset $1', 9)).to.deep.equal([10, 11, 12]);
   });

@@ -32,12 +32,17 @@ describe('FenecDatabase under a token policy', function () {
   });
   const as = (sub: string): ExecuteOptions => ({ jwt: { sub, tenant: 't' }, policy: POLICY });
   const server = (statement: string, ...params: unknown[]) => db.execute(statement, params);
-  const by = (sub: string) => (statement: string, ...params: unknown[]) => db.execute(statement, params, as(sub));
+  const by =
+    (sub: string) =>
+    (statement: string, ...params: unknown[]) =>
+      db.execute(statement, params, as(sub));
 
   beforeEach(() => {
     temp = tempDir();
     db = FenecDatabase.open({ file: temp.file('p.fenec'), readOnly: false, program: 'test', sweepIntervalMs: 0 });
-    server('create collection memories (text text required @text, tags [text], owner text @hash, vec vector<2> @hnsw(cosine))');
+    server(
+      'create collection memories (text text required @text, tags [text], owner text @hash, vec vector<2> @hnsw(cosine))',
+    );
     server('create collection readonly (text text)');
     server('create collection secret (text text)');
     server('insert into secret {text: "hidden"}');
@@ -52,7 +57,7 @@ describe('FenecDatabase under a token policy', function () {
     expect((server('get memories select owner') as Rows).rows).to.deep.equal([{ id: 1, owner: 'ann' }]);
   });
 
-  it("refuses a write naming another subject, and writes nothing", () => {
+  it('refuses a write naming another subject, and writes nothing', () => {
     const err = refusal(() => by('ann')('insert into memories [{text: "mine"}, {text: "theirs", owner: "bob"}]'));
     expect(err.code).to.equal('forbidden');
     expect(err.status).to.equal(403);
@@ -61,7 +66,9 @@ describe('FenecDatabase under a token policy', function () {
     by('bob')('insert into memories {text: "bob row"}');
     expect(refusal(() => by('ann')('put memories {id: 1, text: "taken over"}')).code).to.equal('forbidden');
     expect(refusal(() => by('bob')('set memories {owner: "ann"} where true')).code).to.equal('forbidden');
-    expect((server('get memories select owner, text') as Rows).rows).to.deep.equal([{ id: 1, owner: 'bob', text: 'bob row' }]);
+    expect((server('get memories select owner, text') as Rows).rows).to.deep.equal([
+      { id: 1, owner: 'bob', text: 'bob row' },
+    ]);
   });
 
   it('hides collections the policy does not name, as unknown ones are', () => {
@@ -78,7 +85,12 @@ describe('FenecDatabase under a token policy', function () {
   it('needs the write grant to write, and never runs a schema change or compact', () => {
     expect(refusal(() => by('ann')('insert into readonly {text: "x"}')).code).to.equal('forbidden');
     expect((by('ann')('get readonly count') as { count: number }).count).to.equal(0);
-    for (const statement of ['create collection x (a int)', 'drop collection memories', 'alter collection memories add b int', 'compact']) {
+    for (const statement of [
+      'create collection x (a int)',
+      'drop collection memories',
+      'alter collection memories add b int',
+      'compact',
+    ]) {
       expect(refusal(() => by('ann')(statement)).code, statement).to.equal('forbidden');
     }
   });
@@ -120,16 +132,28 @@ describe('FenecDatabase under a token policy', function () {
     expect(scores(before[0]).every((score) => score > 0.1)).to.equal(true);
 
     // Alice's rows hold the same words, many times over: collection-wide statistics would move.
-    const alices = Array.from({ length: 60 }, (_, i) => ({ text: `deploy deploy ${i % 2 ? 'fridays' : 'mondays'}`, vec: [1, i] }));
+    const alices = Array.from({ length: 60 }, (_, i) => ({
+      text: `deploy deploy ${i % 2 ? 'fridays' : 'mondays'}`,
+      vec: [1, i],
+    }));
     by('alice')(`insert into memories ${JSON.stringify(alices)}`);
     expect(answers()).to.deep.equal(before);
 
     // The server token's scores are the whole collection's; over bob's rows alone they are bob's.
     expect(scores(server(reads[0][0], reads[0][1]))).to.have.length(10);
-    expect(scores(server(`${reads[0][0].replace('limit 10', 'where owner = "bob" limit 10')}`, reads[0][1]))).not.to.deep.equal(scores(before[0]));
-    const alone = FenecDatabase.open({ file: temp.file('bob.fenec'), readOnly: false, program: 'test', sweepIntervalMs: 0 });
+    expect(
+      scores(server(`${reads[0][0].replace('limit 10', 'where owner = "bob" limit 10')}`, reads[0][1])),
+    ).not.to.deep.equal(scores(before[0]));
+    const alone = FenecDatabase.open({
+      file: temp.file('bob.fenec'),
+      readOnly: false,
+      program: 'test',
+      sweepIntervalMs: 0,
+    });
     try {
-      alone.execute('create collection memories (text text required @text, tags [text], owner text @hash, vec vector<2> @hnsw(cosine))');
+      alone.execute(
+        'create collection memories (text text required @text, tags [text], owner text @hash, vec vector<2> @hnsw(cosine))',
+      );
       alone.execute(`insert into memories ${JSON.stringify(bobs.map((row) => ({ ...row, owner: 'bob' })))}`);
       expect(reads.map(([statement, words]) => alone.execute(statement, [words]))).to.deep.equal(before);
     } finally {
@@ -140,7 +164,11 @@ describe('FenecDatabase under a token policy', function () {
   it('keeps two subjects apart through every statement (property)', () => {
     const subjects = ['ann', 'bob'] as const;
     for (const sub of subjects) {
-      const rows = Array.from({ length: 200 }, (_, i) => ({ text: `${sub} note ${i} about ${i % 2 ? 'tea' : 'coffee'}`, tags: [`t${i % 5}`], vec: [1, i + 1] }));
+      const rows = Array.from({ length: 200 }, (_, i) => ({
+        text: `${sub} note ${i} about ${i % 2 ? 'tea' : 'coffee'}`,
+        tags: [`t${i % 5}`],
+        vec: [1, i + 1],
+      }));
       by(sub)(`insert into memories ${JSON.stringify(rows)}`);
     }
     const statements = fc.oneof(
@@ -159,18 +187,27 @@ describe('FenecDatabase under a token policy', function () {
         const owners = (answer: unknown) => (answer as Rows).rows.map((r) => r.owner);
         switch (s.kind) {
           case 'get':
-            expect(owners(run('get memories select owner where tags has $1', `t${s.tag}`)).every((o) => o === sub)).to.equal(true);
+            expect(
+              owners(run('get memories select owner where tags has $1', `t${s.tag}`)).every((o) => o === sub),
+            ).to.equal(true);
             break;
           case 'count': {
             const mine = (run('get memories where tags has $1 count', `t${s.tag}`) as { count: number }).count;
-            expect(mine).to.equal((server('get memories where tags has $1 and owner = $2 count', `t${s.tag}`, sub) as { count: number }).count);
+            expect(mine).to.equal(
+              (server('get memories where tags has $1 and owner = $2 count', `t${s.tag}`, sub) as { count: number })
+                .count,
+            );
             break;
           }
           case 'match':
-            expect(owners(run('get memories select owner match text $1 limit 50', s.word)).every((o) => o === sub)).to.equal(true);
+            expect(
+              owners(run('get memories select owner match text $1 limit 50', s.word)).every((o) => o === sub),
+            ).to.equal(true);
             break;
           case 'near':
-            expect(owners(run('get memories select owner near vec $1 limit 20', [1, s.x])).every((o) => o === sub)).to.equal(true);
+            expect(
+              owners(run('get memories select owner near vec $1 limit 20', [1, s.x])).every((o) => o === sub),
+            ).to.equal(true);
             break;
           case 'set':
             run('set memories {text: $1} where tags has $2', `changed by ${sub}`, `t${s.tag}`);
@@ -180,7 +217,10 @@ describe('FenecDatabase under a token policy', function () {
             break;
         }
         expect((server('get memories where owner = $1 count', other) as { count: number }).count).to.equal(before);
-        expect((server('get memories where owner = $1 and text = $2 count', other, `changed by ${sub}`) as { count: number }).count).to.equal(0);
+        expect(
+          (server('get memories where owner = $1 and text = $2 count', other, `changed by ${sub}`) as { count: number })
+            .count,
+        ).to.equal(0);
       }),
       { numRuns: 150, seed: 42 },
     );

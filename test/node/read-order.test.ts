@@ -19,7 +19,9 @@ describe('the order of a read', () => {
     temp = tempDir('fenec-order-');
     db = FenecDatabase.open({ file: temp.file('o.fenec'), readOnly: false, program: 'test', sweepIntervalMs: 0 });
     db.execute('create collection docs (year int @sorted, title text)');
-    db.execute('insert into docs $1', [Array.from({ length: ROWS }, (_, i) => ({ year: year(i + 1), title: `t${i}` }))]);
+    db.execute('insert into docs $1', [
+      Array.from({ length: ROWS }, (_, i) => ({ year: year(i + 1), title: `t${i}` })),
+    ]);
   });
   after(() => {
     db.close();

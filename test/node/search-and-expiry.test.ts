@@ -50,11 +50,17 @@ describe('FenecDatabase search and expiry', () => {
     it('searches one field, or every @text field with *', () => {
       expect(rows('get docs select title match title "fox"').map((r) => r.id)).to.deep.equal([4]);
       expect(rows('get docs select title match * "infra"').map((r) => r.id)).to.deep.equal([2]);
-      expect(rows('get docs select title match tags "ops"').map((r) => r.id).sort()).to.deep.equal([1, 2]);
+      expect(
+        rows('get docs select title match tags "ops"')
+          .map((r) => r.id)
+          .sort(),
+      ).to.deep.equal([1, 2]);
     });
 
     it('filters before the limit', () => {
-      q(`insert into docs [${Array.from({ length: 20 }, (_, i) => `{title: "fox ${i}", body: "fox fox fox", year: 2000}`).join(', ')}]`);
+      q(
+        `insert into docs [${Array.from({ length: 20 }, (_, i) => `{title: "fox ${i}", body: "fox fox fox", year: 2000}`).join(', ')}]`,
+      );
       const found = rows('get docs select year match body "fox" where year >= $1 limit 2', 2024);
       expect(found.map((r) => r.id)).to.deep.equal([3]);
       expect(rows('get docs match body "fox" where year = 2000 limit 5')).to.have.length(5);
@@ -68,7 +74,26 @@ describe('FenecDatabase search and expiry', () => {
     });
 
     it('never errors on what a user types, and answers no rows for no words', () => {
-      const hostile = ["what's C++ (v2)?", '"', '""', '*', 'NEAR(a b)', 'a -b', 'title:fox', '^fox', 'a AND OR NOT', '{x}', '(((', '🦊', '東京', 'ا', 'x" OR 1=1 --', '\u0000', 'é́', ''];
+      const hostile = [
+        "what's C++ (v2)?",
+        '"',
+        '""',
+        '*',
+        'NEAR(a b)',
+        'a -b',
+        'title:fox',
+        '^fox',
+        'a AND OR NOT',
+        '{x}',
+        '(((',
+        '🦊',
+        '東京',
+        'ا',
+        'x" OR 1=1 --',
+        '\u0000',
+        'é́',
+        '',
+      ];
       for (const text of hostile) {
         expect(() => q('get docs match * $1 limit 3', text), JSON.stringify(text)).to.not.throw();
       }

@@ -22,9 +22,25 @@ describe('the MCP endpoint audit (node/mcp/serve-mcp)', () => {
 
   it('records the memory collection made, and its vector field added, as the kinds table names them, before each remember call', () => {
     const lines: string[] = [];
-    const endpoint = mcpEndpoint(db, { write: false, memory: 'memories', readOnly: false, logger: pino({ level: 'silent' }), audit: Audit.toSink((line) => lines.push(line)) });
+    const endpoint = mcpEndpoint(db, {
+      write: false,
+      memory: 'memories',
+      readOnly: false,
+      logger: pino({ level: 'silent' }),
+      audit: Audit.toSink((line) => lines.push(line)),
+    });
     const remember = (args: Record<string, unknown>) =>
-      (endpoint.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'remember', arguments: args } }), SERVER).answer as any).result;
+      (
+        endpoint.handle(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'tools/call',
+            params: { name: 'remember', arguments: args },
+          }),
+          SERVER,
+        ).answer as any
+      ).result;
     expect(remember({ text: 'the deploy runs on fridays' }).isError).to.equal(false);
     expect(remember({ text: 'tea at four', vector: [1, 0, 0] }).isError).to.equal(false);
     expect(remember({ text: 'coffee at nine', vector: [0, 1, 0] }).isError).to.equal(false);

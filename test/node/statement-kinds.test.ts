@@ -30,7 +30,12 @@ const KINDS = Object.keys(SAMPLES) as StatementKind[];
 
 /** A token that reads and writes every collection there is. */
 const EVERYTHING: Policy = {
-  rules: new Map(['notes', 'spare', 'others'].map((collection) => [collection, { collection, read: true, write: true, where: parseCondition('true'), source: `test:${collection}` }])),
+  rules: new Map(
+    ['notes', 'spare', 'others'].map((collection) => [
+      collection,
+      { collection, read: true, write: true, where: parseCondition('true'), source: `test:${collection}` },
+    ]),
+  ),
 };
 
 describe('the statement kinds table', function () {
@@ -52,21 +57,35 @@ describe('the statement kinds table', function () {
   });
 
   /** The MCP tools over the database (write offered), and the kinds of the statements they ran. */
-  function tools(): { call: (tool: string, args: Record<string, unknown>) => ReturnType<ToolRunner<ExecuteOptions>['call']>; ran: StatementKind[] } {
+  function tools(): {
+    call: (tool: string, args: Record<string, unknown>) => ReturnType<ToolRunner<ExecuteOptions>['call']>;
+    ran: StatementKind[];
+  } {
     const ran: StatementKind[] = [];
     const runner = new ToolRunner<ExecuteOptions>(
-      { executeStatement: (statement: Statement, params, options) => (ran.push(statement.kind), db.executeStatement(statement, params, options)) },
+      {
+        executeStatement: (statement: Statement, params, options) => (
+          ran.push(statement.kind),
+          db.executeStatement(statement, params, options)
+        ),
+      },
       { write: true, memory: undefined, readOnly: false },
     );
     return { call: (tool, args) => runner.call(runner.tool(tool)!, args, { options: {}, scoped: false }), ran };
   }
 
-  /** Everything a statement may change: the schema, and every row of every collection, expired ones too (read by SQLite itself). */
+  /**
+   * Everything a statement may change: the schema, and every row of every collection, expired ones too (read by SQLite
+   * itself).
+   */
   function state(): string {
     const schema = db.execute('schema');
     const file = new Sqlite(temp.file('k.fenec'), { readonly: true });
     try {
-      const tables = file.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'c\\_%' ESCAPE '\\' ORDER BY name").pluck().all() as string[];
+      const tables = file
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'c\\_%' ESCAPE '\\' ORDER BY name")
+        .pluck()
+        .all() as string[];
       const rows = tables.map((table) => file.prepare(`SELECT * FROM "${table}" ORDER BY rowid`).all());
       return JSON.stringify({ schema, tables, rows });
     } finally {
@@ -92,9 +111,14 @@ describe('the statement kinds table', function () {
       else expect(after, text).to.equal(before);
       const schemaBefore = JSON.parse(before).schema;
       const schemaAfter = JSON.parse(after).schema;
-      // Only the schema family changes the schema; the audit records exactly the kinds that change it or rewrite the file.
-      expect(JSON.stringify(schemaAfter) !== JSON.stringify(schemaBefore), `${text} changes the schema`).to.equal(info.family === 'schema');
-      expect(auditedChange(parseStatement(text)) !== undefined, `${text} is audited`).to.equal(info.family === 'schema' || info.family === 'maintenance');
+      // Only the schema family changes the schema; the audit records exactly the kinds that change it or rewrite the
+      // file.
+      expect(JSON.stringify(schemaAfter) !== JSON.stringify(schemaBefore), `${text} changes the schema`).to.equal(
+        info.family === 'schema',
+      );
+      expect(auditedChange(parseStatement(text)) !== undefined, `${text} is audited`).to.equal(
+        info.family === 'schema' || info.family === 'maintenance',
+      );
     });
 
     it(`${kind}: ${info.serverOnly ? 'the server token only' : 'a token may run it'}`, () => {
@@ -107,7 +131,8 @@ describe('the statement kinds table', function () {
       // The tenant holds 2 collections and 2 live rows (the third is expired): at both quotas.
       const full = new QuotaExecutor(db, { maxCollections: 2, maxRows: 2 });
       const adds = info.adds === null ? null : Object.keys(info.adds)[0];
-      if (adds === 'rows' || adds === 'collection') expect(refusal(() => full.execute(text)).code).to.equal('quota_exceeded');
+      if (adds === 'rows' || adds === 'collection')
+        expect(refusal(() => full.execute(text)).code).to.equal('quota_exceeded');
       else expect(() => full.execute(text)).to.not.throw();
     });
 
@@ -126,7 +151,12 @@ describe('the statement kinds table', function () {
 
   it('the MCP write tool builds exactly the kinds the table runs through it', () => {
     const { call, ran } = tools();
-    for (const args of [{ insert: { title: 'w' } }, { put: { id: 4, title: 'w' } }, { set: { year: 1 }, filter: 'id = 1' }, { del: true, filter: 'id = 1' }]) {
+    for (const args of [
+      { insert: { title: 'w' } },
+      { put: { id: 4, title: 'w' } },
+      { set: { year: 1 }, filter: 'id = 1' },
+      { del: true, filter: 'id = 1' },
+    ]) {
       expect(call('write', { collection: 'notes', ...args }).ok, JSON.stringify(args)).to.equal(true);
     }
     expect([...ran].sort()).to.deep.equal(KINDS.filter((kind) => STATEMENT_KINDS[kind].mcp === 'write').sort());
@@ -134,13 +164,29 @@ describe('the statement kinds table', function () {
 
   it('audits a schema change as its kind and collection, in any case and after comments', () => {
     const audited = (text: string) => auditedChange(parseStatement(text));
-    expect(audited('CREATE COLLECTION IF NOT EXISTS notes (title text)')).to.deep.equal({ statement: 'create', collection: 'notes' });
-    expect(audited('  -- why\n\tdrop collection if exists notes')).to.deep.equal({ statement: 'drop', collection: 'notes' });
-    expect(audited('alter collection notes add year int')).to.deep.equal({ statement: 'alter add', collection: 'notes' });
+    expect(audited('CREATE COLLECTION IF NOT EXISTS notes (title text)')).to.deep.equal({
+      statement: 'create',
+      collection: 'notes',
+    });
+    expect(audited('  -- why\n\tdrop collection if exists notes')).to.deep.equal({
+      statement: 'drop',
+      collection: 'notes',
+    });
+    expect(audited('alter collection notes add year int')).to.deep.equal({
+      statement: 'alter add',
+      collection: 'notes',
+    });
     expect(audited('alter collection notes drop year')).to.deep.equal({ statement: 'alter drop', collection: 'notes' });
     expect(audited('compact notes')).to.deep.equal({ statement: 'compact', collection: 'notes' });
     expect(audited('compact')).to.deep.equal({ statement: 'compact', collection: null });
-    for (const text of ['get notes', 'insert into notes {title: "create"}', 'schema', 'get creates', '-- create\nget notes', 'set notes {x: 1} where id = 1']) {
+    for (const text of [
+      'get notes',
+      'insert into notes {title: "create"}',
+      'schema',
+      'get creates',
+      '-- create\nget notes',
+      'set notes {x: 1} where id = 1',
+    ]) {
       expect(audited(text), text).to.equal(undefined);
     }
   });

@@ -12,8 +12,10 @@ describe('a vector index while it fills (schema, near)', function () {
   let db: FenecDatabase;
   const random = seededRandom(12);
   const vector = (): number[] => Array.from({ length: DIMS }, () => Number((random() - 0.5).toFixed(5)));
-  const state = (): IndexState => (db.execute('schema docs') as unknown as { collections: { fields: { name: string; index?: IndexState }[] }[] })
-    .collections[0]!.fields.find((f) => f.name === 'v')!.index!;
+  const state = (): IndexState =>
+    (
+      db.execute('schema docs') as unknown as { collections: { fields: { name: string; index?: IndexState }[] }[] }
+    ).collections[0]!.fields.find((f) => f.name === 'v')!.index!;
 
   beforeEach(() => {
     temp = tempDir();
@@ -49,17 +51,23 @@ describe('a vector index while it fills (schema, near)', function () {
     db.execute('insert into docs $1', [second]);
     expect(state().pending).to.be.greaterThan(200);
     const target = second[123]!;
-    const near = db.execute('get docs select title near v $1 limit 3', [target.v]) as unknown as { rows: { title: string; _score: number }[] };
+    const near = db.execute('get docs select title near v $1 limit 3', [target.v]) as unknown as {
+      rows: { title: string; _score: number }[];
+    };
     expect(near.rows[0]!.title).to.equal('b123');
     expect(near.rows[0]!._score).to.be.closeTo(1, 1e-5);
     expect(near.rows).to.have.length(3);
     // Once some of the first batch is in the index, its rows are found through it.
     for (let i = 0; i < 600 && state().rows === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(state().rows).to.be.greaterThan(0);
-    const held = db.execute('get docs select title near v $1 limit 1', [first[0]!.v]) as unknown as { rows: { title: string }[] };
+    const held = db.execute('get docs select title near v $1 limit 1', [first[0]!.v]) as unknown as {
+      rows: { title: string }[];
+    };
     expect(held.rows[0]!.title).to.equal('a0');
     await db.idle();
-    const after = db.execute('get docs select title near v $1 limit 1', [target.v]) as unknown as { rows: { title: string }[] };
+    const after = db.execute('get docs select title near v $1 limit 1', [target.v]) as unknown as {
+      rows: { title: string }[];
+    };
     expect(after.rows[0]!.title).to.equal('b123');
   });
 });

@@ -18,7 +18,7 @@ const FIELDS = ['body', 'grp', 'vec', 'raw', 'need'] as const;
 function columns(file: string, table: string): string[] {
   const db = openReader(file);
   try {
-    return (db.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(table) as string[]);
+    return db.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(table) as string[];
   } finally {
     db.close();
   }
@@ -27,7 +27,10 @@ function columns(file: string, table: string): string[] {
 function tables(file: string): string[] {
   const db = openReader(file);
   try {
-    return db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE 'c\\_%' ESCAPE '\\' ORDER BY name").pluck().all() as string[];
+    return db
+      .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE 'c\\_%' ESCAPE '\\' ORDER BY name")
+      .pluck()
+      .all() as string[];
   } finally {
     db.close();
   }
@@ -56,51 +59,91 @@ describe('vectors kept in tables of their own (storage/catalog)', function () {
   });
 
   function open(options: { readOnly?: boolean; onVectorEvent?: (e: VectorStoreEvent) => void } = {}): FenecDatabase {
-    db = FenecDatabase.open({ file, readOnly: options.readOnly ?? false, program: 'test', sweepIntervalMs: 0, onVectorEvent: options.onVectorEvent });
+    db = FenecDatabase.open({
+      file,
+      readOnly: options.readOnly ?? false,
+      program: 'test',
+      sweepIntervalMs: 0,
+      onVectorEvent: options.onVectorEvent,
+    });
     return db;
   }
 
   it('keeps each vector field in its own table, and every write path keeps rows and vectors as a model of them says', () => {
     open();
-    run('create collection notes (body text @text, grp int @hash, vec vector<2> @hnsw(l2), raw vector<3>, need vector<2> required default [1, 2])');
+    run(
+      'create collection notes (body text @text, grp int @hash, vec vector<2> @hnsw(l2), raw vector<3>, need vector<2> required default [1, 2])',
+    );
     expect(columns(file, 'c_notes')).to.deep.equal(['id', 'body', 'grp']);
     expect(tables(file)).to.deep.equal(['c_notes', 'c_notes.need', 'c_notes.raw', 'c_notes.vec']);
 
     const model = new Map<number, Row>();
-    const full = (id: number, row: Row): Row => ({ id, body: null, grp: null, vec: null, raw: null, need: [1, 2], ...row });
+    const full = (id: number, row: Row): Row => ({
+      id,
+      body: null,
+      grp: null,
+      vec: null,
+      raw: null,
+      need: [1, 2],
+      ...row,
+    });
     const check = (step: string): void => {
       const want = [...model.values()].sort((a, b) => (a.id as number) - (b.id as number));
-      expect(rows('get notes select * order id'), step).to.deep.equal(want.map((r) => Object.fromEntries([['id', r.id], ...FIELDS.map((f) => [f, r[f]])])));
+      expect(rows('get notes select * order id'), step).to.deep.equal(
+        want.map((r) => Object.fromEntries([['id', r.id], ...FIELDS.map((f) => [f, r[f]])])),
+      );
       // Every vector's table holds rows of live rows only (the delete trigger), and the exact scan and the index agree.
       for (const field of ['vec', 'raw', 'need']) {
         const held = new Set(want.filter((r) => r[field] !== null).map((r) => r.id));
         const found = rows(`get notes select id where ${field} is not null order id`).map((r) => r.id);
         expect(found, `${step}: ${field}`).to.deep.equal([...held].sort((a, b) => (a as number) - (b as number)));
       }
-      for (const query of [[1, 0], [0.3, -2]]) {
-        const exact = want.filter((r) => r.vec !== null).map((r) => ({ id: r.id, d: Math.hypot((r.vec as number[])[0]! - query[0]!, (r.vec as number[])[1]! - query[1]!) }));
+      for (const query of [
+        [1, 0],
+        [0.3, -2],
+      ]) {
+        const exact = want
+          .filter((r) => r.vec !== null)
+          .map((r) => ({
+            id: r.id,
+            d: Math.hypot((r.vec as number[])[0]! - query[0]!, (r.vec as number[])[1]! - query[1]!),
+          }));
         exact.sort((a, b) => a.d - b.d || (a.id as number) - (b.id as number));
         const near = rows('get notes select id near vec $1 limit 3', query).map((r) => r.id);
         expect(near, `${step}: near ${query}`).to.deep.equal(exact.slice(0, 3).map((r) => r.id));
       }
       // raw has no index: an exact scan of its table, joined to the rows for the filter.
-      const cosine = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i]!, 0) / (Math.hypot(...a) * Math.hypot(...b) || 1);
-      const scan = want.filter((r) => r.raw !== null && r.grp !== null && (r.grp as number) < 3).map((r) => ({ id: r.id, s: Math.fround(cosine(r.raw as number[], [1, 2, 2])) }));
+      const cosine = (a: number[], b: number[]) =>
+        a.reduce((s, x, i) => s + x * b[i]!, 0) / (Math.hypot(...a) * Math.hypot(...b) || 1);
+      const scan = want
+        .filter((r) => r.raw !== null && r.grp !== null && (r.grp as number) < 3)
+        .map((r) => ({ id: r.id, s: Math.fround(cosine(r.raw as number[], [1, 2, 2])) }));
       scan.sort((a, b) => b.s - a.s || (a.id as number) - (b.id as number));
       const scanned = rows('get notes select id near raw [1, 2, 2] where grp < 3 limit 4');
-      expect(scanned.map((r) => r.id), `${step}: near raw`).to.have.members(scan.slice(0, 4).map((r) => r.id));
+      expect(
+        scanned.map((r) => r.id),
+        `${step}: near raw`,
+      ).to.have.members(scan.slice(0, 4).map((r) => r.id));
     };
 
     // insert written out: a vector given, one left out (null), the default of a required one.
     const one = run('insert into notes {body: "alpha", grp: 1, vec: [1, 1]}') as unknown as { ids: number[] };
     model.set(one.ids[0]!, full(one.ids[0]!, { body: 'alpha', grp: 1, vec: [1, 1] }));
-    const two = run('insert into notes [{body: "beta", grp: 2, raw: [1, 2, 3], need: [5, 6]}, {grp: 3, vec: [2, 0]}]') as unknown as { ids: number[] };
+    const two = run(
+      'insert into notes [{body: "beta", grp: 2, raw: [1, 2, 3], need: [5, 6]}, {grp: 3, vec: [2, 0]}]',
+    ) as unknown as { ids: number[] };
     model.set(two.ids[0]!, full(two.ids[0]!, { body: 'beta', grp: 2, raw: [1, 2, 3], need: [5, 6] }));
     model.set(two.ids[1]!, full(two.ids[1]!, { grp: 3, vec: [2, 0] }));
     check('insert written out');
 
     // insert $1: many rows staged (the k-th row gets the k-th id), and one row alone.
-    const many = Array.from({ length: 40 }, (_, i) => ({ body: `row ${i}`, grp: i % 4, ...(i % 3 === 0 ? {} : { vec: [i / 10, (i % 7) - 3] }), ...(i % 2 === 0 ? { raw: [i, 1 - i, 0.5] } : {}), ...(i % 5 === 0 ? { need: [i, i] } : {}) }));
+    const many = Array.from({ length: 40 }, (_, i) => ({
+      body: `row ${i}`,
+      grp: i % 4,
+      ...(i % 3 === 0 ? {} : { vec: [i / 10, (i % 7) - 3] }),
+      ...(i % 2 === 0 ? { raw: [i, 1 - i, 0.5] } : {}),
+      ...(i % 5 === 0 ? { need: [i, i] } : {}),
+    }));
     const bulk = run('insert into notes $1', many) as unknown as { ids: number[] };
     bulk.ids.forEach((id, i) => model.set(id, full(id, many[i]!)));
     const single = run('insert into notes $1', [{ grp: 9, vec: [-1, -1] }]) as unknown as { ids: number[] };
@@ -144,7 +187,10 @@ describe('vectors kept in tables of their own (storage/catalog)', function () {
     const reader = openReader(file);
     try {
       for (const table of ['c_notes.vec', 'c_notes.raw', 'c_notes.need']) {
-        const orphans = reader.prepare(`SELECT count(*) FROM "${table}" WHERE "id" NOT IN (SELECT "id" FROM c_notes)`).pluck().get();
+        const orphans = reader
+          .prepare(`SELECT count(*) FROM "${table}" WHERE "id" NOT IN (SELECT "id" FROM c_notes)`)
+          .pluck()
+          .get();
         expect(orphans, table).to.equal(0);
       }
     } finally {
@@ -152,14 +198,23 @@ describe('vectors kept in tables of their own (storage/catalog)', function () {
     }
   });
 
-  it('holds a set of a vector to the token\'s policy: rows outside it are neither chosen nor left behind', () => {
+  it("holds a set of a vector to the token's policy: rows outside it are neither chosen nor left behind", () => {
     open();
     run('create collection notes (owner text, v vector<2>)');
     run('insert into notes $1', [{ owner: 'ann', v: [1, 0] }, { owner: 'bob', v: [0, 1] }, { owner: 'ann' }]);
-    const policy: Policy = { rules: new Map([['notes', { collection: 'notes', read: true, write: true, where: parseCondition('owner = $jwt.sub'), source: 'test' }]]) };
+    const policy: Policy = {
+      rules: new Map([
+        [
+          'notes',
+          { collection: 'notes', read: true, write: true, where: parseCondition('owner = $jwt.sub'), source: 'test' },
+        ],
+      ]),
+    };
     const ann = { jwt: { sub: 'ann' }, policy };
     expect(db.execute('set notes {v: [5, 5]} where id > 0', [], ann)).to.deep.equal({ count: 2 });
-    expect(refusal(() => db.execute('set notes {v: [9, 9], owner: "bob"} where id = 1', [], ann)).code).to.equal('forbidden');
+    expect(refusal(() => db.execute('set notes {v: [9, 9], owner: "bob"} where id = 1', [], ann)).code).to.equal(
+      'forbidden',
+    );
     expect(rows('get notes select * order id')).to.deep.equal([
       { id: 1, owner: 'ann', v: [5, 5] },
       { id: 2, owner: 'bob', v: [0, 1] },
@@ -174,7 +229,14 @@ describe('vectors kept in tables of their own (storage/catalog)', function () {
     expect(refusal(() => run('insert into notes {need: null}')).code).to.equal('missing_required');
     const bad = refusal(() => run('insert into notes $1', [{ need: [1, 1] }, { need: null }]));
     expect([bad.code, bad.row]).to.deep.equal(['missing_required', 1]);
-    expect(refusal(() => run('put notes $1', [{ id: 3, need: [1, 1] }, { id: 4, body: 'x' }])).code).to.equal('missing_required');
+    expect(
+      refusal(() =>
+        run('put notes $1', [
+          { id: 3, need: [1, 1] },
+          { id: 4, body: 'x' },
+        ]),
+      ).code,
+    ).to.equal('missing_required');
     run('insert into notes {need: [1, 1]}');
     expect(refusal(() => run('set notes {need: null} where id = 1')).code).to.equal('missing_required');
     expect(rows('get notes select *')).to.deep.equal([{ id: 1, body: null, need: [1, 1] }]);
@@ -191,7 +253,9 @@ describe('vectors kept in tables of their own (storage/catalog)', function () {
       { id: 2, w: [0, 1], u: null },
     ]);
     run('set notes {w: [1, 0]} where id = 2');
-    expect(rows('get notes select id near w [1, 0.1] limit 1')).to.have.length(1).and.to.have.nested.property('[0].id', 2);
+    expect(rows('get notes select id near w [1, 0.1] limit 1'))
+      .to.have.length(1)
+      .and.to.have.nested.property('[0].id', 2);
     run('alter collection notes drop w');
     expect(tables(file)).to.deep.equal(['c_notes', 'c_notes.u']);
     run('drop collection notes');
@@ -210,7 +274,8 @@ describe('vectors kept in tables of their own (storage/catalog)', function () {
     db.close();
     const reader = openReader(file);
     try {
-      const pages = (name: string) => reader.prepare("SELECT count(*) FROM dbstat WHERE name = ? AND pagetype = 'leaf'").pluck().get(name) as number;
+      const pages = (name: string) =>
+        reader.prepare("SELECT count(*) FROM dbstat WHERE name = ? AND pagetype = 'leaf'").pluck().get(name) as number;
       // 2 000 rows: in the row they made two rows a page (1 000 pages); apart, the row table is tens of pages.
       expect(pages('c_docs')).to.be.below(2000 / 20);
       expect(pages('c_docs.v')).to.be.at.least(2000 / 3);
@@ -222,7 +287,10 @@ describe('vectors kept in tables of their own (storage/catalog)', function () {
 
   describe('a file written before (test/fixtures/layout-1, made by d938900)', () => {
     const FIXTURE = new URL('../../../test/fixtures/layout-1/', import.meta.url);
-    const answers = JSON.parse(fs.readFileSync(new URL('answers.json', FIXTURE), 'utf8')) as Record<'rows' | 'near' | 'match', unknown>;
+    const answers = JSON.parse(fs.readFileSync(new URL('answers.json', FIXTURE), 'utf8')) as Record<
+      'rows' | 'near' | 'match',
+      unknown
+    >;
     const ask = (): Record<'rows' | 'near' | 'match', unknown> => ({
       rows: run('get notes select * order id'),
       near: run('get notes select id near vec $1 limit 5', [1, 0, 0.5, 1]),
@@ -252,7 +320,9 @@ describe('vectors kept in tables of their own (storage/catalog)', function () {
       expect(events.filter((e) => e.kind !== 'snapshot_written')).to.deep.equal([]);
       expect(rows('get plain select *')).to.deep.equal([{ id: 1, title: 'x' }]);
       const { ids } = run('insert into notes {body: "new tea", vec: [1, 0, 0.5, 1]}') as unknown as { ids: number[] };
-      expect(rows('get notes select id near vec $1 limit 1', [1, 0, 0.5, 1])).to.deep.equal([{ id: ids[0], _score: 1 }]);
+      expect(rows('get notes select id near vec $1 limit 1', [1, 0, 0.5, 1])).to.deep.equal([
+        { id: ids[0], _score: 1 },
+      ]);
       run('del notes where id = 1');
       await db.idle();
       db.close();

@@ -29,7 +29,9 @@ describe('FenecDatabase near and fuse', function () {
   before(async () => {
     temp = tempDir();
     db = FenecDatabase.open({ file: temp.file('v.fenec'), readOnly: false, program: 'test', sweepIntervalMs: 0 });
-    q(`create collection v (vec vector<${DIMS}> @hnsw(cosine), plain vector<${DIMS}>, grp int @hash, rare int, expires timestamp @ttl(1ms))`);
+    q(
+      `create collection v (vec vector<${DIMS}> @hnsw(cosine), plain vector<${DIMS}>, grp int @hash, rare int, expires timestamp @ttl(1ms))`,
+    );
     for (let start = 0; start < 10_000; start += 1000) {
       const batch = Array.from({ length: 1000 }, (_, i) => {
         const v = vector();
@@ -74,14 +76,24 @@ describe('FenecDatabase near and fuse', function () {
     const all = (q('get v select plain, grp where grp = 3') as { rows: { id: number; plain: number[] }[] }).rows;
     const query = vector();
     const found = rows('get v near vec $1 where grp = 3 limit 10', query).map((r) => r.id);
-    expect(found).to.deep.equal(exactCosine(all.map((r) => ({ id: r.id, vec: r.plain })), query, 10).map((r) => r.id));
+    expect(found).to.deep.equal(
+      exactCosine(
+        all.map((r) => ({ id: r.id, vec: r.plain })),
+        query,
+        10,
+      ).map((r) => r.id),
+    );
   });
 
   it('never returns a deleted, changed or expired row under its old vector', () => {
     const query = vector();
     const [first, second, third] = rows('get v near vec $1 limit 3', query);
     q('del v where id = $1', first!.id);
-    q('set v {vec: $1} where id = $2', query.map((x) => -x), second!.id);
+    q(
+      'set v {vec: $1} where id = $2',
+      query.map((x) => -x),
+      second!.id,
+    );
     q('set v {expires: now() - 1s} where id = $1', third!.id);
     const after = rows('get v near vec $1 limit 10', query).map((r) => r.id);
     expect(after).to.not.include.members([first!.id, second!.id, third!.id]);

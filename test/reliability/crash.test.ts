@@ -36,7 +36,12 @@ type Fields = Omit<Row, 'id'>;
 type InFlight =
   | { readonly kind: 'insert'; readonly rows: readonly Fields[] }
   | { readonly kind: 'put'; readonly row: Row }
-  | { readonly kind: 'set'; readonly ids: readonly number[]; readonly change: Partial<Fields>; readonly statement: string }
+  | {
+      readonly kind: 'set';
+      readonly ids: readonly number[];
+      readonly change: Partial<Fields>;
+      readonly statement: string;
+    }
   | { readonly kind: 'del'; readonly id: number };
 
 describe('reliability: kill -9 under mixed writes', function () {
@@ -50,7 +55,9 @@ describe('reliability: kill -9 under mixed writes', function () {
     const start = (): Promise<ServerProcess> => sandbox.startServer(['--file', file, '--http-token', TOKEN]);
     const send = (server: ServerProcess, statement: string, params: readonly unknown[] = []): Promise<Reply> =>
       request(server.url, {
-        method: 'POST', path: '/query', timeoutMs: 10_000,
+        method: 'POST',
+        path: '/query',
+        timeoutMs: 10_000,
         headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
         body: JSON.stringify({ statement, params }),
       });
@@ -72,7 +79,11 @@ describe('reliability: kill -9 under mixed writes', function () {
      */
     const fresh = (writer: number): Pick<Fields, 'title' | 'n' | 'v'> => {
       version += 1;
-      return { title: `w${writer}x${version}q note`, n: version, v: [version % 101, Math.floor(version / 101) % 103, writer, 1 + Math.floor(version / 10_403)] };
+      return {
+        title: `w${writer}x${version}q note`,
+        n: version,
+        v: [version % 101, Math.floor(version / 101) % 103, writer, 1 + Math.floor(version / 10_403)],
+      };
     };
     const totals = { acknowledged: 0, inFlight: 0, inFlightApplied: 0, rowsChecked: 0, matchChecks: 0, nearChecks: 0 };
 
@@ -92,7 +103,10 @@ describe('reliability: kill -9 under mixed writes', function () {
           let statement: string;
           let params: unknown[];
           if (rows.length < 3 || dice < 0.35) {
-            const batch = [...Array(1 + Math.floor(random() * 4)).keys()].map((i) => ({ k: `w${w}-${version + 1}-${i}`, ...fresh(w) }));
+            const batch = [...Array(1 + Math.floor(random() * 4)).keys()].map((i) => ({
+              k: `w${w}-${version + 1}-${i}`,
+              ...fresh(w),
+            }));
             op = { kind: 'insert', rows: batch };
             // The rows as JSON literals: an insert takes an object or an array of them, not a parameter.
             statement = `insert into notes ${JSON.stringify(batch)}`;
@@ -188,19 +202,25 @@ describe('reliability: kill -9 under mixed writes', function () {
       }
 
       // Every acknowledged write, and nothing else.
-      expect([...actual.keys()], `round ${round}: the ids after the restart`).to.deep.equal([...model.keys()].sort((a, b) => a - b));
+      expect([...actual.keys()], `round ${round}: the ids after the restart`).to.deep.equal(
+        [...model.keys()].sort((a, b) => a - b),
+      );
       for (const [id, row] of model) expect(actual.get(id), `round ${round}: row ${id}`).to.deep.equal(row);
       totals.rowsChecked += model.size;
 
       // The indexes: every row changed this round, and a sample of the others, by its word and its vector.
       const others = [...model.keys()].filter((id) => !touched.has(id));
       const checked = [...touched].filter((id) => model.has(id));
-      for (let i = 0; i < SAMPLE && others.length > 0; i += 1) checked.push(others.splice(Math.floor(random() * others.length), 1)[0]!);
+      for (let i = 0; i < SAMPLE && others.length > 0; i += 1)
+        checked.push(others.splice(Math.floor(random() * others.length), 1)[0]!);
       for (const id of checked) {
         const row = model.get(id)!;
         const word = row.title.split(' ')[0]!;
         const found = await ok(server, 'get notes select id match title $1', [word]);
-        expect(found.rows.map((r: Row) => r.id), `round ${round}: match ${word}`).to.deep.equal([id]);
+        expect(
+          found.rows.map((r: Row) => r.id),
+          `round ${round}: match ${word}`,
+        ).to.deep.equal([id]);
         const near = await ok(server, 'get notes select id near v $1 limit 1', [row.v]);
         expect(near.rows[0], `round ${round}: near ${JSON.stringify(row.v)}`).to.deep.include({ id, _score: 1 });
         totals.matchChecks += 1;
@@ -209,21 +229,34 @@ describe('reliability: kill -9 under mixed writes', function () {
       for (const old of gone) {
         if (old.title !== undefined) {
           const word = old.title.split(' ')[0]!;
-          expect((await ok(server, 'get notes select id match title $1', [word])).rows, `round ${round}: match ${word}, a word no row holds`).to.deep.equal([]);
+          expect(
+            (await ok(server, 'get notes select id match title $1', [word])).rows,
+            `round ${round}: match ${word}, a word no row holds`,
+          ).to.deep.equal([]);
           totals.matchChecks += 1;
         }
         if (old.v !== undefined) {
           const near = await ok(server, 'get notes select id near v $1 limit 1', [old.v]);
-          if (near.rows.length > 0) expect(near.rows[0]._score, `round ${round}: near ${JSON.stringify(old.v)}, a vector no row holds`).to.be.below(1);
+          if (near.rows.length > 0)
+            expect(
+              near.rows[0]._score,
+              `round ${round}: near ${JSON.stringify(old.v)}, a vector no row holds`,
+            ).to.be.below(1);
           totals.nearChecks += 1;
         }
       }
-      expect((await ok(server, 'get notes match title "note" limit 1000000 count')).count, `round ${round}: match counts every row`).to.equal(model.size);
+      expect(
+        (await ok(server, 'get notes match title "note" limit 1000000 count')).count,
+        `round ${round}: match counts every row`,
+      ).to.equal(model.size);
     }
     await sandbox.kill(server.child);
-    report('kill -9', `${ROUNDS} rounds, ${WRITERS} writers, ${totals.acknowledged} acknowledged writes all kept, ` +
-      `${totals.inFlight} writes in flight at the kill (${totals.inFlightApplied} whole, the rest not at all, none half), ` +
-      `${totals.rowsChecked} row checks, ${totals.matchChecks} match and ${totals.nearChecks} near checks, ${model.size} rows at the end`);
+    report(
+      'kill -9',
+      `${ROUNDS} rounds, ${WRITERS} writers, ${totals.acknowledged} acknowledged writes all kept, ` +
+        `${totals.inFlight} writes in flight at the kill (${totals.inFlightApplied} whole, the rest not at all, none half), ` +
+        `${totals.rowsChecked} row checks, ${totals.matchChecks} match and ${totals.nearChecks} near checks, ${model.size} rows at the end`,
+    );
   });
 });
 
@@ -247,14 +280,20 @@ function resolveInFlight(op: InFlight, model: ReadonlyMap<number, Row>, actual: 
     }
   } else if (op.kind === 'put') {
     const now = actual.get(op.row.id);
-    expect(same(now, op.row) || same(now, model.get(op.row.id)), `put in flight on ${op.row.id}: ${JSON.stringify(now)}`).to.equal(true);
+    expect(
+      same(now, op.row) || same(now, model.get(op.row.id)),
+      `put in flight on ${op.row.id}: ${JSON.stringify(now)}`,
+    ).to.equal(true);
     states.push(same(now, op.row) && !same(op.row, model.get(op.row.id)));
   } else if (op.kind === 'set') {
     for (const id of op.ids) {
       const before = model.get(id)!;
       const after = applySet(before, op);
       const now = actual.get(id);
-      expect(same(now, after) || same(now, before), `set in flight on ${id}: ${JSON.stringify(now)}, neither ${JSON.stringify(before)} nor ${JSON.stringify(after)}`).to.equal(true);
+      expect(
+        same(now, after) || same(now, before),
+        `set in flight on ${id}: ${JSON.stringify(now)}, neither ${JSON.stringify(before)} nor ${JSON.stringify(after)}`,
+      ).to.equal(true);
       states.push(same(now, after));
     }
   } else {

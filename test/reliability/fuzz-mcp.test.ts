@@ -12,13 +12,39 @@ import fc from 'fast-check';
 import { FENEC, query, Sandbox, type ServerProcess } from '../integration/processes.js';
 import { FUZZ_SCHEMA, mcpLine, mcpMessage } from './arbitraries.js';
 import {
-  ANSWER_LIMIT_MS, describeTally, errorCode, INTERNAL, expectRssBounded, expectServing, HANG_MS, judged, newTally, PropertyBroken, report, rssKiB, scaled, SEED, shown, TRIES, type Tally,
+  ANSWER_LIMIT_MS,
+  describeTally,
+  errorCode,
+  INTERNAL,
+  expectRssBounded,
+  expectServing,
+  HANG_MS,
+  judged,
+  newTally,
+  PropertyBroken,
+  report,
+  rssKiB,
+  scaled,
+  SEED,
+  shown,
+  TRIES,
+  type Tally,
 } from './harness.js';
 
 const ROUNDS = scaled(2, 5);
 const RUNS = scaled(60, 400);
 const TOKEN = 'fuzz-mcp-token';
-const REVISIONS = ['2025-11-25', '2025-11-25', '2025-11-25', '', '', '2025-06-18', '2025-03-26', '2026-07-28', '1999-01-01'];
+const REVISIONS = [
+  '2025-11-25',
+  '2025-11-25',
+  '2025-11-25',
+  '',
+  '',
+  '2025-06-18',
+  '2025-03-26',
+  '2026-07-28',
+  '1999-01-01',
+];
 
 describe('reliability: fuzzing MCP', function () {
   this.timeout(scaled(60_000, 300_000));
@@ -26,27 +52,51 @@ describe('reliability: fuzzing MCP', function () {
   after(() => sandbox.cleanUp());
 
   it(`over HTTP: holds over ${ROUNDS} rounds of ${RUNS} messages to every tool`, async () => {
-    const server: ServerProcess = await sandbox.startServer(['--file', path.join(sandbox.dir(), 'mcp.fenec'), '--http-token', TOKEN, '--mcp-write', '--mcp-memory', 'memories']);
+    const server: ServerProcess = await sandbox.startServer([
+      '--file',
+      path.join(sandbox.dir(), 'mcp.fenec'),
+      '--http-token',
+      TOKEN,
+      '--mcp-write',
+      '--mcp-memory',
+      'memories',
+    ]);
     const created = await query(server.url, FUZZ_SCHEMA, [], TOKEN);
     if (created.status !== 200) throw new Error(created.text);
     const tally = newTally();
     const rss: number[] = [];
     for (let round = 0; round < ROUNDS; round += 1) {
       await fc.assert(
-        fc.asyncProperty(mcpMessage, fc.constantFrom(...REVISIONS), fc.constantFrom('application/json, text/event-stream', 'application/json', '*/*', ''), async (message, revision, accept) => {
-          const headers: Record<string, string> = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
-          if (revision !== '') headers['mcp-protocol-version'] = revision;
-          if (accept !== '') headers.accept = accept;
-          const body = JSON.stringify(message) ?? 'null';
-          await judged(tally, `POST /_mcp ${shown(body)} (revision ${revision || 'none'}, accept ${accept || 'none'})`, server.url, { method: 'POST', path: '/_mcp', headers, body });
-        }),
+        fc.asyncProperty(
+          mcpMessage,
+          fc.constantFrom(...REVISIONS),
+          fc.constantFrom('application/json, text/event-stream', 'application/json', '*/*', ''),
+          async (message, revision, accept) => {
+            const headers: Record<string, string> = {
+              authorization: `Bearer ${TOKEN}`,
+              'content-type': 'application/json',
+            };
+            if (revision !== '') headers['mcp-protocol-version'] = revision;
+            if (accept !== '') headers.accept = accept;
+            const body = JSON.stringify(message) ?? 'null';
+            await judged(
+              tally,
+              `POST /_mcp ${shown(body)} (revision ${revision || 'none'}, accept ${accept || 'none'})`,
+              server.url,
+              { method: 'POST', path: '/_mcp', headers, body },
+            );
+          },
+        ),
         { seed: SEED + 2000 + round, numRuns: RUNS, endOnFailure: true },
       );
       await expectServing(server.url);
       rss.push(rssKiB(server.pid));
     }
     expectRssBounded('MCP over HTTP', rss);
-    report('MCP over HTTP', `${ROUNDS} rounds × ${RUNS}: ${describeTally(tally)}, RSS ${rss.map((k) => Math.round(k / 1024)).join(' → ')} MiB`);
+    report(
+      'MCP over HTTP',
+      `${ROUNDS} rounds × ${RUNS}: ${describeTally(tally)}, RSS ${rss.map((k) => Math.round(k / 1024)).join(' → ')} MiB`,
+    );
   });
 
   it(`over stdio (fenec mcp --file): holds over ${ROUNDS} rounds of ${RUNS} lines, every line out JSON`, async () => {
@@ -65,11 +115,18 @@ describe('reliability: fuzzing MCP', function () {
         rss.push(rssKiB(session.child.pid!));
       }
       expectRssBounded('MCP over stdio', rss);
-      report('MCP over stdio', `${ROUNDS} rounds × ${RUNS}: ${describeTally(tally)}, RSS ${rss.map((k) => Math.round(k / 1024)).join(' → ')} MiB`);
+      report(
+        'MCP over stdio',
+        `${ROUNDS} rounds × ${RUNS}: ${describeTally(tally)}, RSS ${rss.map((k) => Math.round(k / 1024)).join(' → ')} MiB`,
+      );
       const exited = once(session.child, 'exit');
       session.child.stdin.end();
-      const [code] = (await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve([null]), HANG_MS))])) as [number | null];
-      if (code !== 0) throw new Error(`fenec mcp did not end with its stdin (exit ${code}):\n${session.stderr.slice(-2000)}`);
+      const [code] = (await Promise.race([
+        exited,
+        new Promise((resolve) => setTimeout(() => resolve([null]), HANG_MS)),
+      ])) as [number | null];
+      if (code !== 0)
+        throw new Error(`fenec mcp did not end with its stdin (exit ${code}):\n${session.stderr.slice(-2000)}`);
     } finally {
       session.kill();
     }
@@ -106,7 +163,10 @@ class LineSession {
       ms = await this.#exchange(tally, line);
       times.push(ms);
     }
-    if (ms > ANSWER_LIMIT_MS) throw new PropertyBroken(`fenec mcp: ${shown(line)} answered in ${times.join(', ')} ms (limit ${ANSWER_LIMIT_MS} ms)`);
+    if (ms > ANSWER_LIMIT_MS)
+      throw new PropertyBroken(
+        `fenec mcp: ${shown(line)} answered in ${times.join(', ')} ms (limit ${ANSWER_LIMIT_MS} ms)`,
+      );
     if (times.length > 1) tally.slowThenFast += 1;
     tally.inputs += 1;
     tally.slowestMs = Math.max(tally.slowestMs, ms);
@@ -122,9 +182,11 @@ class LineSession {
     for (;;) {
       const out = this.#lines.shift();
       if (out === undefined) {
-        if (this.child.exitCode !== null || this.child.signalCode !== null) throw new PropertyBroken(`fenec mcp exited after ${shown(line)}:\n${this.stderr.slice(-2000)}`);
+        if (this.child.exitCode !== null || this.child.signalCode !== null)
+          throw new PropertyBroken(`fenec mcp exited after ${shown(line)}:\n${this.stderr.slice(-2000)}`);
         const left = deadline - performance.now();
-        if (left <= 0) throw new PropertyBroken(`fenec mcp: no answer to the ping after ${shown(line)} within ${HANG_MS} ms`);
+        if (left <= 0)
+          throw new PropertyBroken(`fenec mcp: no answer to the ping after ${shown(line)} within ${HANG_MS} ms`);
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, left);
           this.#wake = () => (clearTimeout(timer), resolve());
@@ -142,7 +204,8 @@ class LineSession {
       const code = errorCode(message);
       if (code === undefined) continue;
       tally.byCode.set(code, (tally.byCode.get(code) ?? 0) + 1);
-      if (INTERNAL.has(code)) throw new PropertyBroken(`fenec mcp: ${shown(line)} got an internal error: ${shown(out)}`);
+      if (INTERNAL.has(code))
+        throw new PropertyBroken(`fenec mcp: ${shown(line)} got an internal error: ${shown(out)}`);
     }
   }
 

@@ -18,9 +18,10 @@ export function scaled(fast: number, full: number): number {
 }
 
 /** The seed of this run: FENEC_RELIABILITY_SEED when given, else a fresh one. */
-export const SEED = process.env.FENEC_RELIABILITY_SEED === undefined
-  ? Math.floor(Math.random() * 0x7fffffff)
-  : Number(process.env.FENEC_RELIABILITY_SEED);
+export const SEED =
+  process.env.FENEC_RELIABILITY_SEED === undefined
+    ? Math.floor(Math.random() * 0x7fffffff)
+    : Number(process.env.FENEC_RELIABILITY_SEED);
 
 /** The slowest answer taken: past it an input is held to stall the server. */
 export const ANSWER_LIMIT_MS = 1000;
@@ -47,7 +48,9 @@ export function expectRssBounded(what: string, samplesKiB: readonly number[]): v
   const last = samplesKiB.at(-1)!;
   const bound = first * 1.5 + 64 * 1024;
   if (last > bound) {
-    throw new Error(`${what}: RSS grew from ${Math.round(first / 1024)} MiB to ${Math.round(last / 1024)} MiB over ${samplesKiB.length} rounds (bound ${Math.round(bound / 1024)} MiB): ${samplesKiB.map((k) => Math.round(k / 1024)).join(', ')}`);
+    throw new Error(
+      `${what}: RSS grew from ${Math.round(first / 1024)} MiB to ${Math.round(last / 1024)} MiB over ${samplesKiB.length} rounds (bound ${Math.round(bound / 1024)} MiB): ${samplesKiB.map((k) => Math.round(k / 1024)).join(', ')}`,
+    );
   }
 }
 
@@ -67,8 +70,14 @@ export function newTally(): Tally {
 }
 
 export function describeTally(tally: Tally): string {
-  const statuses = [...tally.byStatus.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(' ');
-  const codes = [...tally.byCode.entries()].sort(([, a], [, b]) => b - a).map(([c, n]) => `${c}×${n}`).join(' ');
+  const statuses = [...tally.byStatus.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([s, n]) => `${s}×${n}`)
+    .join(' ');
+  const codes = [...tally.byCode.entries()]
+    .sort(([, a], [, b]) => b - a)
+    .map(([c, n]) => `${c}×${n}`)
+    .join(' ');
   return `${tally.inputs} inputs, statuses ${statuses} (codes ${codes}), slowest ${tally.slowestMs} ms, ${tally.slowThenFast} slow once then fast`;
 }
 
@@ -89,17 +98,21 @@ export async function judged(tally: Tally, label: string, base: string, options:
     ({ reply, ms } = await timedRequest(label, base, options));
     times.push(ms);
   }
-  if (ms > ANSWER_LIMIT_MS) throw new PropertyBroken(`${label}: answered in ${times.join(', ')} ms (limit ${ANSWER_LIMIT_MS} ms)`);
+  if (ms > ANSWER_LIMIT_MS)
+    throw new PropertyBroken(`${label}: answered in ${times.join(', ')} ms (limit ${ANSWER_LIMIT_MS} ms)`);
   if (times.length > 1) tally.slowThenFast += 1;
   tally.inputs += 1;
   tally.byStatus.set(reply.status, (tally.byStatus.get(reply.status) ?? 0) + 1);
   tally.slowestMs = Math.max(tally.slowestMs, ms);
   const code = errorCode(reply.json);
   if (code !== undefined) tally.byCode.set(code, (tally.byCode.get(code) ?? 0) + 1);
-  if (code !== undefined && INTERNAL.has(code)) throw new PropertyBroken(`${label}: ${reply.status} ${reply.text.slice(0, 500)}`);
+  if (code !== undefined && INTERNAL.has(code))
+    throw new PropertyBroken(`${label}: ${reply.status} ${reply.text.slice(0, 500)}`);
   if (reply.status >= 500) throw new PropertyBroken(`${label}: ${reply.status} ${reply.text.slice(0, 500)}`);
-  if (reply.text !== '' && reply.json === undefined) throw new PropertyBroken(`${label}: ${reply.status} answered non-JSON: ${reply.text.slice(0, 200)}`);
-  if (reply.text === '' && reply.status !== 202 && reply.status !== 204) throw new PropertyBroken(`${label}: ${reply.status} with an empty body`);
+  if (reply.text !== '' && reply.json === undefined)
+    throw new PropertyBroken(`${label}: ${reply.status} answered non-JSON: ${reply.text.slice(0, 200)}`);
+  if (reply.text === '' && reply.status !== 202 && reply.status !== 204)
+    throw new PropertyBroken(`${label}: ${reply.status} with an empty body`);
   return reply;
 }
 
@@ -114,7 +127,11 @@ export function errorCode(json: any): string | undefined {
   return json?.result?.isError === true ? `tool ${tool ?? 'error'}` : undefined;
 }
 
-async function timedRequest(label: string, base: string, options: RequestOptions): Promise<{ reply: Reply; ms: number }> {
+async function timedRequest(
+  label: string,
+  base: string,
+  options: RequestOptions,
+): Promise<{ reply: Reply; ms: number }> {
   const started = performance.now();
   let reply: Reply;
   try {
@@ -133,7 +150,8 @@ export async function expectServing(base: string, tally?: Tally): Promise<void> 
 
 /** A label for an input: short enough to read in a failure, the whole of it when small. */
 export function shown(input: unknown): string {
-  const text = typeof input === 'string' ? input : Buffer.isBuffer(input) ? `<${input.length} bytes>` : JSON.stringify(input);
+  const text =
+    typeof input === 'string' ? input : Buffer.isBuffer(input) ? `<${input.length} bytes>` : JSON.stringify(input);
   return text.length > 300 ? `${text.slice(0, 300)}… (${text.length} chars)` : text;
 }
 

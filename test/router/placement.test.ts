@@ -6,21 +6,31 @@ const NODES = parseNodes('a=http://127.0.0.1:8081,b=http://127.0.0.1:8082');
 
 describe('router placement', () => {
   it('reads --nodes as name=url pairs', () => {
-    expect(NODES.map((node) => [node.name, node.url.origin])).to.deep.equal([['a', 'http://127.0.0.1:8081'], ['b', 'http://127.0.0.1:8082']]);
+    expect(NODES.map((node) => [node.name, node.url.origin])).to.deep.equal([
+      ['a', 'http://127.0.0.1:8081'],
+      ['b', 'http://127.0.0.1:8082'],
+    ]);
   });
 
   for (const [text, why] of [
-    ['', 'an empty list'], ['a', 'an entry without ='], ['a=ftp://x', 'a URL that is not http'], ['a=http://x:1/path', 'a URL with a path'],
-    ['a=http://x:1,a=http://y:1', 'a name given twice'], ['a=not a url', 'a malformed URL'],
+    ['', 'an empty list'],
+    ['a', 'an entry without ='],
+    ['a=ftp://x', 'a URL that is not http'],
+    ['a=http://x:1/path', 'a URL with a path'],
+    ['a=http://x:1,a=http://y:1', 'a name given twice'],
+    ['a=not a url', 'a malformed URL'],
   ] as const) {
     it(`refuses ${why} in --nodes`, () => {
-      expect(() => parseNodes(text)).to.throw(FenecError).with.property('code', 'invalid_option');
+      expect(() => parseNodes(text))
+        .to.throw(FenecError)
+        .with.property('code', 'invalid_option');
     });
   }
 
   it('places a tenant on the same node every time and on every router alike', () => {
     const again = parseNodes('b=http://10.0.0.2:1,a=http://10.0.0.1:1');
-    for (let i = 0; i < 200; i++) expect(rendezvousNode(`t${i}`, NODES).name).to.equal(rendezvousNode(`t${i}`, again).name);
+    for (let i = 0; i < 200; i++)
+      expect(rendezvousNode(`t${i}`, NODES).name).to.equal(rendezvousNode(`t${i}`, again).name);
   });
 
   it('spreads tenants over the nodes', () => {
@@ -54,6 +64,8 @@ describe('router placement', () => {
   it('refuses a pin to an unknown node or of a bad tenant name, naming the line', () => {
     expect(() => parsePlacement('acme c', 'p.txt', NODES)).to.throw(FenecError, /p\.txt:1: node "c"/);
     expect(() => parsePlacement('\n../etc a', 'p.txt', NODES)).to.throw(FenecError, /p\.txt:2/);
-    expect(() => parsePlacement('acme a b', 'p.txt', NODES)).to.throw(FenecError).with.property('code', 'invalid_option');
+    expect(() => parsePlacement('acme a b', 'p.txt', NODES))
+      .to.throw(FenecError)
+      .with.property('code', 'invalid_option');
   });
 });

@@ -26,10 +26,20 @@ async function fakeNode(hang = false): Promise<{ server: http.Server; url: strin
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const entry = { method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString() };
+      const entry = {
+        method: req.method!,
+        url: req.url!,
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString(),
+      };
       seen.push(entry);
       if (hang) return;
-      if (req.url === '/_tenants') return res.end(JSON.stringify({ tenants: [{ name: `on-${server.address() === null ? '' : (server.address() as AddressInfo).port}` }] }));
+      if (req.url === '/_tenants')
+        return res.end(
+          JSON.stringify({
+            tenants: [{ name: `on-${server.address() === null ? '' : (server.address() as AddressInfo).port}` }],
+          }),
+        );
       res.setHeader('content-type', 'application/json');
       res.end(JSON.stringify({ url: entry.url, body: entry.body }));
     });
@@ -44,8 +54,23 @@ async function listen(app: RouterApp): Promise<{ server: http.Server; url: strin
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
 
-const post = (base: string, path: string, token: string | undefined, body = '{"statement":"count docs"}', headers: Record<string, string> = {}) =>
-  request(base, { method: 'POST', path, body, headers: { 'content-type': 'application/json', ...(token === undefined ? {} : { authorization: `Bearer ${token}` }), ...headers } });
+const post = (
+  base: string,
+  path: string,
+  token: string | undefined,
+  body = '{"statement":"count docs"}',
+  headers: Record<string, string> = {},
+) =>
+  request(base, {
+    method: 'POST',
+    path,
+    body,
+    headers: {
+      'content-type': 'application/json',
+      ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+      ...headers,
+    },
+  });
 
 describe('the router application', () => {
   let spans: FinishedSpan[];
@@ -67,13 +92,20 @@ describe('the router application', () => {
     const nodes = parseNodes(`a=${a.url},b=${b.url}`);
     onA = [...Array(100).keys()].map((i) => `t${i}`).find((t) => rendezvousNode(t, nodes).name === 'a')!;
     onB = [...Array(100).keys()].map((i) => `t${i}`).find((t) => rendezvousNode(t, nodes).name === 'b')!;
-    app = createRouterApp(routerOptions({
-      nodes: parseNodes(`a=${a.url},b=${b.url},hung=${hung.url},dead=${dead}`),
-      pins: new Map([['slow', 'hung'], ['gone', 'dead'], [onA, 'a'], [onB, 'b']]),
-      httpToken: TOKEN,
-      jwtSecret: SECRET,
-      nodeTimeoutMs: 300,
-    }));
+    app = createRouterApp(
+      routerOptions({
+        nodes: parseNodes(`a=${a.url},b=${b.url},hung=${hung.url},dead=${dead}`),
+        pins: new Map([
+          ['slow', 'hung'],
+          ['gone', 'dead'],
+          [onA, 'a'],
+          [onB, 'b'],
+        ]),
+        httpToken: TOKEN,
+        jwtSecret: SECRET,
+        nodeTimeoutMs: 300,
+      }),
+    );
     router = await listen(app);
   });
 
@@ -85,7 +117,7 @@ describe('the router application', () => {
     }
   });
 
-  it('forwards a tenant\'s query to its node with its own JWT, body and query string intact', async () => {
+  it("forwards a tenant's query to its node with its own JWT, body and query string intact", async () => {
     const token = jwtOf(onB);
     const reply = await post(router.url, `/t/${onB}/query?x=1`, token);
     expect(reply.status).to.equal(200);
@@ -103,12 +135,18 @@ describe('the router application', () => {
 
   it('streams a chunked request body to the node', async () => {
     const body = JSON.stringify({ statement: 'x'.repeat(200_000) });
-    const reply = await request(router.url, { method: 'POST', path: `/t/${onA}/_mcp`, chunked: true, body, headers: { authorization: `Bearer ${TOKEN}`, 'transfer-encoding': 'chunked' } });
+    const reply = await request(router.url, {
+      method: 'POST',
+      path: `/t/${onA}/_mcp`,
+      chunked: true,
+      body,
+      headers: { authorization: `Bearer ${TOKEN}`, 'transfer-encoding': 'chunked' },
+    });
     expect(reply.status).to.equal(200);
     expect(reply.json.body).to.equal(body);
   });
 
-  it('sends a traceparent whose parent is the router\'s own span', async () => {
+  it("sends a traceparent whose parent is the router's own span", async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     await post(router.url, `/t/${onA}/query`, TOKEN, '{}', { traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
     const sent = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(String(a.seen.at(-1)!.headers.traceparent))!;
@@ -140,8 +178,22 @@ describe('the router application', () => {
   });
 
   it('takes only the server token to create or delete a tenant', async () => {
-    expect((await request(router.url, { method: 'PUT', path: `/t/${onA}`, body: '{}', headers: { authorization: `Bearer ${jwtOf(onA)}` } })).status).to.equal(401);
-    const reply = await request(router.url, { method: 'PUT', path: `/t/${onA}`, body: '{"rate":5}', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(
+      (
+        await request(router.url, {
+          method: 'PUT',
+          path: `/t/${onA}`,
+          body: '{}',
+          headers: { authorization: `Bearer ${jwtOf(onA)}` },
+        })
+      ).status,
+    ).to.equal(401);
+    const reply = await request(router.url, {
+      method: 'PUT',
+      path: `/t/${onA}`,
+      body: '{"rate":5}',
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect(reply.status).to.equal(200);
     expect(a.seen.at(-1)).to.include({ method: 'PUT', url: `/t/${onA}`, body: '{"rate":5}' });
   });
@@ -151,7 +203,12 @@ describe('the router application', () => {
     const move = (body: string) => post(router.url, `/t/${onA}/_move`, TOKEN, body);
     const refusals: [string, number, string, string][] = [
       ['{"to": ', 400, 'bad_json', 'the body is not JSON'],
-      [JSON.stringify({ to: 'b', pad: 'x'.repeat(5000) }), 413, 'payload_too_large', 'the body is larger than 4096 bytes'],
+      [
+        JSON.stringify({ to: 'b', pad: 'x'.repeat(5000) }),
+        413,
+        'payload_too_large',
+        'the body is larger than 4096 bytes',
+      ],
       ['', 400, 'bad_request', 'takes {"to": NODE}, NODE one of a, b, hung, dead'],
       ['{"to": "nowhere"}', 400, 'bad_request', 'takes {"to": NODE}'],
     ];
@@ -164,7 +221,9 @@ describe('the router application', () => {
   });
 
   it('lists the tenants of every node, each named with its node', async () => {
-    const router2 = await listen(createRouterApp(routerOptions({ nodes: parseNodes(`a=${a.url},b=${b.url}`), httpToken: TOKEN })));
+    const router2 = await listen(
+      createRouterApp(routerOptions({ nodes: parseNodes(`a=${a.url},b=${b.url}`), httpToken: TOKEN })),
+    );
     const reply = await request(router2.url, { path: '/_tenants', headers: { authorization: `Bearer ${TOKEN}` } });
     router2.server.closeAllConnections();
     router2.server.close();
@@ -191,7 +250,9 @@ describe('the router application', () => {
 
   it('answers /_health without a token and /_metrics with the server token, counting by node and status', async () => {
     expect((await request(router.url, { path: '/_health' })).json.ok).to.equal(true);
-    expect((await request(router.url, { path: '/_metrics', headers: { authorization: `Bearer ${jwtOf(onA)}` } })).status).to.equal(401);
+    expect(
+      (await request(router.url, { path: '/_metrics', headers: { authorization: `Bearer ${jwtOf(onA)}` } })).status,
+    ).to.equal(401);
     const metrics = await request(router.url, { path: '/_metrics', headers: { authorization: `Bearer ${TOKEN}` } });
     expect(metrics.status).to.equal(200);
     expect(metrics.text).to.match(/fenec_router_requests_total\{node="a",status="200"\} \d+/);

@@ -12,7 +12,9 @@ describe('Audit', () => {
   it('appends one JSON line per event to its file, created with mode 0600', () => {
     const file = temp.file('audit.log');
     fs.writeFileSync(file, '{"kept":true}\n', { mode: 0o600 });
-    const audit = Audit.open({ kind: 'file', path: file }, (err) => { throw err; });
+    const audit = Audit.open({ kind: 'file', path: file }, (err) => {
+      throw err;
+    });
     audit.auth('expired', '127.0.0.1', '/query');
     audit.schema('create', 'memories', { kind: 'server' });
     audit.schema('drop', 'memories', { kind: 'jwt', sub: 'ada' });

@@ -19,20 +19,34 @@ describe('the error catalogue', () => {
   });
 
   it('documents no code the catalogue does not have', () => {
-    for (const code of documentedCodes().keys()) expect(CATALOGUE, `${code} is documented but not in the catalogue`).to.have.property(code);
+    for (const code of documentedCodes().keys())
+      expect(CATALOGUE, `${code} is documented but not in the catalogue`).to.have.property(code);
   });
 
   it('gives every error the status of its code and the one wire shape', () => {
-    const err = new FenecError('unknown_collection' as ErrorCode, 'no collection named x', { hint: 'schema lists them', position: { line: 2, column: 5, offset: 9 } });
+    const err = new FenecError('unknown_collection' as ErrorCode, 'no collection named x', {
+      hint: 'schema lists them',
+      position: { line: 2, column: 5, offset: 9 },
+    });
     expect(err.status).to.equal(404);
-    expect(err.toJSON()).to.deep.equal({ error: { code: 'unknown_collection', message: 'no collection named x', hint: 'schema lists them', line: 2, column: 5 } });
+    expect(err.toJSON()).to.deep.equal({
+      error: {
+        code: 'unknown_collection',
+        message: 'no collection named x',
+        hint: 'schema lists them',
+        line: 2,
+        column: 5,
+      },
+    });
   });
 
   it(`cuts a message past ${MAX_MESSAGE_LENGTH} characters, saying how much, never inside a surrogate pair`, () => {
     const exact = 'm'.repeat(MAX_MESSAGE_LENGTH);
     expect(new FenecError('bad_request', exact).message).to.equal(exact);
     const long = new FenecError('bad_request', `unknown field "${'k'.repeat(500_000)}"`).message;
-    expect(long).to.equal(`unknown field "${'k'.repeat(MAX_MESSAGE_LENGTH - 15)}… (${500_000 + 16 - MAX_MESSAGE_LENGTH} characters more)`);
+    expect(long).to.equal(
+      `unknown field "${'k'.repeat(MAX_MESSAGE_LENGTH - 15)}… (${500_000 + 16 - MAX_MESSAGE_LENGTH} characters more)`,
+    );
     const pairs = new FenecError('bad_request', `${'m'.repeat(MAX_MESSAGE_LENGTH - 1)}🦊🦊`).message;
     expect(pairs.startsWith(`${'m'.repeat(MAX_MESSAGE_LENGTH - 1)}…`)).to.equal(true);
     expect(pairs.isWellFormed()).to.equal(true);

@@ -65,7 +65,10 @@ function rawSql(value: unknown, label: string): SqlValue {
     case 'boolean':
       return value ? 1 : 0;
     default:
-      throw new FenecError('type_mismatch', `${label} is ${Array.isArray(value) ? 'an array' : 'an object'}; a scalar value is needed here`);
+      throw new FenecError(
+        'type_mismatch',
+        `${label} is ${Array.isArray(value) ? 'an array' : 'an object'}; a scalar value is needed here`,
+      );
   }
 }
 
@@ -82,7 +85,7 @@ function comparisonType(type: ExprType): ExprType {
 function comparable(a: ExprType, b: ExprType): boolean {
   if (a.kind === 'unknown' || b.kind === 'unknown' || a.kind === 'null' || b.kind === 'null') return true;
   if (isNumeric(a) && isNumeric(b)) return true;
-  if (isScalar(a, 'timestamp') && (isScalar(b, 'timestamp', 'int'))) return true;
+  if (isScalar(a, 'timestamp') && isScalar(b, 'timestamp', 'int')) return true;
   if (isScalar(b, 'timestamp') && isScalar(a, 'int')) return true;
   return a.kind === 'scalar' && b.kind === 'scalar' && a.scalar === b.scalar && a.scalar !== 'json';
 }
@@ -92,8 +95,16 @@ function comparable(a: ExprType, b: ExprType): boolean {
  * checkedNumber): an overflow is refused with invalid_number rather than stored as Infinity or as a float
  * in an int. SQLite evaluates an operation on values alone once per statement, not once per row.
  */
-function checked(expr: Extract<Expr, { kind: 'Binary' }>, kind: NumberKind, sql: string, args: readonly ArgSource[]): Fragment {
-  const label = expr.pos === undefined ? `the ${expr.op}` : `the ${expr.op} of the expression at line ${expr.pos.line}, column ${expr.pos.column}`;
+function checked(
+  expr: Extract<Expr, { kind: 'Binary' }>,
+  kind: NumberKind,
+  sql: string,
+  args: readonly ArgSource[],
+): Fragment {
+  const label =
+    expr.pos === undefined
+      ? `the ${expr.op}`
+      : `the ${expr.op} of the expression at line ${expr.pos.line}, column ${expr.pos.column}`;
   return { sql: `fenec_${kind}(${sql}, ?)`, args: [...args, () => label], type: scalar(kind) };
 }
 
@@ -116,7 +127,11 @@ export class Compiler {
       case 'Array':
       case 'Object': {
         if (!isValue(expr)) {
-          throw new FenecError('invalid_statement', `${printExpr(expr)}: arrays and objects hold values, not fields or calls`, { position: expr.pos });
+          throw new FenecError(
+            'invalid_statement',
+            `${printExpr(expr)}: arrays and objects hold values, not fields or calls`,
+            { position: expr.pos },
+          );
         }
         const type = literalType(expr);
         return { sql: '?', args: [bindValue(expr, type)], type };
@@ -154,10 +169,14 @@ export class Compiler {
 
   #term(pos: Position | undefined): void {
     if (++this.#terms <= MAX_TERMS) return;
-    throw new FenecError('too_complex', `the statement holds more than ${MAX_TERMS} terms in one condition or row${pos === undefined ? '' : ` (the next at line ${pos.line}, column ${pos.column})`}`, {
-      position: pos,
-      hint: 'a long list of alternatives is one array: field in [v1, v2, …], or field in $1 with the values in params',
-    });
+    throw new FenecError(
+      'too_complex',
+      `the statement holds more than ${MAX_TERMS} terms in one condition or row${pos === undefined ? '' : ` (the next at line ${pos.line}, column ${pos.column})`}`,
+      {
+        position: pos,
+        hint: 'a long list of alternatives is one array: field in [v1, v2, …], or field in $1 with the values in params',
+      },
+    );
   }
 
   #field(expr: Extract<Expr, { kind: 'Field' }>): Fragment {
@@ -183,7 +202,11 @@ export class Compiler {
   #numeric(operand: Operand, what: string): Fragment {
     const fragment = this.#as(operand, operand.type.kind === 'unknown' ? scalar('float') : operand.type);
     if (!isNumeric(fragment.type) && fragment.type.kind !== 'null') {
-      throw new FenecError('type_mismatch', `cannot ${what} ${describeExpr(operand.expr, fragment.type)}: it takes a number`, { position: operand.expr.pos });
+      throw new FenecError(
+        'type_mismatch',
+        `cannot ${what} ${describeExpr(operand.expr, fragment.type)}: it takes a number`,
+        { position: operand.expr.pos },
+      );
     }
     return fragment;
   }
@@ -200,23 +223,45 @@ export class Compiler {
       const right = this.#as(rightOperand, isScalar(rightType, 'timestamp') ? rightType : scalar('int'));
       const bothTimestamps = isScalar(left.type, 'timestamp') && isScalar(right.type, 'timestamp');
       const ok =
-        (expr.op === '+' && !bothTimestamps && [left, right].every((f) => isScalar(f.type, 'timestamp', 'int') || f.type.kind === 'null')) ||
-        (expr.op === '-' && [left.type, right.type].every((t) => isScalar(t, 'timestamp', 'int') || t.kind === 'null') && !(isScalar(left.type, 'int') && isScalar(right.type, 'timestamp')));
+        (expr.op === '+' &&
+          !bothTimestamps &&
+          [left, right].every((f) => isScalar(f.type, 'timestamp', 'int') || f.type.kind === 'null')) ||
+        (expr.op === '-' &&
+          [left.type, right.type].every((t) => isScalar(t, 'timestamp', 'int') || t.kind === 'null') &&
+          !(isScalar(left.type, 'int') && isScalar(right.type, 'timestamp')));
       if (!ok) {
-        throw new FenecError('type_mismatch', `cannot compute ${printExpr(expr)}: a timestamp takes + or - milliseconds (an int or a duration like 7d), and - another timestamp`, {
-          position: expr.pos,
-        });
+        throw new FenecError(
+          'type_mismatch',
+          `cannot compute ${printExpr(expr)}: a timestamp takes + or - milliseconds (an int or a duration like 7d), and - another timestamp`,
+          {
+            position: expr.pos,
+          },
+        );
       }
-      return checked(expr, bothTimestamps ? 'int' : 'timestamp', `(${left.sql} ${expr.op} ${right.sql})`, [...left.args, ...right.args]);
+      return checked(expr, bothTimestamps ? 'int' : 'timestamp', `(${left.sql} ${expr.op} ${right.sql})`, [
+        ...left.args,
+        ...right.args,
+      ]);
     }
-    const left = this.#numeric(leftOperand, expr.op === '+' ? 'add' : expr.op === '-' ? 'subtract' : expr.op === '*' ? 'multiply' : 'divide');
-    const right = this.#numeric(rightOperand, expr.op === '+' ? 'add' : expr.op === '-' ? 'subtract' : expr.op === '*' ? 'multiply' : 'divide by');
+    const left = this.#numeric(
+      leftOperand,
+      expr.op === '+' ? 'add' : expr.op === '-' ? 'subtract' : expr.op === '*' ? 'multiply' : 'divide',
+    );
+    const right = this.#numeric(
+      rightOperand,
+      expr.op === '+' ? 'add' : expr.op === '-' ? 'subtract' : expr.op === '*' ? 'multiply' : 'divide by',
+    );
     const args = [...left.args, ...right.args];
     if (expr.op === '/') {
       // Division is real division, as a JSON user reads 7 / 2; SQLite's integer division would answer 3.
       return checked(expr, 'float', `(CAST(${left.sql} AS REAL) / ${right.sql})`, args);
     }
-    return checked(expr, isScalar(left.type, 'int') && isScalar(right.type, 'int') ? 'int' : 'float', `(${left.sql} ${expr.op} ${right.sql})`, args);
+    return checked(
+      expr,
+      isScalar(left.type, 'int') && isScalar(right.type, 'int') ? 'int' : 'float',
+      `(${left.sql} ${expr.op} ${right.sql})`,
+      args,
+    );
   }
 
   #call(expr: Extract<Expr, { kind: 'Call' }>): Fragment {
@@ -225,24 +270,38 @@ export class Compiler {
       case 'now':
         return { sql: '?', args: [(ctx) => ctx.now], type: scalar('timestamp') };
       case 'len': {
-        const arg = this.exprAs(first!, isValue(first!) && literalType(first!).kind === 'unknown' ? scalar('text') : literalType(first!));
+        const arg = this.exprAs(
+          first!,
+          isValue(first!) && literalType(first!).kind === 'unknown' ? scalar('text') : literalType(first!),
+        );
         if (isScalar(arg.type, 'text')) return { sql: `length(${arg.sql})`, args: arg.args, type: scalar('int') };
-        if (arg.type.kind === 'array') return { sql: `json_array_length(${arg.sql})`, args: arg.args, type: scalar('int') };
+        if (arg.type.kind === 'array')
+          return { sql: `json_array_length(${arg.sql})`, args: arg.args, type: scalar('int') };
         if (arg.type.kind === 'vector') return { sql: `(length(${arg.sql}) / 4)`, args: arg.args, type: scalar('int') };
         if (arg.type.kind === 'null') return { sql: 'NULL', args: [], type: NULL_TYPE };
-        throw new FenecError('type_mismatch', `len takes text, an array or a vector; ${describeExpr(first!, arg.type)} is none`, { position: expr.pos });
+        throw new FenecError(
+          'type_mismatch',
+          `len takes text, an array or a vector; ${describeExpr(first!, arg.type)} is none`,
+          { position: expr.pos },
+        );
       }
       case 'lower':
       case 'upper': {
         const arg = this.exprAs(first!, scalar('text'));
         if (!isScalar(arg.type, 'text') && arg.type.kind !== 'null') {
-          throw new FenecError('type_mismatch', `${expr.fn} takes text; ${describeExpr(first!, arg.type)} is not`, { position: expr.pos });
+          throw new FenecError('type_mismatch', `${expr.fn} takes text; ${describeExpr(first!, arg.type)} is not`, {
+            position: expr.pos,
+          });
         }
         return { sql: `fenec_${expr.fn}(${arg.sql})`, args: arg.args, type: scalar('text') };
       }
       case 'coalesce': {
         const [a, b] = this.#pair(first!, second!, 'coalesce');
-        return { sql: `coalesce(${a.sql}, ${b.sql})`, args: [...a.args, ...b.args], type: a.type.kind === 'null' || a.type.kind === 'unknown' ? b.type : a.type };
+        return {
+          sql: `coalesce(${a.sql}, ${b.sql})`,
+          args: [...a.args, ...b.args],
+          type: a.type.kind === 'null' || a.type.kind === 'unknown' ? b.type : a.type,
+        };
       }
     }
   }
@@ -255,17 +314,26 @@ export class Compiler {
     const rightType = rightOperand.type;
     const leftIsValue = leftOperand.fragment === undefined;
     const rightIsValue = rightOperand.fragment === undefined;
-    const leftTarget = leftIsValue && rightType.kind !== 'unknown' && rightType.kind !== 'null' ? comparisonType(rightType) : leftType;
-    const rightTarget = rightIsValue && leftType.kind !== 'unknown' && leftType.kind !== 'null' ? comparisonType(leftType) : rightType;
+    const leftTarget =
+      leftIsValue && rightType.kind !== 'unknown' && rightType.kind !== 'null' ? comparisonType(rightType) : leftType;
+    const rightTarget =
+      rightIsValue && leftType.kind !== 'unknown' && leftType.kind !== 'null' ? comparisonType(leftType) : rightType;
     if (!comparable(leftType, rightType) && !(leftIsValue && rightIsValue)) {
       const stringMeetsTimestamp =
         (isScalar(leftType, 'timestamp') && isScalar(rightType, 'text') && rightIsValue) ||
         (isScalar(rightType, 'timestamp') && isScalar(leftType, 'text') && leftIsValue);
       if (!stringMeetsTimestamp) {
-        throw new FenecError('type_mismatch', `cannot ${what} ${describeExpr(left, leftType)} with ${describeExpr(right, rightType)}`, { position: left.pos });
+        throw new FenecError(
+          'type_mismatch',
+          `cannot ${what} ${describeExpr(left, leftType)} with ${describeExpr(right, rightType)}`,
+          { position: left.pos },
+        );
       }
     }
-    return [this.#as(leftOperand, leftTarget, labelFor(right, left)), this.#as(rightOperand, rightTarget, labelFor(left, right))];
+    return [
+      this.#as(leftOperand, leftTarget, labelFor(right, left)),
+      this.#as(rightOperand, rightTarget, labelFor(left, right)),
+    ];
   }
 
   /** The SQL of a condition. NULL never satisfies one: a comparison with null is false, as in SQL. */
@@ -276,7 +344,11 @@ export class Compiler {
       case 'Or': {
         const left = this.cond(cond.left);
         const right = this.cond(cond.right);
-        return { sql: `(${left.sql} ${cond.kind === 'And' ? 'AND' : 'OR'} ${right.sql})`, args: [...left.args, ...right.args], type: scalar('bool') };
+        return {
+          sql: `(${left.sql} ${cond.kind === 'And' ? 'AND' : 'OR'} ${right.sql})`,
+          args: [...left.args, ...right.args],
+          type: scalar('bool'),
+        };
       }
       case 'Not': {
         // SQL's NOT of an unknown is unknown; FenecQL's comparisons with null are false, so `not` makes them true.
@@ -291,19 +363,29 @@ export class Compiler {
         return this.#in(cond);
       case 'IsNull': {
         const operand = this.expr(cond.operand);
-        return { sql: `(${operand.sql} IS ${cond.negated ? 'NOT ' : ''}NULL)`, args: operand.args, type: scalar('bool') };
+        return {
+          sql: `(${operand.sql} IS ${cond.negated ? 'NOT ' : ''}NULL)`,
+          args: operand.args,
+          type: scalar('bool'),
+        };
       }
       case 'Like': {
         const operand = this.exprAs(cond.operand, scalar('text'));
         if (!isScalar(operand.type, 'text') && operand.type.kind !== 'null') {
-          throw new FenecError('type_mismatch', `like takes text; ${describeExpr(cond.operand, operand.type)} is not`, { position: cond.pos });
+          throw new FenecError('type_mismatch', `like takes text; ${describeExpr(cond.operand, operand.type)} is not`, {
+            position: cond.pos,
+          });
         }
         const pattern = cond.pattern;
         if (Buffer.byteLength(pattern) > MAX_LIKE_PATTERN_BYTES) {
-          throw new FenecError('too_complex', `the like pattern is ${Buffer.byteLength(pattern)} bytes long; at most ${MAX_LIKE_PATTERN_BYTES} are taken`, {
-            position: cond.pos,
-            hint: 'match words with match, or test a shorter piece of the text',
-          });
+          throw new FenecError(
+            'too_complex',
+            `the like pattern is ${Buffer.byteLength(pattern)} bytes long; at most ${MAX_LIKE_PATTERN_BYTES} are taken`,
+            {
+              position: cond.pos,
+              hint: 'match words with match, or test a shorter piece of the text',
+            },
+          );
         }
         return { sql: `(${operand.sql} LIKE ?)`, args: [...operand.args, () => pattern], type: scalar('bool') };
       }
@@ -322,47 +404,76 @@ export class Compiler {
 
   #compare(op: CompareOp, left: Expr, right: Expr): Fragment {
     const [a, b] = this.#pair(left, right, 'compare');
-    for (const [expr, f] of [[left, a], [right, b]] as const) {
+    for (const [expr, f] of [
+      [left, a],
+      [right, b],
+    ] as const) {
       if (f.type.kind === 'vector' || f.type.kind === 'array' || isScalar(f.type, 'json')) {
         throw new FenecError('type_mismatch', `cannot compare ${describeExpr(expr, f.type)}`, {
           position: expr.pos,
-          hint: f.type.kind === 'array' ? 'has tests whether an array holds a value: tags has "ops"' : 'is null and is not null test it',
+          hint:
+            f.type.kind === 'array'
+              ? 'has tests whether an array holds a value: tags has "ops"'
+              : 'is null and is not null test it',
         });
       }
     }
-    return { sql: `(${a.sql} ${op === '!=' ? '<>' : op} ${b.sql})`, args: [...a.args, ...b.args], type: scalar('bool') };
+    return {
+      sql: `(${a.sql} ${op === '!=' ? '<>' : op} ${b.sql})`,
+      args: [...a.args, ...b.args],
+      type: scalar('bool'),
+    };
   }
 
   #has(cond: Extract<Cond, { kind: 'Has' }>): Fragment {
     const array = this.expr(cond.left);
     if (array.type.kind !== 'array') {
-      throw new FenecError('type_mismatch', `has takes an array on its left; ${describeExpr(cond.left, array.type)} is not one`, {
-        position: cond.pos,
-        hint: 'tags has "ops"',
-      });
+      throw new FenecError(
+        'type_mismatch',
+        `has takes an array on its left; ${describeExpr(cond.left, array.type)} is not one`,
+        {
+          position: cond.pos,
+          hint: 'tags has "ops"',
+        },
+      );
     }
     const elementType: FieldType = scalar(array.type.element);
     const item = this.exprAs(cond.right, elementType, `an element of ${printExpr(cond.left)}`);
     if (!comparable(elementType, item.type)) {
-      throw new FenecError('type_mismatch', `${printExpr(cond.left)} holds ${array.type.element}; ${describeExpr(cond.right, item.type)} cannot be in it`, {
-        position: cond.right.pos,
-      });
+      throw new FenecError(
+        'type_mismatch',
+        `${printExpr(cond.left)} holds ${array.type.element}; ${describeExpr(cond.right, item.type)} cannot be in it`,
+        {
+          position: cond.right.pos,
+        },
+      );
     }
-    return { sql: `EXISTS (SELECT 1 FROM json_each(${array.sql}) WHERE value = ${item.sql})`, args: [...array.args, ...item.args], type: scalar('bool') };
+    return {
+      sql: `EXISTS (SELECT 1 FROM json_each(${array.sql}) WHERE value = ${item.sql})`,
+      args: [...array.args, ...item.args],
+      type: scalar('bool'),
+    };
   }
 
   #in(cond: Extract<Cond, { kind: 'In' }>): Fragment {
     const item = this.expr(cond.left);
     if (item.type.kind === 'vector' || item.type.kind === 'array' || isScalar(item.type, 'json')) {
-      throw new FenecError('type_mismatch', `${describeExpr(cond.left, item.type)} cannot be looked for with in`, { position: cond.pos });
+      throw new FenecError('type_mismatch', `${describeExpr(cond.left, item.type)} cannot be looked for with in`, {
+        position: cond.pos,
+      });
     }
     let list: Fragment;
     if (isValue(cond.right)) {
       if (cond.right.kind !== 'Array' && cond.right.kind !== 'Param' && cond.right.kind !== 'Jwt') {
-        throw new FenecError('type_mismatch', `in takes an array on its right: ${printExpr(cond.left)} in [1, 2] or in $1`, { position: cond.right.pos });
+        throw new FenecError(
+          'type_mismatch',
+          `in takes an array on its right: ${printExpr(cond.left)} in [1, 2] or in $1`,
+          { position: cond.right.pos },
+        );
       }
       const element = item.type.kind === 'scalar' && item.type.scalar !== 'json' ? item.type.scalar : undefined;
-      const arrayType: ExprType = element === undefined ? UNKNOWN : { kind: 'array', element: element === 'int' ? 'float' : element };
+      const arrayType: ExprType =
+        element === undefined ? UNKNOWN : { kind: 'array', element: element === 'int' ? 'float' : element };
       const label = printExpr(cond.right);
       const right = cond.right;
       // An array of unknown element type (`$1 in $2`) is bound as the JSON it came as.
@@ -370,7 +481,8 @@ export class Compiler {
         arrayType.kind === 'unknown'
           ? (ctx) => {
               const value = evaluate(right, ctx);
-              if (value !== null && !Array.isArray(value)) throw new FenecError('type_mismatch', `in takes an array; ${label} is not one`);
+              if (value !== null && !Array.isArray(value))
+                throw new FenecError('type_mismatch', `in takes an array; ${label} is not one`);
               return value === null ? null : JSON.stringify(value);
             }
           : bindValue(right, arrayType, `the array after in`);
@@ -378,9 +490,17 @@ export class Compiler {
     } else {
       list = this.expr(cond.right);
       if (list.type.kind !== 'array') {
-        throw new FenecError('type_mismatch', `in takes an array on its right; ${describeExpr(cond.right, list.type)} is not one`, { position: cond.right.pos });
+        throw new FenecError(
+          'type_mismatch',
+          `in takes an array on its right; ${describeExpr(cond.right, list.type)} is not one`,
+          { position: cond.right.pos },
+        );
       }
     }
-    return { sql: `(${item.sql} IN (SELECT value FROM json_each(${list.sql})))`, args: [...item.args, ...list.args], type: scalar('bool') };
+    return {
+      sql: `(${item.sql} IN (SELECT value FROM json_each(${list.sql})))`,
+      args: [...item.args, ...list.args],
+      type: scalar('bool'),
+    };
   }
 }

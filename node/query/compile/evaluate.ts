@@ -13,14 +13,19 @@ export interface BindContext {
   readonly params: readonly unknown[];
   readonly now: number;
   readonly jwt: Readonly<Record<string, unknown>> | undefined;
-  /** A `match` under a policy: its rank function, over statistics counted at run time (node/query/plan/text-rank.ts). */
+  /**
+   * A `match` under a policy: its rank function, over statistics counted at run time (node/query/plan/text-rank.ts).
+   */
   readonly rank?: string;
 }
 
 /** Produces one SQL argument of a plan at run time. */
 export type ArgSource = (ctx: BindContext) => SqlValue;
 
-/** True for expressions whose value is known without reading a row: literals, parameters, claims, and arrays or objects of them. */
+/**
+ * True for expressions whose value is known without reading a row: literals, parameters, claims, and arrays or objects
+ * of them.
+ */
 export function isValue(expr: Expr): boolean {
   switch (expr.kind) {
     case 'Literal':
@@ -43,21 +48,26 @@ export function evaluate(expr: Expr, ctx: BindContext): unknown {
       return expr.value;
     case 'Param': {
       if (expr.index > ctx.params.length) {
-        throw new FenecError('missing_parameter', `the statement uses $${expr.index} and params has ${ctx.params.length} value${ctx.params.length === 1 ? '' : 's'}`, {
-          hint: `pass "params": [...] with at least ${expr.index} values`,
-        });
+        throw new FenecError(
+          'missing_parameter',
+          `the statement uses $${expr.index} and params has ${ctx.params.length} value${ctx.params.length === 1 ? '' : 's'}`,
+          {
+            hint: `pass "params": [...] with at least ${expr.index} values`,
+          },
+        );
       }
       return ctx.params[expr.index - 1];
     }
     case 'Jwt': {
       if (ctx.jwt === undefined) {
         throw new FenecError('missing_parameter', `$jwt.${expr.claim}: the request carries no JSON Web Token`, {
-          hint: '$jwt names a claim of the caller\'s token; with the server token, pass the value as a parameter',
+          hint: "$jwt names a claim of the caller's token; with the server token, pass the value as a parameter",
         });
       }
       const value = ctx.jwt[expr.claim];
       // A token without the claim its policy (or statement) names cannot be held to it: refused, not guessed.
-      if (value === undefined) throw new FenecError('forbidden', `$jwt.${expr.claim}: the token has no claim ${expr.claim}`);
+      if (value === undefined)
+        throw new FenecError('forbidden', `$jwt.${expr.claim}: the token has no claim ${expr.claim}`);
       return value;
     }
     case 'Array':

@@ -34,7 +34,9 @@ export function literalType(expr: Expr): ExprType {
       return expr.type === 'null' ? NULL_TYPE : scalar(expr.type);
     case 'Array': {
       const element = expr.items.map(literalType).find((t) => t.kind === 'scalar');
-      return element?.kind === 'scalar' && element.scalar !== 'json' ? { kind: 'array', element: element.scalar } : { kind: 'array', element: 'text' };
+      return element?.kind === 'scalar' && element.scalar !== 'json'
+        ? { kind: 'array', element: element.scalar }
+        : { kind: 'array', element: 'text' };
     }
     case 'Object':
       return scalar('json');

@@ -33,7 +33,12 @@ export interface ReadColumn {
  * Reads rows one at a time into their JSON, `{"rows":[…],"count":N}`, and stops — ending SQLite's
  * statement — once the text would pass `maxBytes`.
  */
-export function readSerialized(statement: Statement, args: readonly unknown[], columns: readonly ReadColumn[], maxBytes: number): Answer {
+export function readSerialized(
+  statement: Statement,
+  args: readonly unknown[],
+  columns: readonly ReadColumn[],
+  maxBytes: number,
+): Answer {
   const parts: string[] = [];
   // '{"rows":[' and '],"count":' and the count's digits.
   let bytes = 9 + 10 + 16;
@@ -53,7 +58,10 @@ export function readSerialized(statement: Statement, args: readonly unknown[], c
     }
     parts.push(json);
   }
-  const answer: Serialized = { count: parts.length, [JSON_TEXT]: `{"rows":[${parts.join(',')}],"count":${parts.length}}` };
+  const answer: Serialized = {
+    count: parts.length,
+    [JSON_TEXT]: `{"rows":[${parts.join(',')}],"count":${parts.length}}`,
+  };
   return answer;
 }
 
@@ -61,9 +69,14 @@ function tooLarge(what: string, maxBytes: number, rows: number | undefined, more
   // A page sized to about half the cap, from the rows that fitted: room for rows that differ.
   const page = rows === undefined || rows < 2 ? undefined : Math.max(1, Math.floor(rows / 2));
   const limit = page === undefined ? 'limit N' : `limit ${page}`;
-  return new FenecError('answer_too_large', `${what}${more ? ' and there are more' : ''}, past the cap of ${maxBytes} bytes; it is refused whole, never cut`, {
-    hint: `page through it: add "${limit}" to the read and send each answer's next_cursor back as "cursor" `
-      + `(or add "order id ${limit}" and ask again with "where id > $1" set to the last id answered), `
-      + 'or select fewer fields; the cap is the server\'s --max-answer (a tenant\'s maxAnswerBytes quota)',
-  });
+  return new FenecError(
+    'answer_too_large',
+    `${what}${more ? ' and there are more' : ''}, past the cap of ${maxBytes} bytes; it is refused whole, never cut`,
+    {
+      hint:
+        `page through it: add "${limit}" to the read and send each answer's next_cursor back as "cursor" ` +
+        `(or add "order id ${limit}" and ask again with "where id > $1" set to the last id answered), ` +
+        "or select fewer fields; the cap is the server's --max-answer (a tenant's maxAnswerBytes quota)",
+    },
+  );
 }

@@ -13,7 +13,9 @@ export function deleteExpired(db: Connection, collections: readonly Collection[]
       for (const annotation of field.def.annotations) {
         if (annotation.kind !== 'ttl') continue;
         const column = `${collection.table}.${field.column}`;
-        deleted += db.prepare(`DELETE FROM ${collection.table} WHERE ${column} IS NOT NULL AND ${column} <= ?`).run(now - annotation.ms).changes;
+        deleted += db
+          .prepare(`DELETE FROM ${collection.table} WHERE ${column} IS NOT NULL AND ${column} <= ?`)
+          .run(now - annotation.ms).changes;
       }
     }
   }

@@ -29,11 +29,18 @@ export function measure(step: SqlStep, ctx: BindContext, cache: StatementCache):
 /** Refuses (and so rolls back) a write whose rows the token's policy condition does not hold for. */
 function verify(check: PolicyCheck, ids: readonly number[], ctx: BindContext, cache: StatementCache): void {
   if (ids.length === 0) return;
-  const outside = cache.get(check.step.sql).pluck(true).get([JSON.stringify(ids), ...bind(check.step, ctx)]) as number;
+  const outside = cache
+    .get(check.step.sql)
+    .pluck(true)
+    .get([JSON.stringify(ids), ...bind(check.step, ctx)]) as number;
   if (outside > 0) {
-    throw new FenecError('forbidden', `the token's policy holds its rows to ${check.condition}; this write would leave ${outside === 1 ? 'a row' : `${outside} rows`} outside it`, {
-      hint: 'write only rows that meet the condition; a field it pins to a claim is filled when left out',
-    });
+    throw new FenecError(
+      'forbidden',
+      `the token's policy holds its rows to ${check.condition}; this write would leave ${outside === 1 ? 'a row' : `${outside} rows`} outside it`,
+      {
+        hint: 'write only rows that meet the condition; a field it pins to a claim is filled when left out',
+      },
+    );
   }
 }
 
@@ -46,9 +53,17 @@ function runBulk(plan: BulkPlan, ctx: BindContext, cache: StatementCache, db: Co
   return db.transaction(() => {
     if (plan.check !== undefined && plan.verb === 'put') {
       // The rows the ids name, where they exist, must be the token's to replace.
-      verify(plan.check, rows.map((row, i) => idOf(bind, row, i, plan)), ctx, cache);
+      verify(
+        plan.check,
+        rows.map((row, i) => idOf(bind, row, i, plan)),
+        ctx,
+        cache,
+      );
     }
-    const ids = plan.staged !== undefined && (rows.length > 1 || plan.sql === undefined) ? writeStaged(plan, plan.staged, rows, bind, cache, db) : writeEach(plan, rows, bind, cache);
+    const ids =
+      plan.staged !== undefined && (rows.length > 1 || plan.sql === undefined)
+        ? writeStaged(plan, plan.staged, rows, bind, cache, db)
+        : writeEach(plan, rows, bind, cache);
     if (plan.check !== undefined) verify(plan.check, ids, ctx, cache);
     return { count: ids.length, ids };
   })();
@@ -103,7 +118,13 @@ function bindAt(bind: BindRow, row: unknown, plan: BulkPlan, i: number): SqlValu
  * staged is named; the writes' errors are SQLite's as they are. The caller has made the stage (not
  * inside a savepoint that may roll back) and clears it.
  */
-function writeRows(plan: BulkPlan, staged: StagedSql, rows: readonly SqlValue[][], cache: StatementCache, first = 0): number[] {
+function writeRows(
+  plan: BulkPlan,
+  staged: StagedSql,
+  rows: readonly SqlValue[][],
+  cache: StatementCache,
+  first = 0,
+): number[] {
   const stage = cache.get(staged.stage);
   for (let i = 0; i < rows.length; i++) {
     try {
@@ -130,7 +151,14 @@ function writeRows(plan: BulkPlan, staged: StagedSql, rows: readonly SqlValue[][
  * A row the collection refuses (a unique value taken) fails that statement, which SQLite undoes alone:
  * the rows are then written one by one, so that the refusal names the row as it always has.
  */
-function writeStaged(plan: BulkPlan, staged: StagedSql, rows: readonly unknown[], bind: BindRow, cache: StatementCache, db: Connection): number[] {
+function writeStaged(
+  plan: BulkPlan,
+  staged: StagedSql,
+  rows: readonly unknown[],
+  bind: BindRow,
+  cache: StatementCache,
+  db: Connection,
+): number[] {
   const bound = rows.map((row, i) => bindAt(bind, row, plan, i));
   cache.get(staged.create).run();
   try {
@@ -144,7 +172,6 @@ function writeStaged(plan: BulkPlan, staged: StagedSql, rows: readonly unknown[]
   return writeEach(plan, rows, bind, cache);
 }
 
-
 function idOf(bind: (row: unknown) => SqlValue[], row: unknown, i: number, plan: BulkPlan): number {
   try {
     return bind(row)[0] as number;
@@ -156,18 +183,30 @@ function idOf(bind: (row: unknown) => SqlValue[], row: unknown, i: number, plan:
 /** A row's refusal with its place in the parameter; anything else is passed on as it is. */
 function atRow(err: unknown, plan: BulkPlan, index: number): unknown {
   if (!(err instanceof FenecError)) return err;
-  return new FenecError(err.code, `${plan.param}[${index}]: ${err.message}`, { hint: err.hint, cause: err, row: index });
+  return new FenecError(err.code, `${plan.param}[${index}]: ${err.message}`, {
+    hint: err.hint,
+    cause: err,
+    row: index,
+  });
 }
 
 /** Runs a plan; with `maxAnswerBytes`, a read's rows are serialized as they are read, and refused past it. */
-export function run(plan: Plan, ctx: BindContext, cache: StatementCache, db: Connection, vectors: VectorStore | undefined, maxAnswerBytes?: number): Answer {
+export function run(
+  plan: Plan,
+  ctx: BindContext,
+  cache: StatementCache,
+  db: Connection,
+  vectors: VectorStore | undefined,
+  maxAnswerBytes?: number,
+): Answer {
   switch (plan.kind) {
     case 'vector':
       return runVector(plan, ctx, { statements: cache, vectors });
     case 'read': {
       if (plan.guard !== undefined && !plan.guard(ctx)) return { rows: [], count: 0 };
       const args = bind(plan.step, withScopedRank(plan.scoped, ctx, cache));
-      if (maxAnswerBytes !== undefined) return readSerialized(cache.get(plan.step.sql).raw(true), args, plan.columns, maxAnswerBytes);
+      if (maxAnswerBytes !== undefined)
+        return readSerialized(cache.get(plan.step.sql).raw(true), args, plan.columns, maxAnswerBytes);
       const raw = cache.get(plan.step.sql).raw(true).all(args) as unknown[][];
       const columns = plan.columns;
       const rows = new Array<Record<string, unknown>>(raw.length);

@@ -34,7 +34,10 @@ function bind(args: readonly ((ctx: BindContext) => SqlValue)[], ctx: BindContex
 function nearVector(plan: VectorPlan, ctx: BindContext): number[] {
   const value = plan.vector(ctx);
   if (!Array.isArray(value) || !value.every((x) => typeof x === 'number')) {
-    throw new FenecError('type_mismatch', `near ${plan.field} takes vector<${plan.dims}>, an array of ${plan.dims} numbers`);
+    throw new FenecError(
+      'type_mismatch',
+      `near ${plan.field} takes vector<${plan.dims}>, an array of ${plan.dims} numbers`,
+    );
   }
   queryVector(value, plan.dims, plan.field, plan.metric);
   return value;
@@ -51,13 +54,27 @@ function byScoreThenId(a: ScoredRow, b: ScoredRow): number {
 }
 
 /** The k rows nearest the query among those that pass the filter, best first. */
-function vectorRanking(plan: VectorPlan, query: number[], k: number, runner: VectorRunner, ctx: BindContext): ScoredRow[] {
+function vectorRanking(
+  plan: VectorPlan,
+  query: number[],
+  k: number,
+  runner: VectorRunner,
+  ctx: BindContext,
+): ScoredRow[] {
   if (plan.indexed && runner.vectors !== undefined) {
-    const allowed = plan.passing === undefined ? null : (runner.statements.get(plan.passing.sql).pluck(true).all(bind(plan.passing.args, ctx)) as number[]);
+    const allowed =
+      plan.passing === undefined
+        ? null
+        : (runner.statements.get(plan.passing.sql).pluck(true).all(bind(plan.passing.args, ctx)) as number[]);
     if (allowed !== null && allowed.length === 0) return [];
-    return runner.vectors.search(plan.collection, plan.field, query, k + TIE_MARGIN, allowed).sort(byScoreThenId).slice(0, k);
+    return runner.vectors
+      .search(plan.collection, plan.field, query, k + TIE_MARGIN, allowed)
+      .sort(byScoreThenId)
+      .slice(0, k);
   }
-  const rows = runner.statements.get(plan.scan.sql).raw(true).iterate(bind(plan.scan.args, ctx)) as IterableIterator<[number, Buffer]>;
+  const rows = runner.statements.get(plan.scan.sql).raw(true).iterate(bind(plan.scan.args, ctx)) as IterableIterator<
+    [number, Buffer]
+  >;
   return exactSearch(
     (function* () {
       for (const [rowId, blob] of rows) yield { rowId, blob };
@@ -82,9 +99,18 @@ function fuse(rankings: readonly (readonly number[])[]): ScoredRow[] {
  * The chosen rows, read in one statement, in the ranking's order unless `order` gave another. With
  * `text`, the read makes the snippets (the column after the row's), kept for the rows the text found.
  */
-function readRows(plan: VectorPlan, chosen: readonly ScoredRow[], found: ReadonlySet<number> | undefined, runner: VectorRunner, ctx: BindContext): Record<string, unknown>[] {
+function readRows(
+  plan: VectorPlan,
+  chosen: readonly ScoredRow[],
+  found: ReadonlySet<number> | undefined,
+  runner: VectorRunner,
+  ctx: BindContext,
+): Record<string, unknown>[] {
   const ids = JSON.stringify(chosen.map((r) => r.rowId));
-  const raw = runner.statements.get(plan.read).raw(true).all(plan.text === undefined ? [ids] : [plan.text.words(ctx), ids]) as unknown[][];
+  const raw = runner.statements
+    .get(plan.read)
+    .raw(true)
+    .all(plan.text === undefined ? [ids] : [plan.text.words(ctx), ids]) as unknown[][];
   const scores = new Map(chosen.map((r) => [r.rowId, r.score]));
   const rows = raw.map((values) => toRow(plan.columns, values, found, scores));
   if (plan.ordered) return rows;
@@ -92,7 +118,12 @@ function readRows(plan: VectorPlan, chosen: readonly ScoredRow[], found: Readonl
   return rows.sort((a, b) => rank.get(a.id as number)! - rank.get(b.id as number)!);
 }
 
-function toRow(columns: readonly OutputColumn[], values: unknown[], found: ReadonlySet<number> | undefined, scores: ReadonlyMap<number, number>): Record<string, unknown> {
+function toRow(
+  columns: readonly OutputColumn[],
+  values: unknown[],
+  found: ReadonlySet<number> | undefined,
+  scores: ReadonlyMap<number, number>,
+): Record<string, unknown> {
   const row: Record<string, unknown> = {};
   columns.forEach((column, c) => {
     row[column.key] = column.decode === null ? values[c] : column.decode(values[c]);
@@ -120,7 +151,10 @@ export function runVector(plan: VectorPlan, ctx: BindContext, runner: VectorRunn
     if (match !== null) {
       const { rank: scoring } = plan.text;
       const rank = scoring === undefined ? [] : [scoring.arg(withScopedRank(scoring.scoped, ctx, runner.statements))];
-      textRows = runner.statements.get(plan.text.sql).pluck(true).all([...bind(plan.text.filterArgs, ctx), match, ...rank, depth]) as number[];
+      textRows = runner.statements
+        .get(plan.text.sql)
+        .pluck(true)
+        .all([...bind(plan.text.filterArgs, ctx), match, ...rank, depth]) as number[];
     }
     found = new Set(textRows);
     const vectorRows = vectorRanking(plan, query, depth, runner, ctx);

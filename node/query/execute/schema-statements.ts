@@ -17,7 +17,9 @@ import { isValue, type BindContext } from '../compile/evaluate.js';
 function defaultNow(def: FieldDef, db: Connection, ctx: BindContext): unknown {
   if (def.default === undefined) return null;
   const compiler = new Compiler(null);
-  const fragment = isValue(def.default) ? compiler.exprAs(def.default, def.type, `the default of ${def.name}`) : compiler.expr(def.default);
+  const fragment = isValue(def.default)
+    ? compiler.exprAs(def.default, def.type, `the default of ${def.name}`)
+    : compiler.expr(def.default);
   const args = fragment.args.map((arg) => arg(ctx));
   return db.prepare(`SELECT ${fragment.sql}`).pluck().get(args) ?? null;
 }
@@ -31,13 +33,23 @@ function checkDefault(def: FieldDef, ctx: BindContext): void {
     return;
   }
   const { type } = compiler.expr(def.default);
-  const fits = type.kind === 'null' || JSON.stringify(type) === JSON.stringify(def.type) || (def.type.kind === 'scalar' && def.type.scalar === 'float' && type.kind === 'scalar' && type.scalar === 'int');
+  const fits =
+    type.kind === 'null' ||
+    JSON.stringify(type) === JSON.stringify(def.type) ||
+    (def.type.kind === 'scalar' && def.type.scalar === 'float' && type.kind === 'scalar' && type.scalar === 'int');
   if (!fits) {
-    throw new FenecError('type_mismatch', `the default of ${def.name} is ${printExpr(def.default)}; ${def.name} takes ${printFieldType(def.type)}`, { position: def.pos });
+    throw new FenecError(
+      'type_mismatch',
+      `the default of ${def.name} is ${printExpr(def.default)}; ${def.name} takes ${printFieldType(def.type)}`,
+      { position: def.pos },
+    );
   }
 }
 
-/** What `schema` tells of a field's vector index: the rows it holds, those it does not hold yet, and whether it is at work. */
+/**
+ * What `schema` tells of a field's vector index: the rows it holds, those it does not hold yet, and whether it is at
+ * work.
+ */
 export interface IndexState {
   readonly rows: number;
   readonly pending: number;
@@ -74,13 +86,23 @@ function indexOf(collection: string, field: string, indexes: IndexStates | undef
  * `schema` shows it: the others are as unknown to it as ones that do not exist. `indexes` tells the
  * state of each `@hnsw` field's index, for `schema` to show.
  */
-export function runSchemaStatement(stmt: SchemaStatement, catalog: Catalog, db: Connection, ctx: BindContext, visible?: (name: string) => boolean, indexes?: IndexStates): Answer {
+export function runSchemaStatement(
+  stmt: SchemaStatement,
+  catalog: Catalog,
+  db: Connection,
+  ctx: BindContext,
+  visible?: (name: string) => boolean,
+  indexes?: IndexStates,
+): Answer {
   switch (stmt.kind) {
     case 'Schema': {
       if (stmt.collection !== undefined && visible !== undefined && !visible(stmt.collection)) {
         throw catalog.unknown(stmt.collection, visible);
       }
-      const collections = stmt.collection === undefined ? catalog.list().filter((c) => visible?.(c.name) ?? true) : [catalog.require(stmt.collection)];
+      const collections =
+        stmt.collection === undefined
+          ? catalog.list().filter((c) => visible?.(c.name) ?? true)
+          : [catalog.require(stmt.collection)];
       return { collections: collections.map((c) => describeCollection(c, indexes)) };
     }
     case 'CreateCollection': {

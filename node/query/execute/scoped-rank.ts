@@ -9,11 +9,19 @@ import type { ScopedRank } from '../plan/text-rank.js';
 import type { StatementCache } from './statement-cache.js';
 
 /** The context a scoped match runs with: its rank function over the statistics of the token's rows. */
-export function withScopedRank(scoped: ScopedRank | undefined, ctx: BindContext, statements: StatementCache): BindContext {
+export function withScopedRank(
+  scoped: ScopedRank | undefined,
+  ctx: BindContext,
+  statements: StatementCache,
+): BindContext {
   if (scoped === undefined) return ctx;
   const args: SqlValue[] = scoped.args.map((arg) => arg(ctx));
   const [rows, tokens] = statements.get(scoped.size).raw(true).get(args) as [number, number];
   const count = statements.get(scoped.hits).pluck(true);
-  const stats: TextStats = { rows, tokens, hits: scoped.words(ctx).map((word) => count.get([...args, word]) as number) };
+  const stats: TextStats = {
+    rows,
+    tokens,
+    hits: scoped.words(ctx).map((word) => count.get([...args, word]) as number),
+  };
   return { ...ctx, rank: rankFunction(scoped.column, stats) };
 }

@@ -13,29 +13,42 @@ export function isConstraintError(err: unknown): boolean {
   return typeof code === 'string' && code.startsWith('SQLITE_CONSTRAINT');
 }
 
-/** SQLite's constraint failures (`UNIQUE constraint failed: c_notes.title`), a full file and a lock held elsewhere, as the refusals they are. */
+/**
+ * SQLite's constraint failures (`UNIQUE constraint failed: c_notes.title`), a full file and a lock held elsewhere, as
+ * the refusals they are.
+ */
 export function fromSqliteError(err: unknown): unknown {
   const code = (err as { code?: unknown }).code;
   const message = err instanceof Error ? err.message : '';
   // The column after the table's name, the last part of the name (a vector's table is `c_notes.F`).
   const field = /failed: \S*\.([^.\s]+)/.exec(message)?.[1];
   if (code === 'SQLITE_CONSTRAINT_UNIQUE') {
-    return new FenecError('unique_violation', `another row has this ${field ?? 'value'}; ${field ?? 'the field'} is unique`, { cause: err });
+    return new FenecError(
+      'unique_violation',
+      `another row has this ${field ?? 'value'}; ${field ?? 'the field'} is unique`,
+      { cause: err },
+    );
   }
   if (code === 'SQLITE_FULL') {
-    return new FenecError('storage_full', 'the tenant\'s file is at its byte quota; the write changed nothing', {
+    return new FenecError('storage_full', "the tenant's file is at its byte quota; the write changed nothing", {
       cause: err,
-      hint: 'delete rows, compact, or raise the tenant\'s maxBytes quota (PUT /t/<tenant>)',
+      hint: "delete rows, compact, or raise the tenant's maxBytes quota (PUT /t/<tenant>)",
     });
   }
   if (code === 'SQLITE_BUSY') {
-    return new FenecError('file_busy', 'the file is locked by another program, which holds a write on it; the statement waited 5 s and changed nothing', {
-      cause: err,
-      hint: LOCK_HINT,
-    });
+    return new FenecError(
+      'file_busy',
+      'the file is locked by another program, which holds a write on it; the statement waited 5 s and changed nothing',
+      {
+        cause: err,
+        hint: LOCK_HINT,
+      },
+    );
   }
   if (code === 'SQLITE_CONSTRAINT_NOTNULL') {
-    return new FenecError('missing_required', `field ${field ?? '?'} is required; the value computed for it is null`, { cause: err });
+    return new FenecError('missing_required', `field ${field ?? '?'} is required; the value computed for it is null`, {
+      cause: err,
+    });
   }
   return err;
 }

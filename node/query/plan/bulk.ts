@@ -36,7 +36,13 @@ interface FieldBinding {
   readonly defaultArgs: readonly ArgSource[] | undefined;
 }
 
-export function planBulk(verb: 'insert' | 'put', param: ParamExpr, collection: Collection, policy: Cond | undefined, check: PolicyCheck | undefined): BulkPlan {
+export function planBulk(
+  verb: 'insert' | 'put',
+  param: ParamExpr,
+  collection: Collection,
+  policy: Cond | undefined,
+  check: PolicyCheck | undefined,
+): BulkPlan {
   const pins = policy === undefined ? new Map() : pinnedFields(policy);
   const defaults = new Compiler(null);
   const bindings: FieldBinding[] = [];
@@ -56,23 +62,39 @@ export function planBulk(verb: 'insert' | 'put', param: ParamExpr, collection: C
   }
   const columns = collection.fields.map((f) => f.column);
   // One row, one statement: possible while every field is a column of the collection's table.
-  const sql = collection.apartFields.length > 0 ? undefined : verb === 'insert' ? insertSql(collection, columns, values) : upsertSql(collection, columns, values);
+  const sql =
+    collection.apartFields.length > 0
+      ? undefined
+      : verb === 'insert'
+        ? insertSql(collection, columns, values)
+        : upsertSql(collection, columns, values);
   const known = new Set(collection.fields.map((f) => f.name));
   const name = `$${param.index}`;
 
-  function rowArgs(row: unknown, constants: readonly (readonly SqlValue[] | undefined)[], pinnedValues: readonly SqlValue[]): SqlValue[] {
+  function rowArgs(
+    row: unknown,
+    constants: readonly (readonly SqlValue[] | undefined)[],
+    pinnedValues: readonly SqlValue[],
+  ): SqlValue[] {
     if (typeof row !== 'object' || row === null || Array.isArray(row)) {
-      throw new FenecError('type_mismatch', `a row is an object {field: value}; this one is ${row === null ? 'null' : Array.isArray(row) ? 'an array' : `a ${typeof row}`}`);
+      throw new FenecError(
+        'type_mismatch',
+        `a row is an object {field: value}; this one is ${row === null ? 'null' : Array.isArray(row) ? 'an array' : `a ${typeof row}`}`,
+      );
     }
     const given = row as Record<string, unknown>;
     const args: SqlValue[] = [];
     for (const key in given) {
       if (key === 'id') {
         if (verb === 'insert') {
-          throw new FenecError('invalid_statement', 'insert assigns id itself; a row given one is written with put', { hint: `put ${collection.name} ${name}` });
+          throw new FenecError('invalid_statement', 'insert assigns id itself; a row given one is written with put', {
+            hint: `put ${collection.name} ${name}`,
+          });
         }
       } else if (!known.has(key)) {
-        throw new FenecError('unknown_field', `${collection.name} has no field ${key}`, { hint: `its fields: id, ${collection.fields.map((f) => f.name).join(', ')}` });
+        throw new FenecError('unknown_field', `${collection.name} has no field ${key}`, {
+          hint: `its fields: id, ${collection.fields.map((f) => f.name).join(', ')}`,
+        });
       }
     }
     if (verb === 'put') {
@@ -91,12 +113,15 @@ export function planBulk(verb: 'insert' | 'put', param: ParamExpr, collection: C
       let value: SqlValue;
       if (present) {
         value = toSql(field.type, given[field.name], `field ${field.name}`);
-        if (value === null && field.def.required) throw new FenecError('missing_required', `field ${field.name} is required; null was given`);
+        if (value === null && field.def.required)
+          throw new FenecError('missing_required', `field ${field.name} is required; null was given`);
       } else if (bindings[i]!.pinned !== undefined) {
         value = pinnedValues[i]!;
       } else if (defaultArgs === undefined) {
         if (field.def.required) {
-          throw new FenecError('missing_required', `field ${field.name} is required`, { hint: `give ${field.name} a value of type ${printFieldType(field.type)}` });
+          throw new FenecError('missing_required', `field ${field.name} is required`, {
+            hint: `give ${field.name} a value of type ${printFieldType(field.type)}`,
+          });
         }
         value = null;
       } else {
@@ -119,18 +144,27 @@ export function planBulk(verb: 'insert' | 'put', param: ParamExpr, collection: C
     check,
     rows(ctx) {
       if (param.index > ctx.params.length) {
-        throw new FenecError('missing_parameter', `the statement uses ${name} and params has ${ctx.params.length} value${ctx.params.length === 1 ? '' : 's'}`, {
-          hint: `pass the rows as "params": [[{…}, {…}]]`,
-        });
+        throw new FenecError(
+          'missing_parameter',
+          `the statement uses ${name} and params has ${ctx.params.length} value${ctx.params.length === 1 ? '' : 's'}`,
+          {
+            hint: `pass the rows as "params": [[{…}, {…}]]`,
+          },
+        );
       }
       const value = ctx.params[param.index - 1];
       const rows = Array.isArray(value) ? value : typeof value === 'object' && value !== null ? [value] : undefined;
       if (rows === undefined) {
-        throw new FenecError('type_mismatch', `${name} holds the rows to ${verb}: an array of objects, or one object; it is ${value === null ? 'null' : `a ${typeof value}`}`, {
-          hint: `"params": [[{…}, {…}]]`,
-        });
+        throw new FenecError(
+          'type_mismatch',
+          `${name} holds the rows to ${verb}: an array of objects, or one object; it is ${value === null ? 'null' : `a ${typeof value}`}`,
+          {
+            hint: `"params": [[{…}, {…}]]`,
+          },
+        );
       }
-      // What does not change from row to row is bound once per execution: defaults (one clock reading) and pinned claims.
+      // What does not change from row to row is bound once per execution: defaults (one clock reading) and pinned
+      // claims.
       const constants = bindings.map((b) => b.defaultArgs?.map((arg) => arg(ctx)));
       const pinnedValues = bindings.map((b) => (b.pinned === undefined ? null : b.pinned(ctx)));
       return { rows, bind: (row) => rowArgs(row, constants, pinnedValues) };
@@ -145,7 +179,11 @@ export function planBulk(verb: 'insert' | 'put', param: ParamExpr, collection: C
  * collection's own INSERT then checks them as it checks any row. It lives as long as the connection,
  * empty between writes.
  */
-function stagedSql(verb: 'insert' | 'put', collection: Collection, values: readonly { readonly sql: string }[]): StagedSql {
+function stagedSql(
+  verb: 'insert' | 'put',
+  collection: Collection,
+  values: readonly { readonly sql: string }[],
+): StagedSql {
   const rowValues = verb === 'put' ? [{ sql: '?' }, ...values] : values;
   const stage = `temp.${ident(`fenec.stage.${rowValues.length}`)}`;
   const staged = rowValues.map((_, i) => `c${i}`);
@@ -164,7 +202,8 @@ function stagedSql(verb: 'insert' | 'put', collection: Collection, values: reado
     // The ids an insert gives in the order of the rows: AUTOINCREMENT hands them out increasing, so sorted.
     write,
     apart: collection.apartFields.map((field) => {
-      if (verb === 'put') return upsertApartSql(field, `SELECT c0, ${stagedOf(field)} FROM ${stage} WHERE true ORDER BY rowid`);
+      if (verb === 'put')
+        return upsertApartSql(field, `SELECT c0, ${stagedOf(field)} FROM ${stage} WHERE true ORDER BY rowid`);
       // The k-th row staged took the k-th smallest id the insert answered, given sorted as a JSON array
       // (json_each's key is k). The stage is filled empty, one row after another: its rowids run on
       // from the first without a gap. (Pairing by row_number() windows cost ten times as much.)

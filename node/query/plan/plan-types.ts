@@ -18,7 +18,10 @@ export interface SqlStep {
   readonly args: readonly ArgSource[];
 }
 
-/** One row of an `insert`: the row, then its vectors kept apart (catalog.ts), which take its id as `last_insert_rowid()`. */
+/**
+ * One row of an `insert`: the row, then its vectors kept apart (catalog.ts), which take its id as
+ * `last_insert_rowid()`.
+ */
 export interface RowWrite {
   readonly step: SqlStep;
   readonly apart: readonly SqlStep[];
@@ -152,4 +155,3 @@ export interface VectorPlan {
   readonly offset: ArgSource | undefined;
   readonly count: boolean;
 }
-

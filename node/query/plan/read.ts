@@ -34,14 +34,22 @@ function bindCount(expr: Expr, what: 'limit' | 'offset'): ArgSource {
     return () => value;
   }
   if (expr.kind !== 'Param') {
-    throw new FenecError('invalid_value', `${what} takes a whole number ≥ 0 or a parameter; ${printExpr(expr)} is neither`, { position: expr.pos });
+    throw new FenecError(
+      'invalid_value',
+      `${what} takes a whole number ≥ 0 or a parameter; ${printExpr(expr)} is neither`,
+      { position: expr.pos },
+    );
   }
   const index = expr.index;
   return (ctx) => {
     const value = index <= ctx.params.length ? ctx.params[index - 1] : undefined;
-    if (value === undefined) throw new FenecError('missing_parameter', `${what} $${index}: params has ${ctx.params.length} values`);
+    if (value === undefined)
+      throw new FenecError('missing_parameter', `${what} $${index}: params has ${ctx.params.length} values`);
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-      throw new FenecError('invalid_value', `${what} $${index} is ${JSON.stringify(value)}; it takes a whole number ≥ 0`);
+      throw new FenecError(
+        'invalid_value',
+        `${what} $${index} is ${JSON.stringify(value)}; it takes a whole number ≥ 0`,
+      );
     }
     return value;
   };
@@ -59,7 +67,10 @@ function outputColumns(fields: readonly Field[]): OutputColumn[] {
     { key: 'id', decode: null },
     ...fields.map((f) => ({
       key: f.name,
-      decode: f.type.kind === 'scalar' && (f.type.scalar === 'text' || f.type.scalar === 'int' || f.type.scalar === 'float') ? null : f.decode,
+      decode:
+        f.type.kind === 'scalar' && (f.type.scalar === 'text' || f.type.scalar === 'int' || f.type.scalar === 'float')
+          ? null
+          : f.decode,
     })),
   ];
 }
@@ -103,11 +114,16 @@ function pageSql(stmt: GetStmt): { sql: string; args: ArgSource[] } {
 }
 
 /**
- * The condition a statement's rows must meet: its `where`, the token's policy condition when a JSON
- * Web Token runs it, and for each `@ttl(D)` field that the row has not expired (`field + D` still ahead, or the field null). Reads filter by time; the sweeper only
- * reclaims the space.
+ * The condition a statement's rows must meet: its `where`, the token's policy condition when a JSON Web Token runs it,
+ * and for each `@ttl(D)` field that the row has not expired (`field + D` still ahead, or the field null). Reads filter
+ * by time; the sweeper only reclaims the space.
  */
-export function rowFilter(where: GetStmt['where'], collection: Collection, compiler: Compiler, policy?: Cond): Fragment | undefined {
+export function rowFilter(
+  where: GetStmt['where'],
+  collection: Collection,
+  compiler: Compiler,
+  policy?: Cond,
+): Fragment | undefined {
   const parts: Fragment[] = [];
   if (where !== undefined) parts.push(compiler.cond(where));
   if (policy !== undefined) parts.push(compiler.cond(policy));
@@ -147,7 +163,8 @@ export function planGet(stmt: GetStmt, collection: Collection, policy?: Cond): P
     const text = stmt.match === undefined ? undefined : matchQuery(stmt.match, collection, compiler, policy);
     return planVector(stmt, collection, fieldOf(collection, stmt.near.field, stmt.near.pos), filter, shape, text);
   }
-  if (stmt.match !== undefined) return planMatch(stmt, matchQuery(stmt.match, collection, compiler, policy), collection, filter);
+  if (stmt.match !== undefined)
+    return planMatch(stmt, matchQuery(stmt.match, collection, compiler, policy), collection, filter);
 
   const page = pageSql(stmt);
   // Without `order` SQLite picks the cheapest path, an index when the filter has one, and rows come in
@@ -163,22 +180,37 @@ export function planGet(stmt: GetStmt, collection: Collection, policy?: Cond): P
 }
 
 /** `match FIELD "words"` (or `*`), checked, under the token's policy condition when it has one. */
-function matchQuery(match: NonNullable<GetStmt['match']>, collection: Collection, compiler: Compiler, policy: Cond | undefined): MatchQuery {
+function matchQuery(
+  match: NonNullable<GetStmt['match']>,
+  collection: Collection,
+  compiler: Compiler,
+  policy: Cond | undefined,
+): MatchQuery {
   const textFields = collection.textFields;
   if (textFields.length === 0 || (match.field !== '*' && !textFields.some((f) => f.name === match.field))) {
     if (match.field !== '*') fieldOf(collection, match.field, match.pos);
-    throw new FenecError('invalid_statement', match.field === '*' ? `${collection.name} has no @text field to match` : `match ${match.field}: ${match.field} is not an @text field`, {
-      position: match.pos,
-      hint:
-        textFields.length === 0
-          ? `match searches fields declared with @text: alter collection ${collection.name} add FIELD text @text`
-          : `the @text fields of ${collection.name}: ${textFields.map((f) => f.name).join(', ')}; match * searches them all`,
-    });
+    throw new FenecError(
+      'invalid_statement',
+      match.field === '*'
+        ? `${collection.name} has no @text field to match`
+        : `match ${match.field}: ${match.field} is not an @text field`,
+      {
+        position: match.pos,
+        hint:
+          textFields.length === 0
+            ? `match searches fields declared with @text: alter collection ${collection.name} add FIELD text @text`
+            : `the @text fields of ${collection.name}: ${textFields.map((f) => f.name).join(', ')}; match * searches them all`,
+      },
+    );
   }
   if (!isValue(match.query)) {
-    throw new FenecError('type_mismatch', `match takes the words to search for, as text or a parameter; ${printExpr(match.query)} is neither`, {
-      position: match.query.pos,
-    });
+    throw new FenecError(
+      'type_mismatch',
+      `match takes the words to search for, as text or a parameter; ${printExpr(match.query)} is neither`,
+      {
+        position: match.query.pos,
+      },
+    );
   }
   const bound = bindValue(match.query, scalar('text'), 'the words after match');
   const words = (ctx: BindContext): string | null => {
@@ -224,10 +256,24 @@ function planMatch(stmt: GetStmt, query: MatchQuery, collection: Collection, fil
   }
   const fields = selectedFields(stmt, collection);
   const selected = ['c."id"', ...fields.map((f) => fieldSql(f, 'c'))];
-  const columns: OutputColumn[] = [...outputColumns(fields), { key: 'snippet', decode: null }, { key: '_score', decode: null }];
+  const columns: OutputColumn[] = [
+    ...outputColumns(fields),
+    { key: 'snippet', decode: null },
+    { key: '_score', decode: null },
+  ];
   // The top rows by SQLite's sorter, snipped after the limit (textTopSelect).
   const { rank } = query;
-  const sql = textTopSelect(collection.name, collection.textFields, query.field, selected, page.sql, { where: filter?.sql, scoped: rank !== undefined, order });
-  const args = [query.snippetWords, ...filterArgs, query.expression, ...(rank === undefined ? [] : [rank.arg]), ...page.args];
+  const sql = textTopSelect(collection.name, collection.textFields, query.field, selected, page.sql, {
+    where: filter?.sql,
+    scoped: rank !== undefined,
+    order,
+  });
+  const args = [
+    query.snippetWords,
+    ...filterArgs,
+    query.expression,
+    ...(rank === undefined ? [] : [rank.arg]),
+    ...page.args,
+  ];
   return { kind: 'read', step: { sql, args }, columns, guard, scoped: rank?.scoped };
 }

@@ -51,7 +51,14 @@ export interface MatchQuery {
  * The scoring of `match FIELD` (column: its index among the @text fields; -1 for `*`) over
  * `collection` under `policy`, or undefined when the token has none. `text` binds the user's words.
  */
-export function textRank(collection: Collection, field: string, column: number, text: (ctx: BindContext) => string | null, compiler: Compiler, policy: Cond | undefined): TextRank | undefined {
+export function textRank(
+  collection: Collection,
+  field: string,
+  column: number,
+  text: (ctx: BindContext) => string | null,
+  compiler: Compiler,
+  policy: Cond | undefined,
+): TextRank | undefined {
   if (policy === undefined) return undefined;
   const condition = compiler.cond(policy);
   const sql = textStatsSql(collection.name, column, condition.sql);

@@ -43,19 +43,30 @@ export function planVector(
     const vectors = collection.fields.filter((f) => f.isVector).map((f) => f.name);
     throw new FenecError('invalid_statement', `near ${near.field}: ${near.field} is not a vector field`, {
       position: near.pos,
-      hint: vectors.length === 0 ? `${collection.name} has no vector<N> field` : `the vector fields of ${collection.name}: ${vectors.join(', ')}`,
+      hint:
+        vectors.length === 0
+          ? `${collection.name} has no vector<N> field`
+          : `the vector fields of ${collection.name}: ${vectors.join(', ')}`,
     });
   }
   if (!isValue(near.vector)) {
-    throw new FenecError('type_mismatch', `near takes a vector, as an array of numbers or a parameter; ${printExpr(near.vector)} is neither`, {
-      position: near.vector.pos,
-    });
+    throw new FenecError(
+      'type_mismatch',
+      `near takes a vector, as an array of numbers or a parameter; ${printExpr(near.vector)} is neither`,
+      {
+        position: near.vector.pos,
+      },
+    );
   }
   if (stmt.match !== undefined && !stmt.fuse) {
-    throw new FenecError('invalid_statement', 'match and near together need fuse, which fuses their two rankings into one', {
-      position: near.pos,
-      hint: `get ${collection.name} match ${stmt.match.field} "…" near ${near.field} [...] fuse limit 10`,
-    });
+    throw new FenecError(
+      'invalid_statement',
+      'match and near together need fuse, which fuses their two rankings into one',
+      {
+        position: near.pos,
+        hint: `get ${collection.name} match ${stmt.match.field} "…" near ${near.field} [...] fuse limit 10`,
+      },
+    );
   }
   const vector = near.vector;
   const { metric, indexed } = metricOf(field);
@@ -66,7 +77,10 @@ export function planVector(
     const field = stmt.match.field;
     // The text's candidates by SQLite's sorter (`+?`, not `?`: a bare `?` LIMIT is read while planning,
     // and binding it expires the statement: read.ts, countSql); the read snips the rows kept.
-    const top = textTopSql(collection.name, collection.textFields, field, ' LIMIT +?', { where: filter?.sql, scoped: textQuery.rank !== undefined });
+    const top = textTopSql(collection.name, collection.textFields, field, ' LIMIT +?', {
+      where: filter?.sql,
+      scoped: textQuery.rank !== undefined,
+    });
     text = {
       sql: `SELECT r FROM (${top})`,
       filterArgs: filter?.args ?? [],
@@ -85,7 +99,8 @@ export function planVector(
     metric,
     indexed,
     vector: (ctx) => evaluate(vector, ctx),
-    passing: filter === undefined ? undefined : { sql: `SELECT "id" FROM ${collection.table}${where}`, args: filter.args },
+    passing:
+      filter === undefined ? undefined : { sql: `SELECT "id" FROM ${collection.table}${where}`, args: filter.args },
     scan: { sql: scanSql(collection, field, filter), args: filter?.args ?? [] },
     text,
     read: `SELECT ${list} FROM ${collection.table} WHERE "id" IN (SELECT value FROM json_each(?))${shape.order === undefined ? '' : ` ORDER BY ${shape.order}`}`,
@@ -100,7 +115,8 @@ export function planVector(
 /** Ids and vectors of the rows the filter passes: from the vector's own table, joined to the rows for the filter. */
 function scanSql(collection: Collection, field: Field, filter: Fragment | undefined): string {
   const and = filter === undefined ? '' : ` AND ${filter.sql}`;
-  if (field.apart === undefined) return `SELECT "id", ${field.column} FROM ${collection.table} WHERE ${field.column} IS NOT NULL${and}`;
+  if (field.apart === undefined)
+    return `SELECT "id", ${field.column} FROM ${collection.table} WHERE ${field.column} IS NOT NULL${and}`;
   const v = `${field.apart}.${field.column}`;
   if (filter === undefined) return `SELECT "id", ${v} FROM ${field.apart} WHERE ${v} IS NOT NULL`;
   return `SELECT ${field.apart}."id", ${v} FROM ${field.apart} JOIN ${collection.table} ON ${collection.table}."id" = ${field.apart}."id" WHERE ${v} IS NOT NULL${and}`;

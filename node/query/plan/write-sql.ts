@@ -21,7 +21,11 @@ export function pinnedFields(policy: Cond): Map<string, Expr> {
   return pins;
 }
 
-export function insertSql(collection: Collection, columns: readonly string[], values: readonly { readonly sql: string }[]): string {
+export function insertSql(
+  collection: Collection,
+  columns: readonly string[],
+  values: readonly { readonly sql: string }[],
+): string {
   return columns.length === 0
     ? `INSERT INTO ${collection.table} DEFAULT VALUES`
     : `INSERT INTO ${collection.table} (${columns.join(', ')}) VALUES (${values.map((v) => v.sql).join(', ')})`;
@@ -32,14 +36,22 @@ export function insertSql(collection: Collection, columns: readonly string[], va
  * collection's table takes the new row's value when `columns` holds it, else null (the vectors kept
  * apart are written by statements of their own).
  */
-export function upsertSql(collection: Collection, columns: readonly string[], values: readonly { readonly sql: string }[]): string {
+export function upsertSql(
+  collection: Collection,
+  columns: readonly string[],
+  values: readonly { readonly sql: string }[],
+): string {
   return insertSql(collection, ['"id"', ...columns], [{ sql: '?' }, ...values]) + upsertConflict(collection, columns);
 }
 
 /** A put's ` ON CONFLICT ("id") …`: what an existing row becomes (upsertSql). */
 export function upsertConflict(collection: Collection, columns: readonly string[]): string {
-  const assignments = collection.rowFields.map((f) => (columns.includes(f.column) ? `${f.column} = excluded.${f.column}` : `${f.column} = NULL`));
-  return assignments.length === 0 ? ' ON CONFLICT ("id") DO NOTHING' : ` ON CONFLICT ("id") DO UPDATE SET ${assignments.join(', ')}`;
+  const assignments = collection.rowFields.map((f) =>
+    columns.includes(f.column) ? `${f.column} = excluded.${f.column}` : `${f.column} = NULL`,
+  );
+  return assignments.length === 0
+    ? ' ON CONFLICT ("id") DO NOTHING'
+    : ` ON CONFLICT ("id") DO UPDATE SET ${assignments.join(', ')}`;
 }
 
 /**

@@ -3,7 +3,16 @@
  * fields and filled from its defaults and the token's pinned claims, and the rows a token wrote
  * checked against its policy.
  */
-import type { Cond, DelStmt, Expr, InsertStmt, ObjectExpr, ParamExpr, PutStmt, SetStmt } from '../../../shared/fenecql/ast.js';
+import type {
+  Cond,
+  DelStmt,
+  Expr,
+  InsertStmt,
+  ObjectExpr,
+  ParamExpr,
+  PutStmt,
+  SetStmt,
+} from '../../../shared/fenecql/ast.js';
 import { FenecError } from '../../../shared/errors.js';
 import { printCondition, printExpr, printFieldType } from '../../../shared/fenecql/print.js';
 import { fieldSql, ID_TYPE, type Collection, type Field } from '../../storage/catalog.js';
@@ -16,13 +25,27 @@ import { insertSql, pinnedFields, upsertApartSql, upsertSql } from './write-sql.
 import { planBulk } from './bulk.js';
 
 /** `insert`: rows written out, each its own step, or bound as one parameter. */
-export function planInsert(stmt: InsertStmt, collection: Collection, policy: Cond | undefined, check: PolicyCheck | undefined): Plan {
+export function planInsert(
+  stmt: InsertStmt,
+  collection: Collection,
+  policy: Cond | undefined,
+  check: PolicyCheck | undefined,
+): Plan {
   if (!Array.isArray(stmt.rows)) return planBulk('insert', stmt.rows as ParamExpr, collection, policy, check);
-  return { kind: 'insert', rows: (stmt.rows as readonly ObjectExpr[]).map((row) => planInsertRow(withPinned(row, policy), collection)), check };
+  return {
+    kind: 'insert',
+    rows: (stmt.rows as readonly ObjectExpr[]).map((row) => planInsertRow(withPinned(row, policy), collection)),
+    check,
+  };
 }
 
 /** `put`: one row written out, or rows bound as one parameter. */
-export function planPut(stmt: PutStmt, collection: Collection, policy: Cond | undefined, check: PolicyCheck | undefined): Plan {
+export function planPut(
+  stmt: PutStmt,
+  collection: Collection,
+  policy: Cond | undefined,
+  check: PolicyCheck | undefined,
+): Plan {
   if (stmt.row.kind === 'Param') return planBulk('put', stmt.row, collection, policy, check);
   return planPutRow(withPinned(stmt.row, policy), collection, check);
 }
@@ -31,7 +54,9 @@ export function planPut(stmt: PutStmt, collection: Collection, policy: Cond | un
 function withPinned(row: ObjectExpr, policy: Cond | undefined): ObjectExpr {
   if (policy === undefined) return row;
   const given = new Set(row.entries.map((e) => e.key));
-  const filled = [...pinnedFields(policy)].filter(([field]) => !given.has(field)).map(([key, value]) => ({ key, value }));
+  const filled = [...pinnedFields(policy)]
+    .filter(([field]) => !given.has(field))
+    .map(([key, value]) => ({ key, value }));
   return filled.length === 0 ? row : { ...row, entries: [...row.entries, ...filled] };
 }
 
@@ -52,7 +77,9 @@ function valueFor(field: Field, expr: Expr, compiler: Compiler): Fragment {
   const label = `field ${field.name}`;
   if (isValue(expr)) {
     if (field.def.required && expr.kind === 'Literal' && expr.value === null) {
-      throw new FenecError('missing_required', `field ${field.name} is required; null was given`, { position: expr.pos });
+      throw new FenecError('missing_required', `field ${field.name} is required; null was given`, {
+        position: expr.pos,
+      });
     }
     const fragment = compiler.exprAs(expr, field.type, label);
     if (!field.def.required) return fragment;
@@ -62,7 +89,8 @@ function valueFor(field: Field, expr: Expr, compiler: Compiler): Fragment {
       args: [
         (ctx) => {
           const value = source(ctx);
-          if (value === null) throw new FenecError('missing_required', `field ${field.name} is required; ${printExpr(expr)} is null`);
+          if (value === null)
+            throw new FenecError('missing_required', `field ${field.name} is required; ${printExpr(expr)} is null`);
           return value;
         },
       ],
@@ -74,9 +102,13 @@ function valueFor(field: Field, expr: Expr, compiler: Compiler): Fragment {
     (field.type.kind === 'scalar' && isScalar(fragment.type, field.type.scalar)) ||
     (isScalar(field.type, 'float') && isScalar(fragment.type, 'int'));
   if (!assignable) {
-    throw new FenecError('type_mismatch', `${label} takes ${printFieldType(field.type)}; ${printExpr(expr)} is ${typeName(fragment.type)}`, {
-      position: expr.pos,
-    });
+    throw new FenecError(
+      'type_mismatch',
+      `${label} takes ${printFieldType(field.type)}; ${printExpr(expr)} is ${typeName(fragment.type)}`,
+      {
+        position: expr.pos,
+      },
+    );
   }
   return fragment;
 }
@@ -91,7 +123,11 @@ interface ApartValue {
  * Every column of a new row: the value given, else the field's default, else null (left out). The
  * vectors kept apart are `apart`, written by statements of their own.
  */
-function rowValues(row: ObjectExpr, collection: Collection, compiler: Compiler): { columns: string[]; values: Fragment[]; apart: ApartValue[] } {
+function rowValues(
+  row: ObjectExpr,
+  collection: Collection,
+  compiler: Compiler,
+): { columns: string[]; values: Fragment[]; apart: ApartValue[] } {
   const given = new Map(row.entries.map((e) => [e.key, e]));
   for (const entry of row.entries) {
     if (entry.key !== 'id') fieldOf(collection, entry.key, entry.pos);
@@ -138,7 +174,10 @@ function planInsertRow(row: ObjectExpr, collection: Collection): RowWrite {
   return {
     step: { sql: insertSql(collection, columns, values), args: values.flatMap((v) => v.args) },
     // The row's id is the last one inserted: the row's own, then the same id in each vector's table.
-    apart: apart.map(({ field, value }) => ({ sql: `INSERT INTO ${field.apart!} ("id", ${field.column}) VALUES (last_insert_rowid(), ${value.sql})`, args: value.args })),
+    apart: apart.map(({ field, value }) => ({
+      sql: `INSERT INTO ${field.apart!} ("id", ${field.column}) VALUES (last_insert_rowid(), ${value.sql})`,
+      args: value.args,
+    })),
   };
 }
 
@@ -156,7 +195,10 @@ function planPutRow(row: ObjectExpr, collection: Collection, check: PolicyCheck 
   const id: ArgSource = (ctx) => {
     const value = idSource(ctx);
     if (typeof value !== 'number' || value < 1) {
-      throw new FenecError('invalid_value', `put takes an id ≥ 1; ${printExpr(idEntry.value)} is ${value === null ? 'null' : value}`);
+      throw new FenecError(
+        'invalid_value',
+        `put takes an id ≥ 1; ${printExpr(idEntry.value)} is ${value === null ? 'null' : value}`,
+      );
     }
     return value;
   };
@@ -167,12 +209,26 @@ function planPutRow(row: ObjectExpr, collection: Collection, check: PolicyCheck 
     if (given === undefined) return { sql: `DELETE FROM ${field.apart!} WHERE "id" = ?`, args: [id] };
     return { sql: upsertApartSql(field, `VALUES (?, ${given.value.sql})`), args: [id, ...given.value.args] };
   });
-  return { kind: 'put', step: { sql: upsertSql(collection, columns, values), args: [id, ...values.flatMap((v) => v.args)] }, apart: vectors, id, check };
+  return {
+    kind: 'put',
+    step: { sql: upsertSql(collection, columns, values), args: [id, ...values.flatMap((v) => v.args)] },
+    apart: vectors,
+    id,
+    check,
+  };
 }
 
-export function planSet(stmt: SetStmt, collection: Collection, policy: Cond | undefined, check: PolicyCheck | undefined): Plan {
+export function planSet(
+  stmt: SetStmt,
+  collection: Collection,
+  policy: Cond | undefined,
+  check: PolicyCheck | undefined,
+): Plan {
   if (stmt.changes.entries.length === 0) {
-    throw new FenecError('invalid_statement', 'set names no field to change', { position: stmt.changes.pos, hint: `set ${collection.name} {field: value} where …` });
+    throw new FenecError('invalid_statement', 'set names no field to change', {
+      position: stmt.changes.pos,
+      hint: `set ${collection.name} {field: value} where …`,
+    });
   }
   const compiler = new Compiler(collection);
   const assignments: string[] = [];
@@ -182,7 +238,10 @@ export function planSet(stmt: SetStmt, collection: Collection, policy: Cond | un
   const apart: ApartValue[] = [];
   for (const entry of stmt.changes.entries) {
     if (entry.key === 'id') {
-      throw new FenecError('invalid_statement', 'id cannot be changed', { position: entry.pos, hint: 'put writes a row under the id you choose' });
+      throw new FenecError('invalid_statement', 'id cannot be changed', {
+        position: entry.pos,
+        hint: 'put writes a row under the id you choose',
+      });
     }
     const field = fieldOf(collection, entry.key, entry.pos);
     const value = valueFor(field, entry.value, compiler);
@@ -206,15 +265,29 @@ export function planSet(stmt: SetStmt, collection: Collection, policy: Cond | un
     // choose again between the row's table and a vector's. The row's fields first, whose new values
     // may read the vectors as they were; a vector takes a value, never an expression of the row.
     const ids = ' WHERE "id" IN (SELECT value FROM json_each(?))';
-    const byIds: SqlStep[] = assignments.length === 0 ? [] : [{ sql: `UPDATE ${collection.table} SET ${assignments.join(', ')}${ids}`, args }];
-    for (const { field, value } of apart) byIds.push({ sql: upsertApartSql(field, `SELECT value, ${value.sql} FROM json_each(?) WHERE true`), args: value.args });
-    return { kind: 'change', step: { sql: `SELECT "id" FROM ${collection.table} WHERE ${where.sql}`, args: where.args }, byIds, check, growth };
+    const byIds: SqlStep[] =
+      assignments.length === 0 ? [] : [{ sql: `UPDATE ${collection.table} SET ${assignments.join(', ')}${ids}`, args }];
+    for (const { field, value } of apart)
+      byIds.push({
+        sql: upsertApartSql(field, `SELECT value, ${value.sql} FROM json_each(?) WHERE true`),
+        args: value.args,
+      });
+    return {
+      kind: 'change',
+      step: { sql: `SELECT "id" FROM ${collection.table} WHERE ${where.sql}`, args: where.args },
+      byIds,
+      check,
+      growth,
+    };
   }
   // Under a policy the rows changed are checked afterwards, so the update names them.
   const returning = check === undefined ? '' : ' RETURNING "id"';
   return {
     kind: 'change',
-    step: { sql: `UPDATE ${collection.table} SET ${assignments.join(', ')} WHERE ${where.sql}${returning}`, args: [...args, ...where.args] },
+    step: {
+      sql: `UPDATE ${collection.table} SET ${assignments.join(', ')} WHERE ${where.sql}${returning}`,
+      args: [...args, ...where.args],
+    },
     check,
     growth,
   };
@@ -224,4 +297,3 @@ export function planDel(stmt: DelStmt, collection: Collection, policy: Cond | un
   const where = rowFilter(stmt.where, collection, new Compiler(collection), policy)!;
   return { kind: 'change', step: { sql: `DELETE FROM ${collection.table} WHERE ${where.sql}`, args: where.args } };
 }
-

@@ -13,18 +13,28 @@ function define(options: ToolSetOptions): ToolDefinition<'forget'> {
     description: `Deletes a memory of ${options.memory} by its id (recall answers ids). Answers {"count": 1}, or 0 when there was none.`,
     inputSchema: {
       type: 'object',
-      properties: { id: { type: 'integer', description: 'The memory\'s id.' } },
+      properties: { id: { type: 'integer', description: "The memory's id." } },
       required: ['id'],
       additionalProperties: false,
     },
     outputSchema: { type: 'object', properties: { count: { type: 'integer' } } },
-    annotations: { title: 'Forget a memory', readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    annotations: {
+      title: 'Forget a memory',
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: true,
+      openWorldHint: false,
+    },
   };
 }
 
 /** `del C where id = $1`. */
 function forgetById(args: Arguments, context: ToolContext): Answer {
-  const statement: Statement = { kind: 'Del', collection: context.setup.memory!, where: { kind: 'Compare', op: '=', left: field('id'), right: param(1) } };
+  const statement: Statement = {
+    kind: 'Del',
+    collection: context.setup.memory!,
+    where: { kind: 'Compare', op: '=', left: field('id'), right: param(1) },
+  };
   try {
     return context.execute(statement, [args.id]);
   } catch (err) {

@@ -21,9 +21,16 @@ const DEFINITION: ToolDefinition<'query'> = {
   inputSchema: {
     type: 'object',
     properties: {
-      statement: { type: 'string', description: 'One FenecQL read: get COLLECTION [select …] [match …] [near …] [where …] [order …] [limit N], or schema [COLLECTION].' },
+      statement: {
+        type: 'string',
+        description:
+          'One FenecQL read: get COLLECTION [select …] [match …] [near …] [where …] [order …] [limit N], or schema [COLLECTION].',
+      },
       params: PARAMS,
-      include_vectors: { type: 'boolean', description: 'Keep vector fields in the rows (an embedding is kilobytes of numbers). Default false.' },
+      include_vectors: {
+        type: 'boolean',
+        description: 'Keep vector fields in the rows (an embedding is kilobytes of numbers). Default false.',
+      },
       cursor: CURSOR,
     },
     required: ['statement'],
@@ -34,7 +41,9 @@ const DEFINITION: ToolDefinition<'query'> = {
 };
 
 /** The statements the kinds table lets `query` run, as the refusal of any other names them. */
-const READS = kindsOver('query').map((kind) => kind.toLowerCase()).join(', ');
+const READS = kindsOver('query')
+  .map((kind) => kind.toLowerCase())
+  .join(', ');
 
 /**
  * The statement as a read the kinds table lets `query` run. Any other is refused: writes go
@@ -45,21 +54,35 @@ const READS = kindsOver('query').map((kind) => kind.toLowerCase()).join(', ');
 function readOf(text: string): McpStatement<'query'> {
   const statement = parseStatement(text);
   if (!runsOver('query', statement)) {
-    throw new FenecError('forbidden', `query runs reads (${READS}); this statement is a${statement.kind === 'Insert' ? 'n' : ''} ${statement.kind.toLowerCase()}`, {
-      hint: 'rows are written with the write tool, where the server offers it (--mcp-write); schemas and compact are never changed over MCP',
-    });
+    throw new FenecError(
+      'forbidden',
+      `query runs reads (${READS}); this statement is a${statement.kind === 'Insert' ? 'n' : ''} ${statement.kind.toLowerCase()}`,
+      {
+        hint: 'rows are written with the write tool, where the server offers it (--mcp-write); schemas and compact are never changed over MCP',
+      },
+    );
   }
   return statement;
 }
 
 /** The fields a read answers: vector fields left out unless `include_vectors`, or the select names them alone. */
-function answered(statement: GetStmt, includeVectors: boolean, context: ToolContext): { select: GetStmt['select']; keep: boolean } {
+function answered(
+  statement: GetStmt,
+  includeVectors: boolean,
+  context: ToolContext,
+): { select: GetStmt['select']; keep: boolean } {
   const { select } = statement;
   if (includeVectors) return { select: select ?? '*', keep: true };
   if (select === '*' || select === null) return { select: null, keep: true };
   // Which fields hold vectors is the schema's to say, and it may change: such a read is not kept.
-  const vectors = context.fields(statement.collection).filter((f) => f.type.startsWith('vector<')).map((f) => f.name);
-  return { select: select.some((f) => vectors.includes(f)) ? select.filter((f) => !vectors.includes(f)) : select, keep: false };
+  const vectors = context
+    .fields(statement.collection)
+    .filter((f) => f.type.startsWith('vector<'))
+    .map((f) => f.name);
+  return {
+    select: select.some((f) => vectors.includes(f)) ? select.filter((f) => !vectors.includes(f)) : select,
+    keep: false,
+  };
 }
 
 function run(args: Arguments, context: ToolContext): ToolOutcome {
@@ -78,7 +101,14 @@ function run(args: Arguments, context: ToolContext): ToolOutcome {
     choosesFields: true,
     call: (limit, fields) => ({
       name: 'query',
-      arguments: { ...args, statement: printStatement({ ...requested, select: fields ?? requested.select, limit: { kind: 'Literal', type: 'int', value: limit } }) },
+      arguments: {
+        ...args,
+        statement: printStatement({
+          ...requested,
+          select: fields ?? requested.select,
+          limit: { kind: 'Literal', type: 'int', value: limit },
+        }),
+      },
     }),
   });
 }

@@ -25,7 +25,11 @@ function define(options: ToolSetOptions): ToolDefinition<'recall'> {
         vector: { ...VECTOR, description: 'An embedding of what to recall.' },
         tags: { type: 'array', items: { type: 'string' }, description: 'Only memories with every one of these tags.' },
         detail: DETAIL('text, tags and at'),
-        limit: { type: 'integer', minimum: 1, description: `How many, best first: the page size. Default ${DEFAULT_RECALL_LIMIT}.` },
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          description: `How many, best first: the page size. Default ${DEFAULT_RECALL_LIMIT}.`,
+        },
         cursor: CURSOR,
       },
       additionalProperties: false,
@@ -37,7 +41,14 @@ function define(options: ToolSetOptions): ToolDefinition<'recall'> {
 
 /** What makes two recall calls run the same tree; their values are the text, the vector, then each tag. */
 function recallShape(args: Arguments): string {
-  return JSON.stringify(['recall', args.text != null, args.vector != null, ((args.tags as unknown[] | undefined) ?? []).length, args.detail ?? null, args.limit ?? null]);
+  return JSON.stringify([
+    'recall',
+    args.text != null,
+    args.vector != null,
+    ((args.tags as unknown[] | undefined) ?? []).length,
+    args.detail ?? null,
+    args.limit ?? null,
+  ]);
 }
 
 function recallParams(args: Arguments): unknown[] {
@@ -51,13 +62,17 @@ function recallParams(args: Arguments): unknown[] {
 /** The fields a memory is recalled with, at detail "fields". */
 const RECALLED = Object.freeze(['text', 'tags', 'at']);
 
-/** `get C select text, tags, at [match text $1] [near vector $2] [fuse] [where tags has $3 and …] [order at desc, id desc] limit N` */
+/**
+ * `get C select text, tags, at [match text $1] [near vector $2] [fuse] [where tags has $3 and …] [order at desc, id
+ * desc] limit N`
+ */
 function recallStatement(collection: string, args: Arguments): Bound<GetStmt> {
   const params = new Params(undefined);
   const text = args.text == null ? undefined : params.add(args.text);
   const vector = args.vector == null ? undefined : params.add(args.vector);
   let where: Cond | undefined;
-  for (const tag of (args.tags as string[] | undefined) ?? []) where = and(where, { kind: 'Has', left: field('tags'), right: params.add(tag) });
+  for (const tag of (args.tags as string[] | undefined) ?? [])
+    where = and(where, { kind: 'Has', left: field('tags'), right: params.add(tag) });
   const ranked = text !== undefined || vector !== undefined;
   const statement: GetStmt = {
     kind: 'Get',
@@ -67,7 +82,12 @@ function recallStatement(collection: string, args: Arguments): Bound<GetStmt> {
     ...(vector === undefined ? {} : { near: { field: VECTOR_FIELD, vector } }),
     fuse: text !== undefined && vector !== undefined,
     ...(where === undefined ? {} : { where }),
-    order: ranked ? [] : [{ field: 'at', direction: 'desc' }, { field: 'id', direction: 'desc' }],
+    order: ranked
+      ? []
+      : [
+          { field: 'at', direction: 'desc' },
+          { field: 'id', direction: 'desc' },
+        ],
     limit: int((args.limit as number | undefined) ?? DEFAULT_RECALL_LIMIT),
     count: false,
   };
@@ -76,9 +96,17 @@ function recallStatement(collection: string, args: Arguments): Bound<GetStmt> {
 
 function run(args: Arguments, context: ToolContext): ToolOutcome {
   const memory = context.setup.memory!;
-  const narrowing: Narrowing = { choosesFields: false, call: (limit) => ({ name: 'recall', arguments: { ...args, limit } }) };
+  const narrowing: Narrowing = {
+    choosesFields: false,
+    call: (limit) => ({ name: 'recall', arguments: { ...args, limit } }),
+  };
   const recall = (a: Arguments): ToolOutcome => {
-    const { read, params } = readOfShape(context, recallShape(a), () => recallStatement(memory, a), () => recallParams(a));
+    const { read, params } = readOfShape(
+      context,
+      recallShape(a),
+      () => recallStatement(memory, a),
+      () => recallParams(a),
+    );
     return context.read(read, params, a.cursor, narrowing);
   };
   try {

@@ -10,7 +10,15 @@ import { DURATION_PATTERN, parseDuration } from '../../duration.js';
 import { asFenecError, FenecError } from '../../errors.js';
 import { NO_NARROWING } from '../bounds.js';
 import { addMemoryVector, createMemories, isUnknownField, VECTOR_FIELD } from '../memory.js';
-import type { Answer, Arguments, SchemaChangeStmt, Tool, ToolContext, ToolDefinition, ToolSetOptions } from '../tool.js';
+import type {
+  Answer,
+  Arguments,
+  SchemaChangeStmt,
+  Tool,
+  ToolContext,
+  ToolDefinition,
+  ToolSetOptions,
+} from '../tool.js';
 import { VECTOR, WRITTEN_OUTPUT } from '../tool-schemas.js';
 
 function define(options: ToolSetOptions): ToolDefinition<'remember'> {
@@ -27,14 +35,24 @@ function define(options: ToolSetOptions): ToolDefinition<'remember'> {
       properties: {
         text: { type: 'string', description: 'The memory, one self-contained sentence.' },
         tags: { type: 'array', items: { type: 'string' }, description: 'Words to group and recall it by.' },
-        expires_in: { type: 'string', pattern: DURATION_PATTERN, description: 'How long it is kept: 30m, 12h, 7d. Default: for good.' },
+        expires_in: {
+          type: 'string',
+          pattern: DURATION_PATTERN,
+          description: 'How long it is kept: 30m, 12h, 7d. Default: for good.',
+        },
         vector: { ...VECTOR, description: 'Its embedding, from the same model as the other memories.' },
       },
       required: ['text'],
       additionalProperties: false,
     },
     outputSchema: WRITTEN_OUTPUT,
-    annotations: { title: 'Remember a sentence', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    annotations: {
+      title: 'Remember a sentence',
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: false,
+      openWorldHint: false,
+    },
   };
 }
 
@@ -54,13 +72,22 @@ function rememberStatement(collection: string, args: Arguments): { statement: St
     { key: 'at', value: { kind: 'Call', fn: 'now', args: [] } },
     {
       key: 'expires',
-      value: args.expires_in == null
-        ? { kind: 'Literal', type: 'null', value: null }
-        : { kind: 'Binary', op: '+', left: { kind: 'Call', fn: 'now', args: [] }, right: params.add(durationMs(args.expires_in as string)) },
+      value:
+        args.expires_in == null
+          ? { kind: 'Literal', type: 'null', value: null }
+          : {
+              kind: 'Binary',
+              op: '+',
+              left: { kind: 'Call', fn: 'now', args: [] },
+              right: params.add(durationMs(args.expires_in as string)),
+            },
     },
   ];
   if (args.vector != null) entries.push({ key: VECTOR_FIELD, value: params.add(args.vector) });
-  return { statement: { kind: 'Insert', collection, rows: [{ kind: 'Object', entries }], many: false }, params: params.values };
+  return {
+    statement: { kind: 'Insert', collection, rows: [{ kind: 'Object', entries }], many: false },
+    params: params.values,
+  };
 }
 
 /** Inserts the memory, making the collection or its vector field first when the insert finds either missing. */
@@ -74,7 +101,12 @@ function keep(args: Arguments, context: ToolContext): Answer {
     const error = asFenecError(err);
     let change: SchemaChangeStmt;
     if (error.code === 'unknown_collection') change = createMemories(memory, dims);
-    else if (dims !== undefined && isUnknownField(error, VECTOR_FIELD) && !context.fields(memory).some((f) => f.name === VECTOR_FIELD)) change = addMemoryVector(memory, dims);
+    else if (
+      dims !== undefined &&
+      isUnknownField(error, VECTOR_FIELD) &&
+      !context.fields(memory).some((f) => f.name === VECTOR_FIELD)
+    )
+      change = addMemoryVector(memory, dims);
     else throw err;
     if (context.scoped) throw schemaNeeded(memory, change);
     try {
@@ -88,15 +120,25 @@ function keep(args: Arguments, context: ToolContext): Answer {
   }
 }
 
-/** The refusal of a scoped token's first memory: the statement the server's token must run, as text for the operator. */
+/**
+ * The refusal of a scoped token's first memory: the statement the server's token must run, as text for the operator.
+ */
 function schemaNeeded(collection: string, change: SchemaChangeStmt): FenecError {
   const statement = printStatement(change);
-  const what = change.kind === 'CreateCollection' ? `the memory collection ${collection} is not one this token reaches` : `${collection} has no vector field yet`;
-  return new FenecError('forbidden', `${what}; a JSON Web Token may not change a schema, so the server's token must run, once: ${statement}`, {
-    hint: change.kind === 'CreateCollection'
-      ? `have the operator run it (fenec query --url … ${JSON.stringify(statement)} with the server token); if the collection exists already, the token's policy must name it, e.g. ${collection}  read,write  where owner = $jwt.sub`
-      : `have the operator run it, or remember without a vector`,
-  });
+  const what =
+    change.kind === 'CreateCollection'
+      ? `the memory collection ${collection} is not one this token reaches`
+      : `${collection} has no vector field yet`;
+  return new FenecError(
+    'forbidden',
+    `${what}; a JSON Web Token may not change a schema, so the server's token must run, once: ${statement}`,
+    {
+      hint:
+        change.kind === 'CreateCollection'
+          ? `have the operator run it (fenec query --url … ${JSON.stringify(statement)} with the server token); if the collection exists already, the token's policy must name it, e.g. ${collection}  read,write  where owner = $jwt.sub`
+          : `have the operator run it, or remember without a vector`,
+    },
+  );
 }
 
 export const remember: Tool<'remember'> = {

@@ -30,7 +30,8 @@ export const schema: Tool<'schema'> = {
   name: 'schema',
   define: () => DEFINITION,
   switch: 'always',
-  instructions: 'schema lists the collections, their fields and which are searchable (@text by words, @hnsw by vector): call it first.',
+  instructions:
+    'schema lists the collections, their fields and which are searchable (@text by words, @hnsw by vector): call it first.',
   audited: false,
   answersRows: false,
   run,

@@ -8,7 +8,17 @@ import { FenecError } from '../../errors.js';
 import { checkName } from '../arguments.js';
 import { detailSelect, int, parseFilter, readOfShape, type Bound } from '../statements.js';
 import type { Arguments, Tool, ToolContext, ToolDefinition, ToolOutcome } from '../tool.js';
-import { CURSOR, DETAIL, FILTER_TEXT, PAGES_NOTE, PARAMS, READ, ROWS_OUTPUT, TEXT_LIMIT_NOTE, VECTOR } from '../tool-schemas.js';
+import {
+  CURSOR,
+  DETAIL,
+  FILTER_TEXT,
+  PAGES_NOTE,
+  PARAMS,
+  READ,
+  ROWS_OUTPUT,
+  TEXT_LIMIT_NOTE,
+  VECTOR,
+} from '../tool-schemas.js';
 
 export const DEFAULT_SEARCH_LIMIT = 10;
 
@@ -27,12 +37,21 @@ const DEFINITION: ToolDefinition<'search'> = {
     properties: {
       collection: { type: 'string', description: 'The collection to search (schema lists them).' },
       text: { type: 'string', description: 'Words to find, as a person writes them.' },
-      vector: { ...VECTOR, description: 'An embedding to find the nearest rows to, of the vector field\'s length.' },
+      vector: { ...VECTOR, description: "An embedding to find the nearest rows to, of the vector field's length." },
       filter: { type: 'string', description: FILTER_TEXT },
       params: PARAMS,
-      fields: { type: 'array', items: { type: 'string' }, description: 'The fields to answer (id is always kept), with detail "fields". Default: every field but vectors; naming a vector field keeps it.' },
+      fields: {
+        type: 'array',
+        items: { type: 'string' },
+        description:
+          'The fields to answer (id is always kept), with detail "fields". Default: every field but vectors; naming a vector field keeps it.',
+      },
       detail: DETAIL('every field but vectors, or those fields names'),
-      limit: { type: 'integer', minimum: 1, description: `How many rows, best first: the page size. Default ${DEFAULT_SEARCH_LIMIT}.` },
+      limit: {
+        type: 'integer',
+        minimum: 1,
+        description: `How many rows, best first: the page size. Default ${DEFAULT_SEARCH_LIMIT}.`,
+      },
       cursor: CURSOR,
     },
     required: ['collection'],
@@ -48,7 +67,17 @@ const DEFINITION: ToolDefinition<'search'> = {
  */
 function searchShape(args: Arguments, vectorField: string | undefined): string {
   const given = args.params == null ? 0 : (args.params as unknown[]).length;
-  return JSON.stringify(['search', args.collection, args.filter ?? null, args.fields ?? null, args.detail ?? null, args.limit ?? null, given, args.text != null, vectorField ?? null]);
+  return JSON.stringify([
+    'search',
+    args.collection,
+    args.filter ?? null,
+    args.fields ?? null,
+    args.detail ?? null,
+    args.limit ?? null,
+    given,
+    args.text != null,
+    vectorField ?? null,
+  ]);
 }
 
 function searchParams(args: Arguments): unknown[] {
@@ -63,7 +92,11 @@ function searchStatement(args: Arguments, vectorField: string | undefined): Boun
   const collection = checkName('search', 'collection', args.collection as string);
   const params = new Params(args.params);
   const where = args.filter == null ? undefined : parseFilter('search', args.filter as string, params.values.length);
-  const fields = detailSelect('search', args, args.fields == null ? null : (args.fields as string[]).map((name, i) => checkName('search', `fields[${i}]`, name)));
+  const fields = detailSelect(
+    'search',
+    args,
+    args.fields == null ? null : (args.fields as string[]).map((name, i) => checkName('search', `fields[${i}]`, name)),
+  );
   const text = args.text == null ? undefined : params.add(args.text);
   const vector = args.vector == null ? undefined : params.add(args.vector);
   const statement: GetStmt = {
@@ -83,22 +116,39 @@ function searchStatement(args: Arguments, vectorField: string | undefined): Boun
 
 /** The one vector field a search's vector is compared with. */
 function vectorFieldOf(collection: string, context: ToolContext): string {
-  const vectors = context.fields(collection).filter((f) => f.type.startsWith('vector<')).map((f) => f.name);
+  const vectors = context
+    .fields(collection)
+    .filter((f) => f.type.startsWith('vector<'))
+    .map((f) => f.name);
   if (vectors.length === 1) return vectors[0]!;
   if (vectors.length === 0) {
-    throw new FenecError('invalid_argument', `search: ${collection} has no vector field to compare a vector with`, { hint: 'search it by text, or see schema' });
+    throw new FenecError('invalid_argument', `search: ${collection} has no vector field to compare a vector with`, {
+      hint: 'search it by text, or see schema',
+    });
   }
-  throw new FenecError('invalid_argument', `search: ${collection} has ${vectors.length} vector fields (${vectors.join(', ')}); search compares a vector with a collection's only one`, {
-    hint: `use query with near: get ${collection} near ${vectors[0]} $1 limit 10, the vector in params`,
-  });
+  throw new FenecError(
+    'invalid_argument',
+    `search: ${collection} has ${vectors.length} vector fields (${vectors.join(', ')}); search compares a vector with a collection's only one`,
+    {
+      hint: `use query with near: get ${collection} near ${vectors[0]} $1 limit 10, the vector in params`,
+    },
+  );
 }
 
 function run(args: Arguments, context: ToolContext): ToolOutcome {
   const field = args.vector == null ? undefined : vectorFieldOf(args.collection as string, context);
-  const { read, params } = readOfShape(context, searchShape(args, field), () => searchStatement(args, field), () => searchParams(args));
+  const { read, params } = readOfShape(
+    context,
+    searchShape(args, field),
+    () => searchStatement(args, field),
+    () => searchParams(args),
+  );
   return context.read(read, params, args.cursor, {
     choosesFields: (args.detail ?? 'fields') === 'fields',
-    call: (limit, fields) => ({ name: 'search', arguments: { ...args, limit, ...(fields === undefined ? {} : { fields }) } }),
+    call: (limit, fields) => ({
+      name: 'search',
+      arguments: { ...args, limit, ...(fields === undefined ? {} : { fields }) },
+    }),
   });
 }
 
@@ -106,7 +156,8 @@ export const search: Tool<'search'> = {
   name: 'search',
   define: () => DEFINITION,
   switch: 'always',
-  instructions: 'search finds rows by words or a vector, best first, with a filter (a FenecQL condition such as "year >= $1").',
+  instructions:
+    'search finds rows by words or a vector, best first, with a filter (a FenecQL condition such as "year >= $1").',
   audited: false,
   answersRows: true,
   run,

@@ -31,18 +31,39 @@ const DEFINITION: ToolDefinition<'write'> = {
     type: 'object',
     properties: {
       collection: { type: 'string', description: 'The collection written.' },
-      insert: { type: ['object', 'array'], items: ROW, minItems: 1, maxItems: WRITE_ROWS, description: `A row, or an array of up to ${WRITE_ROWS} rows (all or none are written).` },
-      put: { type: ['object', 'array'], items: ROW, minItems: 1, maxItems: WRITE_ROWS, description: `A row with its id, or an array of up to ${WRITE_ROWS} of them (all or none are written).` },
+      insert: {
+        type: ['object', 'array'],
+        items: ROW,
+        minItems: 1,
+        maxItems: WRITE_ROWS,
+        description: `A row, or an array of up to ${WRITE_ROWS} rows (all or none are written).`,
+      },
+      put: {
+        type: ['object', 'array'],
+        items: ROW,
+        minItems: 1,
+        maxItems: WRITE_ROWS,
+        description: `A row with its id, or an array of up to ${WRITE_ROWS} of them (all or none are written).`,
+      },
       set: { type: 'object', description: 'The fields to change and their new values; filter names the rows.' },
       del: { type: 'boolean', const: true, description: 'true: delete the rows filter matches.' },
-      filter: { type: 'string', description: `For set and del, which rows (required; "true" for all of them). ${FILTER_TEXT}` },
+      filter: {
+        type: 'string',
+        description: `For set and del, which rows (required; "true" for all of them). ${FILTER_TEXT}`,
+      },
       params: { ...PARAMS, description: 'Values bound to $1, $2, … in filter.' },
     },
     required: ['collection'],
     additionalProperties: false,
   },
   outputSchema: WRITTEN_OUTPUT,
-  annotations: { title: 'Write rows', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  annotations: {
+    title: 'Write rows',
+    readOnlyHint: false,
+    destructiveHint: true,
+    idempotentHint: false,
+    openWorldHint: false,
+  },
 };
 
 const WRITE_VERBS = ['insert', 'put', 'set', 'del'] as const;
@@ -52,9 +73,13 @@ function writeStatement(args: Arguments): { statement: Statement; params: readon
   const collection = checkName('write', 'collection', args.collection as string);
   const verbs = WRITE_VERBS.filter((verb) => args[verb] != null);
   if (verbs.length !== 1) {
-    throw new FenecError('invalid_argument', `write takes exactly one of insert, put, set and del, not ${verbs.length === 0 ? 'none' : verbs.join(' and ')}`, {
-      hint: 'e.g. {"collection": "notes", "insert": {"title": "…"}} or {"collection": "notes", "del": true, "filter": "id = $1", "params": [7]}',
-    });
+    throw new FenecError(
+      'invalid_argument',
+      `write takes exactly one of insert, put, set and del, not ${verbs.length === 0 ? 'none' : verbs.join(' and ')}`,
+      {
+        hint: 'e.g. {"collection": "notes", "insert": {"title": "…"}} or {"collection": "notes", "del": true, "filter": "id = $1", "params": [7]}',
+      },
+    );
   }
   const verb = verbs[0]!;
   const params = new Params(args.params);
@@ -63,26 +88,46 @@ function writeStatement(args: Arguments): { statement: Statement; params: readon
     throw new FenecError('invalid_argument', `write: filter is for set and del; ${verb} names its rows itself`);
   }
   if (needsFilter && args.filter == null) {
-    throw new FenecError('invalid_argument', `write: ${verb} needs a filter naming its rows`, { hint: 'e.g. "filter": "id = $1" with "params": [7]; "true" for every row' });
+    throw new FenecError('invalid_argument', `write: ${verb} needs a filter naming its rows`, {
+      hint: 'e.g. "filter": "id = $1" with "params": [7]; "true" for every row',
+    });
   }
   const where = needsFilter ? parseFilter('write', args.filter as string, params.values.length) : undefined;
   switch (verb) {
     case 'insert':
     case 'put':
       // A bulk write: the rows are one parameter, checked by the database as rows written out are.
-      return { statement: verb === 'insert' ? { kind: 'Insert', collection, rows: param(1), many: true } : { kind: 'Put', collection, row: param(1) }, params: [checkedRows(verb, args[verb])] };
+      return {
+        statement:
+          verb === 'insert'
+            ? { kind: 'Insert', collection, rows: param(1), many: true }
+            : { kind: 'Put', collection, row: param(1) },
+        params: [checkedRows(verb, args[verb])],
+      };
     case 'set':
-      return { statement: { kind: 'Set', collection, changes: rowExpr('set', args.set as Record<string, unknown>, params), where: where! }, params: params.values };
+      return {
+        statement: {
+          kind: 'Set',
+          collection,
+          changes: rowExpr('set', args.set as Record<string, unknown>, params),
+          where: where!,
+        },
+        params: params.values,
+      };
     case 'del':
       return { statement: { kind: 'Del', collection, where: where! }, params: params.values };
   }
 }
 
-/** A write's rows (a row or an array of them, objects as the tool's schema checked), their field names held to FenecQL's rule for a name. */
+/**
+ * A write's rows (a row or an array of them, objects as the tool's schema checked), their field names held to FenecQL's
+ * rule for a name.
+ */
 function checkedRows(verb: 'insert' | 'put', value: unknown): unknown {
   const rows = (Array.isArray(value) ? value : [value]) as Record<string, unknown>[];
   rows.forEach((row, i) => {
-    for (const key of Object.keys(row)) checkName('write', `${verb}${Array.isArray(value) ? `[${i}]` : ''}: a field`, key);
+    for (const key of Object.keys(row))
+      checkName('write', `${verb}${Array.isArray(value) ? `[${i}]` : ''}: a field`, key);
   });
   return value;
 }

@@ -30,18 +30,36 @@ export interface McpTestClient {
 
 export type Endpoint =
   | { readonly transport: 'http'; readonly url: string; readonly token?: string }
-  | { readonly transport: 'stdio'; readonly args: readonly string[]; readonly env?: Record<string, string>; readonly cwd?: string; readonly command?: string };
+  | {
+      readonly transport: 'stdio';
+      readonly args: readonly string[];
+      readonly env?: Record<string, string>;
+      readonly cwd?: string;
+      readonly command?: string;
+    };
 
 /** Connects a client of that kind to the endpoint; a stdio endpoint's args follow `node dist/node/cli/fenec.js`. */
 export async function connect(kind: ClientKind, endpoint: Endpoint): Promise<McpTestClient> {
   const info = { name: 'fenec-test', version: '1.0.0' };
-  const headers: Record<string, string> = endpoint.transport === 'http' && endpoint.token !== undefined ? { Authorization: `Bearer ${endpoint.token}` } : {};
-  const stdio = endpoint.transport === 'stdio'
-    ? { command: endpoint.command ?? process.execPath, args: endpoint.command === undefined ? [FENEC, ...endpoint.args] : [...endpoint.args], env: { PATH: process.env.PATH ?? '', ...endpoint.env }, stderr: 'pipe' as const, ...(endpoint.cwd === undefined ? {} : { cwd: endpoint.cwd }) }
-    : undefined;
+  const headers: Record<string, string> =
+    endpoint.transport === 'http' && endpoint.token !== undefined ? { Authorization: `Bearer ${endpoint.token}` } : {};
+  const stdio =
+    endpoint.transport === 'stdio'
+      ? {
+          command: endpoint.command ?? process.execPath,
+          args: endpoint.command === undefined ? [FENEC, ...endpoint.args] : [...endpoint.args],
+          env: { PATH: process.env.PATH ?? '', ...endpoint.env },
+          stderr: 'pipe' as const,
+          ...(endpoint.cwd === undefined ? {} : { cwd: endpoint.cwd }),
+        }
+      : undefined;
   if (kind === 'sdk 1.x') {
     const client = new V1Client(info);
-    await client.connect(endpoint.transport === 'http' ? new V1Http(new URL(endpoint.url), { requestInit: { headers } }) : new V1Stdio(stdio!));
+    await client.connect(
+      endpoint.transport === 'http'
+        ? new V1Http(new URL(endpoint.url), { requestInit: { headers } })
+        : new V1Stdio(stdio!),
+    );
     return {
       kind,
       revision: endpoint.transport === 'http' ? '2025-11-25' : undefined,
@@ -51,7 +69,11 @@ export async function connect(kind: ClientKind, endpoint: Endpoint): Promise<Mcp
     };
   }
   const client = new V2Client(info, { versionNegotiation: { mode: 'auto' } });
-  await client.connect(endpoint.transport === 'http' ? new V2Http(new URL(endpoint.url), { requestInit: { headers } }) : new V2Stdio(stdio!));
+  await client.connect(
+    endpoint.transport === 'http'
+      ? new V2Http(new URL(endpoint.url), { requestInit: { headers } })
+      : new V2Stdio(stdio!),
+  );
   return {
     kind,
     revision: client.getNegotiatedProtocolVersion(),

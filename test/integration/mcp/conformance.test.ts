@@ -27,9 +27,17 @@ describe('the MCP conformance suite (generic server scenarios)', function () {
   before(async function () {
     if (process.platform !== 'linux' || process.arch !== 'x64') return this.skip();
     await run('bash', [path.join(ROOT, 'scripts/install-mcp-conformance.sh')], { timeout: 170_000 });
-    const manifest = JSON.parse(fs.readFileSync(path.join(SUITE, 'package.json'), 'utf8')) as { bin: string | Record<string, string> };
+    const manifest = JSON.parse(fs.readFileSync(path.join(SUITE, 'package.json'), 'utf8')) as {
+      bin: string | Record<string, string>;
+    };
     cli = path.join(SUITE, typeof manifest.bin === 'string' ? manifest.bin : Object.values(manifest.bin)[0]!);
-    server = await sandbox.startServer(['--file', path.join(sandbox.dir(), 'conformance.fenec'), '--mcp-write', '--mcp-memory', 'memories']);
+    server = await sandbox.startServer([
+      '--file',
+      path.join(sandbox.dir(), 'conformance.fenec'),
+      '--mcp-write',
+      '--mcp-memory',
+      'memories',
+    ]);
   });
   after(() => sandbox.cleanUp());
 
@@ -38,7 +46,11 @@ describe('the MCP conformance suite (generic server scenarios)', function () {
       const env = { ...process.env, PATH: `${NODE22}${path.delimiter}${process.env.PATH ?? ''}` };
       let output: string;
       try {
-        const done = await run(path.join(NODE22, 'node'), [cli, 'server', '--url', `${server.url}/_mcp`, '--scenario', scenario], { env, timeout: 120_000, cwd: sandbox.dir() });
+        const done = await run(
+          path.join(NODE22, 'node'),
+          [cli, 'server', '--url', `${server.url}/_mcp`, '--scenario', scenario],
+          { env, timeout: 120_000, cwd: sandbox.dir() },
+        );
         output = done.stdout + done.stderr;
       } catch (err) {
         const failed = err as { stdout?: string; stderr?: string; code?: number };

@@ -27,8 +27,20 @@ describe('hostile MCP arguments, through the official clients', function () {
   let server: ServerProcess;
 
   before(async () => {
-    server = await sandbox.startServer(['--file', path.join(sandbox.dir(), 'mcp.fenec'), '--http-token', TOKEN, '--mcp-write', '--mcp-memory', 'memories']);
-    for (const statement of [MEMORIES, 'create collection empty (title text @text, v vector<3>)', 'create collection notes (title text, j json)']) {
+    server = await sandbox.startServer([
+      '--file',
+      path.join(sandbox.dir(), 'mcp.fenec'),
+      '--http-token',
+      TOKEN,
+      '--mcp-write',
+      '--mcp-memory',
+      'memories',
+    ]);
+    for (const statement of [
+      MEMORIES,
+      'create collection empty (title text @text, v vector<3>)',
+      'create collection notes (title text, j json)',
+    ]) {
       expect((await query(server.url, statement, [], TOKEN)).status, statement).to.equal(200);
     }
   });
@@ -51,7 +63,9 @@ describe('hostile MCP arguments, through the official clients', function () {
         const direct = await query(server.url, 'get empty near v [1, 2] limit 5', [], TOKEN);
         expect(direct.json.error.code).to.equal('vector_length');
         // Whatever the filter lets through: none of the rows here.
-        const filtered = refusal(await client.callTool('search', { collection: 'empty', vector: [1, 2], filter: 'title = "none"' }));
+        const filtered = refusal(
+          await client.callTool('search', { collection: 'empty', vector: [1, 2], filter: 'title = "none"' }),
+        );
         expect(filtered.code).to.equal('vector_length');
       });
 
@@ -63,7 +77,11 @@ describe('hostile MCP arguments, through the official clients', function () {
       });
 
       it('refuses a filter nested past the limit, or 1000 times the usual size, with too_complex', async () => {
-        for (const filter of [`${repeat(300, 'not ')}title = "a"`, repeat(3000, 'title = "a"', ' or '), `title = ${repeat(2000, '(')}"a"${repeat(2000, ')')}`]) {
+        for (const filter of [
+          `${repeat(300, 'not ')}title = "a"`,
+          repeat(3000, 'title = "a"', ' or '),
+          `title = ${repeat(2000, '(')}"a"${repeat(2000, ')')}`,
+        ]) {
           const started = performance.now();
           const error = refusal(await client.callTool('search', { collection: 'notes', filter }));
           expect([error.code, error.status]).to.deep.equal(['too_complex', 400]);
@@ -74,20 +92,30 @@ describe('hostile MCP arguments, through the official clients', function () {
       it('refuses a row value nested past 256 levels with too_complex, writing nothing', async () => {
         let deep: unknown = 1;
         for (let i = 0; i < 300; i++) deep = { a: deep };
-        const error = refusal(await client.callTool('write', { collection: 'notes', insert: [{ title: 'deep', j: deep }] }));
+        const error = refusal(
+          await client.callTool('write', { collection: 'notes', insert: [{ title: 'deep', j: deep }] }),
+        );
         expect([error.code, error.status]).to.deep.equal(['too_complex', 400]);
         expect(error.message).to.match(/^write\.insert\[0\]\.j(\.a)+ nests deeper than 256 levels/);
         expect((await query(server.url, 'get notes count', [], TOKEN)).json).to.deep.equal({ count: 0 });
       });
 
       it('refuses a row holding a lone surrogate with invalid_value, naming where, writing nothing', async () => {
-        const error = refusal(await client.callTool('write', { collection: 'notes', insert: [{ title: 'fine 🦊' }, { title: 'half \ud83e' }] }));
+        const error = refusal(
+          await client.callTool('write', {
+            collection: 'notes',
+            insert: [{ title: 'fine 🦊' }, { title: 'half \ud83e' }],
+          }),
+        );
         expect([error.code, error.status]).to.deep.equal(['invalid_value', 400]);
-        expect(error.message).to.contain(String.raw`write.insert[1].title holds a lone surrogate (\ud83e) at character 5`);
+        expect(error.message).to.contain(
+          String.raw`write.insert[1].title holds a lone surrogate (\ud83e) at character 5`,
+        );
         expect((await query(server.url, 'get notes count', [], TOKEN)).json).to.deep.equal({ count: 0 });
       });
     });
   }
 
-  describe('afterwards', () => it('has logged no internal error', () => expect(server.stderr()).not.to.contain('"code":"internal"')));
+  describe('afterwards', () =>
+    it('has logged no internal error', () => expect(server.stderr()).not.to.contain('"code":"internal"')));
 });

@@ -88,7 +88,12 @@ describe('fenec mcp', function () {
       s.send('not json');
       expect((await s.next()).error.code).to.equal(-32700);
       const listed = await s.ask('tools/list', {}, 2);
-      expect(listed.result.tools.map((t: { name: string }) => t.name)).to.deep.equal(['query', 'search', 'schema', 'write']);
+      expect(listed.result.tools.map((t: { name: string }) => t.name)).to.deep.equal([
+        'query',
+        'search',
+        'schema',
+        'write',
+      ]);
       expect(fs.existsSync(`${file}.lock`)).to.equal(true);
       expect(await s.end()).to.equal(0);
       expect(fs.existsSync(`${file}.lock`)).to.equal(false);
@@ -115,7 +120,7 @@ describe('fenec mcp', function () {
       await s.end();
     });
 
-    it('waits for a lock whose holder is exiting, as the v2 client\'s probe process is', async () => {
+    it("waits for a lock whose holder is exiting, as the v2 client's probe process is", async () => {
       const file = path.join(dir, 'probe.fenec');
       const probe = session(['--file', file]);
       expect((await probe.ask('ping')).result).to.deep.equal({});
@@ -137,7 +142,12 @@ describe('fenec mcp', function () {
       await query(server.url, 'insert into notes {title: "before"}', [], TOKEN);
       const s = session(['--file', file, '--read-only', '--memory', 'memories']);
       const listed = await s.ask('tools/list');
-      expect(listed.result.tools.map((t: { name: string }) => t.name)).to.deep.equal(['query', 'search', 'schema', 'recall']);
+      expect(listed.result.tools.map((t: { name: string }) => t.name)).to.deep.equal([
+        'query',
+        'search',
+        'schema',
+        'recall',
+      ]);
       await query(server.url, 'insert into notes {title: "after"}', [], TOKEN);
       const read = await s.ask('tools/call', { name: 'query', arguments: { statement: 'get notes select title' } }, 2);
       expect(read.result.structuredContent.rows.map((r: { title: string }) => r.title)).to.deep.equal(['before']);
@@ -151,7 +161,10 @@ describe('fenec mcp', function () {
       created.execute('create collection notes (title text)');
       created.close();
       const s = session(['--file', file, '--write']);
-      const answer = await s.ask('tools/call', { name: 'write', arguments: { collection: 'notes', insert: { title: 'kept' } } });
+      const answer = await s.ask('tools/call', {
+        name: 'write',
+        arguments: { collection: 'notes', insert: { title: 'kept' } },
+      });
       expect(answer.result.structuredContent).to.deep.equal({ count: 1, ids: [1] });
       s.kill();
       await once(s.child, 'exit');
@@ -164,12 +177,22 @@ describe('fenec mcp', function () {
   describe('--url', () => {
     let server: ServerProcess;
     before(async () => {
-      server = await sandbox.startServer(['--file', path.join(dir, 'bridged.fenec'), '--http-token', TOKEN, '--mcp-memory', 'memories']);
+      server = await sandbox.startServer([
+        '--file',
+        path.join(dir, 'bridged.fenec'),
+        '--http-token',
+        TOKEN,
+        '--mcp-memory',
+        'memories',
+      ]);
     });
 
     it('passes messages to the server and its answers back, headers made from the message', async () => {
       const s = session(['--url', `${server.url}/_mcp`], { FENEC_TOKEN: TOKEN });
-      const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+      const meta = {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientCapabilities': {},
+      };
       const answer = await s.ask('tools/call', { name: 'remember', arguments: { text: 'bridged' }, _meta: meta });
       expect(answer.result).to.deep.include({ resultType: 'complete', isError: false });
       const unknown = await s.ask('no/such', { _meta: meta }, 2);

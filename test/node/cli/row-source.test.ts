@@ -17,18 +17,24 @@ function generator(seed: number) {
   const text = (): string => Array.from({ length: random(8) }, () => PIECES[random(PIECES.length)]).join('');
   const value = (depth: number): unknown => {
     switch (random(depth > 2 ? 3 : 5)) {
-      case 0: return text();
-      case 1: return random(1000) - 500 + random(100) / 7;
-      case 2: return random(2) === 0 ? null : true;
-      case 3: return Array.from({ length: random(4) }, () => value(depth + 1));
-      default: return object(depth + 1);
+      case 0:
+        return text();
+      case 1:
+        return random(1000) - 500 + random(100) / 7;
+      case 2:
+        return random(2) === 0 ? null : true;
+      case 3:
+        return Array.from({ length: random(4) }, () => value(depth + 1));
+      default:
+        return object(depth + 1);
     }
   };
-  const object = (depth: number): Record<string, unknown> => Object.fromEntries(Array.from({ length: random(4) }, () => [text(), value(depth)]));
+  const object = (depth: number): Record<string, unknown> =>
+    Object.fromEntries(Array.from({ length: random(4) }, () => [text(), value(depth)]));
   return { object, random };
 }
 
-describe('a load row\'s shape (oneObject)', () => {
+describe("a load row's shape (oneObject)", () => {
   it('passes every JSON object, whatever its strings hold', () => {
     const { object } = generator(7);
     for (let i = 0; i < 2000; i++) {
@@ -39,7 +45,22 @@ describe('a load row\'s shape (oneObject)', () => {
   });
 
   it('refuses what is not one object by its shape', () => {
-    for (const text of ['', '{', '}', '[]', '[{"a": 1}]', '5', '"{}"', '{"a": 1} {"b": 2}', '{"a": 1}, {"b": 2}', '{"a": "}', '{"a": "\\"}', '{"a": [1}', '{}}', '{"a": 1}}{"b": {2}']) {
+    for (const text of [
+      '',
+      '{',
+      '}',
+      '[]',
+      '[{"a": 1}]',
+      '5',
+      '"{}"',
+      '{"a": 1} {"b": 2}',
+      '{"a": 1}, {"b": 2}',
+      '{"a": "}',
+      '{"a": "\\"}',
+      '{"a": [1}',
+      '{}}',
+      '{"a": 1}}{"b": {2}',
+    ]) {
       expect(oneObject(text), text).to.equal(false);
     }
   });
@@ -51,7 +72,12 @@ describe('a load row\'s shape (oneObject)', () => {
       const whole = JSON.stringify(object(0));
       // A cut, a character doubled or dropped: most are not JSON; those shaped as an object must be one row or none.
       const at = random(whole.length + 1);
-      const mutated = [whole.slice(0, at), whole.slice(at, at + 1 + random(2)), whole.slice(at), whole.slice(0, at) + whole.slice(at + 1)][random(4)]!;
+      const mutated = [
+        whole.slice(0, at),
+        whole.slice(at, at + 1 + random(2)),
+        whole.slice(at),
+        whole.slice(0, at) + whole.slice(at + 1),
+      ][random(4)]!;
       if (!oneObject(mutated)) continue;
       passed++;
       let rows: unknown;

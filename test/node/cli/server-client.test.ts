@@ -22,18 +22,29 @@ async function refusal(promise: Promise<unknown>): Promise<FenecError> {
   return expect.fail('the request was answered');
 }
 
-describe('fenec\'s POST to /query', () => {
+describe("fenec's POST to /query", () => {
   it('sends the body and token, and answers the status and JSON, a refusal too', async () => {
-    const { server, url } = await listening(http.createServer((request, response) => {
-      const parts: Buffer[] = [];
-      request.on('data', (part: Buffer) => parts.push(part));
-      request.on('end', () => {
-        const echoed = { body: Buffer.concat(parts).toString(), authorization: request.headers.authorization ?? null };
-        response.writeHead(request.headers.authorization === undefined ? 401 : 200, { 'content-type': 'application/json' }).end(JSON.stringify(echoed));
-      });
-    }));
+    const { server, url } = await listening(
+      http.createServer((request, response) => {
+        const parts: Buffer[] = [];
+        request.on('data', (part: Buffer) => parts.push(part));
+        request.on('end', () => {
+          const echoed = {
+            body: Buffer.concat(parts).toString(),
+            authorization: request.headers.authorization ?? null,
+          };
+          response
+            .writeHead(request.headers.authorization === undefined ? 401 : 200, { 'content-type': 'application/json' })
+            .end(JSON.stringify(echoed));
+        });
+      }),
+    );
     try {
-      expect(await postQuery(url, Buffer.from('{"statement":"get x"}'), 'tok')).to.deep.equal({ ok: true, status: 200, body: { body: '{"statement":"get x"}', authorization: 'Bearer tok' } });
+      expect(await postQuery(url, Buffer.from('{"statement":"get x"}'), 'tok')).to.deep.equal({
+        ok: true,
+        status: 200,
+        body: { body: '{"statement":"get x"}', authorization: 'Bearer tok' },
+      });
       expect(await postQuery(url, '{}', undefined)).to.deep.include({ ok: false, status: 401 });
     } finally {
       server.close();
@@ -46,9 +57,15 @@ describe('fenec\'s POST to /query', () => {
     const other = await listening(http.createServer((_request, response) => response.end('<html>')));
     try {
       const quiet = await refusal(postQuery(silent.url, '{}', undefined, 200));
-      expect([quiet.code, quiet.message]).to.deep.equal(['unavailable', `cannot reach ${silent.url.href}: no answer in 0.2 s`]);
+      expect([quiet.code, quiet.message]).to.deep.equal([
+        'unavailable',
+        `cannot reach ${silent.url.href}: no answer in 0.2 s`,
+      ]);
       const html = await refusal(postQuery(other.url, '{}', undefined));
-      expect([html.code, html.message]).to.deep.equal(['unavailable', `${other.url.href} answered 200 with no JSON; is it a fenecdb server?`]);
+      expect([html.code, html.message]).to.deep.equal([
+        'unavailable',
+        `${other.url.href} answered 200 with no JSON; is it a fenecdb server?`,
+      ]);
     } finally {
       for (const socket of held) socket.destroy();
       silent.server.close();

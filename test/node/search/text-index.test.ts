@@ -85,7 +85,16 @@ describe('text index', () => {
       store.db.exec('ALTER TABLE "c_notes" DROP COLUMN "tags"');
       store.db.exec('ALTER TABLE "c_notes" ADD COLUMN "body" TEXT');
       store.db.prepare('UPDATE "c_notes" SET "body" = ?').run('a body of words');
-      store.fields = [store.fields[0]!, { name: 'body', type: { kind: 'scalar', scalar: 'text' }, required: false, unique: false, annotations: [{ kind: 'text' }] }];
+      store.fields = [
+        store.fields[0]!,
+        {
+          name: 'body',
+          type: { kind: 'scalar', scalar: 'text' },
+          required: false,
+          unique: false,
+          annotations: [{ kind: 'text' }],
+        },
+      ];
       store.createIndex();
       expect(store.ids('body')).to.deep.equal([id]);
       expect(store.ids('tagged')).to.deep.equal([]);

@@ -34,7 +34,8 @@ describe('textQuery', () => {
   });
 
   it('is null when the text holds no word', () => {
-    for (const text of ['', ' ', '"', '""', '*', '(((', '-', ':', '😀', '\u0000', '\u0301']) expect(textQuery(text), JSON.stringify(text)).to.equal(null);
+    for (const text of ['', ' ', '"', '""', '*', '(((', '-', ':', '😀', '\u0000', '\u0301'])
+      expect(textQuery(text), JSON.stringify(text)).to.equal(null);
   });
 });
 

@@ -1,5 +1,14 @@
 import { expect } from 'chai';
-import { matchExpression, rankFunction, matchTerms, SNIPPET_TOKENS, TEXT_TOKENIZER, textIndexName, textSearchSql, textTopSelect } from '../../../node/search/text-index.js';
+import {
+  matchExpression,
+  rankFunction,
+  matchTerms,
+  SNIPPET_TOKENS,
+  TEXT_TOKENIZER,
+  textIndexName,
+  textSearchSql,
+  textTopSelect,
+} from '../../../node/search/text-index.js';
 import { bm25Term } from '../../helpers/bm25.js';
 import { fts5RankedRead } from '../../helpers/fts5-read.js';
 import { tempDir } from '../../helpers/temp.js';
@@ -37,7 +46,8 @@ describe('text search', () => {
 
   it('folds case and accents: café is cafe, CAFÉ and cafe with a combining accent', () => {
     const id = store.insert('Café au lait, Tiếng Việt');
-    for (const query of ['cafe', 'CAFÉ', 'cafe\u0301', 'café', 'tieng']) expect(store.ids(query), query).to.deep.equal([id]);
+    for (const query of ['cafe', 'CAFÉ', 'cafe\u0301', 'café', 'tieng'])
+      expect(store.ids(query), query).to.deep.equal([id]);
   });
 
   it('folds the case of every script, and the accents of Latin letters only', () => {
@@ -73,7 +83,7 @@ describe('text search', () => {
     expect(snippet!.split(' ')).to.have.length(20);
   });
 
-  it('makes the snippet FTS5\'s snippet() makes, byte for byte, for texts shorter than, as long as and longer than a snippet', () => {
+  it("makes the snippet FTS5's snippet() makes, byte for byte, for texts shorter than, as long as and longer than a snippet", () => {
     // The product's read (fenec_snippet after the limit) against FTS5's own (snippet() on the index's
     // cursor), over texts of 1 to 3 × SNIPPET_TOKENS words, words repeated and side by side, phrases of
     // two words, punctuation between, in both @text fields (the [text] one joined by ", ") and `*`.
@@ -81,16 +91,26 @@ describe('text search', () => {
     const words = ['fox', 'den', 'runs', 'the', 'café', 'Zürich', 'deploys', 'deploying', 'x1'];
     const pick = (): string => words[Math.floor(random() * words.length)]!;
     const separators = [' ', ' ', ' ', ', ', '. ', ' — ', '\n'];
-    const text = (n: number): string => Array.from({ length: n }, pick).reduce((out, word) => `${out}${separators[Math.floor(random() * separators.length)]}${word}`);
+    const text = (n: number): string =>
+      Array.from({ length: n }, pick).reduce(
+        (out, word) => `${out}${separators[Math.floor(random() * separators.length)]}${word}`,
+      );
     for (let i = 0; i < 300; i++) {
       const n = 1 + Math.floor(random() * 3 * SNIPPET_TOKENS);
-      store.insert(text(n), random() < 0.5 ? null : Array.from({ length: 1 + Math.floor(random() * 8) }, () => text(1 + Math.floor(random() * 4))));
+      store.insert(
+        text(n),
+        random() < 0.5
+          ? null
+          : Array.from({ length: 1 + Math.floor(random() * 8) }, () => text(1 + Math.floor(random() * 4))),
+      );
     }
     let compared = 0;
     for (const query of ['fox', 'den fox', 'runs the', 'cafe zurich deploy', '"the fox"', 'x1', 'zurich']) {
       for (const field of ['text', 'tags', '*']) {
         const search = textSearchSql(store.name, store.fields, field);
-        const theirs = store.db.prepare(fts5RankedRead(store.name, search, ['c."id"', 'c."text"'])).all(matchExpression(query, field, store.fields), rankFunction(search.column), 1_000, 0);
+        const theirs = store.db
+          .prepare(fts5RankedRead(store.name, search, ['c."id"', 'c."text"']))
+          .all(matchExpression(query, field, store.fields), rankFunction(search.column), 1_000, 0);
         const ours = store.search(query, field, undefined, 1_000);
         expect(ours, `${field}: ${query}`).to.deep.equal(theirs);
         compared += ours.length;
@@ -106,22 +126,60 @@ describe('text search', () => {
     // a space after, words repeated and side by side, stems, accents, a word the tokenizer splits
     // into a phrase of several tokens (Devanagari), words that no row holds; marks of every length.
     const random = seededRandom(44);
-    const words = ['fox', 'den', 'runs', 'running', 'the', 'café', 'Zürich', 'deploys', 'x1', 'नमस्ते', '東京', 'on-call'];
+    const words = [
+      'fox',
+      'den',
+      'runs',
+      'running',
+      'the',
+      'café',
+      'Zürich',
+      'deploys',
+      'x1',
+      'नमस्ते',
+      '東京',
+      'on-call',
+    ];
     const pick = (): string => words[Math.floor(random() * words.length)]!;
     const separators = [' ', ' ', ' ', ', ', '. ', ': ', '.', ' — ', '\n', '  '];
     for (let i = 0; i < 400; i++) {
       const n = 1 + Math.floor(random() * 200 * random());
-      store.insert(Array.from({ length: n }, pick).reduce((out, word) => `${out}${separators[Math.floor(random() * separators.length)]}${word}`));
+      store.insert(
+        Array.from({ length: n }, pick).reduce(
+          (out, word) => `${out}${separators[Math.floor(random() * separators.length)]}${word}`,
+        ),
+      );
     }
     const fts = textIndexName(store.name);
     let compared = 0;
     const lengths = new Set<number>();
-    for (const query of ['fox', 'den fox', 'runs the', 'run', 'cafe zurich deploy', 'नमस्ते x1', 'the fox den runs café', 'on call 東京', 'fox nowhere']) {
+    for (const query of [
+      'fox',
+      'den fox',
+      'runs the',
+      'run',
+      'cafe zurich deploy',
+      'नमस्ते x1',
+      'the fox den runs café',
+      'on call 東京',
+      'fox nowhere',
+    ]) {
       const { expression, snippetWords } = matchTerms(query, 'text', store.fields)!;
-      for (const [open, close, ellipsis] of [['**', '**', '…'], ['<b>', '</b>', '...'], ['', '', '']]) {
+      for (const [open, close, ellipsis] of [
+        ['**', '**', '…'],
+        ['<b>', '</b>', '...'],
+        ['', '', ''],
+      ]) {
         for (const tokens of [1, 5, SNIPPET_TOKENS, 64]) {
           const sql = `SELECT snippet(${fts}, 0, ?, ?, ?, ${tokens}), fenec_snippet(?, ?, ?, ?, ?, ${tokens}, c."text"), c."text" FROM ${fts} JOIN c_notes AS c ON c."id" = ${fts}.rowid WHERE ${fts} MATCH ?`;
-          const rows = store.db.prepare(sql).raw(true).all(open, close, ellipsis, snippetWords, TEXT_TOKENIZER, open, close, ellipsis, expression) as [string, string, string][];
+          const rows = store.db
+            .prepare(sql)
+            .raw(true)
+            .all(open, close, ellipsis, snippetWords, TEXT_TOKENIZER, open, close, ellipsis, expression) as [
+            string,
+            string,
+            string,
+          ][];
           for (const [theirs, ours, text] of rows) {
             expect(ours, `${query} / ${tokens} / ${open}: ${JSON.stringify(text)}`).to.equal(theirs);
             compared++;
@@ -132,20 +190,36 @@ describe('text search', () => {
     }
     expect(compared).to.be.greaterThan(10_000);
     expect([...lengths]).to.have.members([0, 1], 'texts that fit a snippet and texts that do not');
-    const one = (sql: string, ...args: unknown[]): unknown => (store.db.prepare(sql).raw(true).get(...args) as unknown[])[0];
+    const one = (sql: string, ...args: unknown[]): unknown =>
+      (
+        store.db
+          .prepare(sql)
+          .raw(true)
+          .get(...args) as unknown[]
+      )[0];
     expect(one(`SELECT fenec_snippet('fox', ?, '*', '*', '…', 20, NULL)`, TEXT_TOKENIZER)).to.equal(null);
     expect(one(`SELECT fenec_snippet('fox', ?, '*', '*', '…', 20, '')`, TEXT_TOKENIZER)).to.equal('');
-    expect(one(`SELECT fenec_snippet('fox', ?, '[', ']', '…', 20, 'The Fox ran.')`, TEXT_TOKENIZER)).to.equal('The [Fox] ran.');
-    expect(one(`SELECT fenec_snippet('fox', ?, '[', ']', '…', 20, 'no', NULL, 'a fox')`, TEXT_TOKENIZER)).to.equal('a [fox]');
-    expect(() => one(`SELECT fenec_snippet('fox', 'nosuch', '*', '*', '…', 20, 'fox')`)).to.throw(/fenec_snippet: no such tokenizer/);
-    expect(() => one(`SELECT fenec_snippet('fox', ?, '*', '*', '…', 20)`, TEXT_TOKENIZER)).to.throw(/fenec_snippet: give the words/);
+    expect(one(`SELECT fenec_snippet('fox', ?, '[', ']', '…', 20, 'The Fox ran.')`, TEXT_TOKENIZER)).to.equal(
+      'The [Fox] ran.',
+    );
+    expect(one(`SELECT fenec_snippet('fox', ?, '[', ']', '…', 20, 'no', NULL, 'a fox')`, TEXT_TOKENIZER)).to.equal(
+      'a [fox]',
+    );
+    expect(() => one(`SELECT fenec_snippet('fox', 'nosuch', '*', '*', '…', 20, 'fox')`)).to.throw(
+      /fenec_snippet: no such tokenizer/,
+    );
+    expect(() => one(`SELECT fenec_snippet('fox', ?, '*', '*', '…', 20)`, TEXT_TOKENIZER)).to.throw(
+      /fenec_snippet: give the words/,
+    );
   });
 
   it('searches a [text] field by its elements, its snippet free of JSON', () => {
     const id = store.insert('body', ['ops', 'on call', 'say "hi"', 'line\nbreak']);
     expect(store.ids('call', 'tags')).to.deep.equal([id]);
     expect(store.ids('break', 'tags')).to.deep.equal([id]);
-    expect(store.search('ops', 'tags').map((r) => r._snippet)).to.deep.equal(['**ops**, on call, say "hi", line\nbreak']);
+    expect(store.search('ops', 'tags').map((r) => r._snippet)).to.deep.equal([
+      '**ops**, on call, say "hi", line\nbreak',
+    ]);
     store.expectExact();
   });
 
@@ -175,7 +249,11 @@ describe('text search', () => {
     // The index leads (never the year index: a scan of every row of the year), each hit looks its row
     // up by id, and SQLite's sorter keeps the best; the kept rows are read again by id.
     const details = plan.map((p) => p.detail);
-    expect(details).to.include.members(['CO-ROUTINE top', 'SEARCH c_notes USING INTEGER PRIMARY KEY (rowid=?)', 'SEARCH c USING INTEGER PRIMARY KEY (rowid=?)']);
+    expect(details).to.include.members([
+      'CO-ROUTINE top',
+      'SEARCH c_notes USING INTEGER PRIMARY KEY (rowid=?)',
+      'SEARCH c USING INTEGER PRIMARY KEY (rowid=?)',
+    ]);
     expect(details.find((d) => d.startsWith('SCAN'))).to.match(/^SCAN t\.notes\.fts VIRTUAL TABLE/);
     expect(store.ids('fox', '*', { sql: '"year" = ?', args: [8] }, 5)).to.deep.equal([ids[8]]);
   });
@@ -200,7 +278,11 @@ describe('text search', () => {
       const search = textSearchSql('odd', odd.fields, 'rowid');
       const read = textTopSelect('odd', odd.fields, 'rowid', ['c."id"'], ' LIMIT 5');
       expect(odd.db.prepare(read).all('words', matchExpression('words', 'rowid', odd.fields))).to.have.length(1);
-      expect(odd.db.prepare(fts5RankedRead('odd', search, ['c."id"'])).all(matchExpression('words', 'rowid', odd.fields), rankFunction(search.column), 5, 0)).to.have.length(1);
+      expect(
+        odd.db
+          .prepare(fts5RankedRead('odd', search, ['c."id"']))
+          .all(matchExpression('words', 'rowid', odd.fields), rankFunction(search.column), 5, 0),
+      ).to.have.length(1);
       odd.expectExact();
     } finally {
       odd.close();
@@ -239,20 +321,25 @@ describe('text search', () => {
 
     function expectRanking(query: string, expected: Map<number, number>, ids: readonly number[], field = '*'): void {
       const sorted = [...expected.entries()].sort((x, y) => y[1] - x[1]);
-      for (let i = 1; i < sorted.length; i++) expect(sorted[i - 1]![1] - sorted[i]![1], `${query}: no ties`).to.be.greaterThan(1e-9);
+      for (let i = 1; i < sorted.length; i++)
+        expect(sorted[i - 1]![1] - sorted[i]![1], `${query}: no ties`).to.be.greaterThan(1e-9);
       const rows = store.search(query, field);
-      expect(rows.map((r) => r.id), query).to.deep.equal(sorted.map(([doc]) => ids[doc]));
+      expect(
+        rows.map((r) => r.id),
+        query,
+      ).to.deep.equal(sorted.map(([doc]) => ids[doc]));
       rows.forEach((row, i) => expect(row._score, query).to.be.closeTo(sorted[i]![1], 1e-9));
     }
 
-    it('ranks and scores as BM25 with Lucene\'s IDF, computed by hand from the corpus', () => {
+    it("ranks and scores as BM25 with Lucene's IDF, computed by hand from the corpus", () => {
       const ids = CORPUS.map((text) => store.insert(text));
       // The computation tokenizes by hand: it holds only while stemming leaves this corpus's words alone.
       store.db.exec(`CREATE VIRTUAL TABLE vocab USING fts5vocab(${textIndexName('notes')}, 'row')`);
       const terms = store.db.prepare('SELECT term FROM vocab ORDER BY term').pluck().all();
       expect(terms).to.deep.equal([...new Set(CORPUS.flatMap(tokens))].sort());
       // 'the' is in four rows of six, 'and' in three, 'fox' in four: FTS5's own bm25() scores each about 1e-6.
-      for (const query of ['red hat sun mat', 'fox', 'big red cat', 'dog sun', 'the', 'and fox']) expectRanking(query, bm25(CORPUS, tokens(query)), ids);
+      for (const query of ['red hat sun mat', 'fox', 'big red cat', 'dog sun', 'the', 'and fox'])
+        expectRanking(query, bm25(CORPUS, tokens(query)), ids);
     });
 
     it('scores a word most rows hold on the scale of any other, not near zero', () => {
@@ -273,7 +360,15 @@ describe('text search', () => {
       for (const query of ['fox', 'red hat']) {
         expectRanking(query, bm25(texts, tokens(query)), ids, 'text');
         expectRanking(query, bm25(tagTexts, tokens(query)), ids, 'tags');
-        expectRanking(query, bm25(texts.map((t, i) => `${t} ${tagTexts[i]}`), tokens(query)), ids, '*');
+        expectRanking(
+          query,
+          bm25(
+            texts.map((t, i) => `${t} ${tagTexts[i]}`),
+            tokens(query),
+          ),
+          ids,
+          '*',
+        );
       }
     });
   });
@@ -338,14 +433,17 @@ describe('text search', () => {
 
     it(`never raise, over ${HOSTILE.length} strings, for match *, match FIELD, with and without where`, () => {
       expect(HOSTILE.length).to.be.at.least(30);
-      store.insert("what is new in C++ v2", ['ops']);
+      store.insert('what is new in C++ v2', ['ops']);
       store.insert('the deploy runs on fridays', ['ops']);
       store.insert('東京タワーの夜景 مرحبا بالعالم नमस्ते', ['x']);
       const where: Where = { sql: '"year" IS NULL', args: [] as unknown[] };
       for (const query of HOSTILE) {
         for (const field of ['*', 'text', 'tags']) {
           expect(() => store.search(query, field), `${JSON.stringify(query.slice(0, 40))} on ${field}`).not.to.throw();
-          expect(() => store.search(query, field, where), `${JSON.stringify(query.slice(0, 40))} on ${field} with where`).not.to.throw();
+          expect(
+            () => store.search(query, field, where),
+            `${JSON.stringify(query.slice(0, 40))} on ${field} with where`,
+          ).not.to.throw();
         }
       }
       expect(store.ids("what's C++ (v2)?")).to.have.length(1);
@@ -363,7 +461,37 @@ describe('text search', () => {
         t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
         return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
       };
-      const pieces = ['"', "'", '*', '^', ':', '(', ')', '{', '}', '-', '+', ' ', ',', '.', '\\', '\u0000', '\u0301', 'AND', 'OR', 'NOT', 'NEAR', 'fox', 'the', 'é', '東', '😀', '\n', 'f.text', 'rank'];
+      const pieces = [
+        '"',
+        "'",
+        '*',
+        '^',
+        ':',
+        '(',
+        ')',
+        '{',
+        '}',
+        '-',
+        '+',
+        ' ',
+        ',',
+        '.',
+        '\\',
+        '\u0000',
+        '\u0301',
+        'AND',
+        'OR',
+        'NOT',
+        'NEAR',
+        'fox',
+        'the',
+        'é',
+        '東',
+        '😀',
+        '\n',
+        'f.text',
+        'rank',
+      ];
       for (let i = 0; i < 1_000; i++) {
         const length = Math.floor(random() * 12);
         const query = Array.from({ length }, () => pieces[Math.floor(random() * pieces.length)]).join('');
@@ -380,7 +508,10 @@ describe('text search', () => {
       texts.forEach((text, i) => {
         for (const word of text.match(/[\p{L}\p{N}\p{M}\p{Co}]+/gu) ?? []) {
           if (!/[\p{L}\p{N}\p{Co}]/u.test(word)) continue;
-          expect(store.ids(word, 'text', undefined, 1000), `${JSON.stringify(word)} of ${JSON.stringify(text)}`).to.include(ids[i]);
+          expect(
+            store.ids(word, 'text', undefined, 1000),
+            `${JSON.stringify(word)} of ${JSON.stringify(text)}`,
+          ).to.include(ids[i]);
         }
       });
     });

@@ -20,7 +20,10 @@ function digits(x: number): number {
 describe('a vector read back (node/storage/codec)', () => {
   it('answers each component as the shortest decimal that reads back as the same float32', () => {
     const random = seededRandom(7);
-    const samples: number[] = [0, -0, 0.1, -0.1, 0.5, 1, -1, 1000, 999.9999, 1e-7, 3.4028234663852886e38, 1.401298464324817e-45, 1e-38, 123456789];
+    const samples: number[] = [
+      0, -0, 0.1, -0.1, 0.5, 1, -1, 1000, 999.9999, 1e-7, 3.4028234663852886e38, 1.401298464324817e-45, 1e-38,
+      123456789,
+    ];
     for (let i = 0; i < 100_000; i++) {
       // Every scale a float32 holds, and the embeddings' own (−1 … 1).
       const scale = i % 2 === 0 ? 1 : 10 ** Math.floor(random() * 76 - 38);
@@ -41,6 +44,8 @@ describe('a vector read back (node/storage/codec)', () => {
     const vector = blobToVector(Buffer.from(floats.buffer));
     expect(vector).to.have.length(384);
     expect(Float32Array.from(vector)).to.deep.equal(floats);
-    expect(JSON.stringify(blobToVector(Buffer.from(Float32Array.from([0.1, 0.25, -3]).buffer)))).to.equal('[0.1,0.25,-3]');
+    expect(JSON.stringify(blobToVector(Buffer.from(Float32Array.from([0.1, 0.25, -3]).buffer)))).to.equal(
+      '[0.1,0.25,-3]',
+    );
   });
 });

@@ -11,7 +11,10 @@ import { FenecError } from '../../../shared/errors.js';
 import { tempDir } from '../../helpers/temp.js';
 
 /** Three hundred calls of a JavaScript function per row: seconds over 20 000 rows, never matching. */
-const SLOW = Array.from({ length: 30 }, (_, i) => `${'lower('.repeat(10)}body${')'.repeat(10)} like "%never-${i}%"`).join(' or ');
+const SLOW = Array.from(
+  { length: 30 },
+  (_, i) => `${'lower('.repeat(10)}body${')'.repeat(10)} like "%never-${i}%"`,
+).join(' or ');
 
 function caught(work: () => unknown): FenecError {
   try {
@@ -30,9 +33,16 @@ describe('the statement deadline inside SQLite', function () {
 
   before(() => {
     temp = tempDir('fenec-deadline-');
-    db = FenecDatabase.open({ file: path.join(temp.dir, 'd.fenec'), readOnly: false, program: 'deadline-test', sweepIntervalMs: 0 });
+    db = FenecDatabase.open({
+      file: path.join(temp.dir, 'd.fenec'),
+      readOnly: false,
+      program: 'deadline-test',
+      sweepIntervalMs: 0,
+    });
     db.execute('create collection big (body text, n int)');
-    db.execute('insert into big $1', [Array.from({ length: 20_000 }, (_, n) => ({ body: `Row ${n} Of The Big Collection`, n }))]);
+    db.execute('insert into big $1', [
+      Array.from({ length: 20_000 }, (_, n) => ({ body: `Row ${n} Of The Big Collection`, n })),
+    ]);
   });
 
   after(() => {
@@ -57,7 +67,9 @@ describe('the statement deadline inside SQLite', function () {
     holder.prepare("INSERT INTO _fenec_meta (key, value) VALUES ('held', 'by the test')").run();
     try {
       const started = Date.now();
-      const err = caught(() => db.within(Date.now() + 100, 100, () => db.execute('insert into big {body: "waits", n: -2}')));
+      const err = caught(() =>
+        db.within(Date.now() + 100, 100, () => db.execute('insert into big {body: "waits", n: -2}')),
+      );
       expect(err.code).to.equal('statement_timeout');
       expect(err.message).to.contain('for a lock that another program holds on the file');
       expect(Date.now() - started).to.be.below(2_000);
@@ -82,7 +94,9 @@ describe('the statement deadline inside SQLite', function () {
   });
 
   it('rolls back a write it stops: no row changed', () => {
-    const err = caught(() => db.within(Date.now() + 100, 100, () => db.execute(`set big {n: -1} where ${SLOW} or n >= 0`)));
+    const err = caught(() =>
+      db.within(Date.now() + 100, 100, () => db.execute(`set big {n: -1} where ${SLOW} or n >= 0`)),
+    );
     expect(err.code).to.equal('statement_timeout');
     expect(db.execute('get big where n = -1 count')).to.deep.equal({ count: 0 });
     expect(db.execute('get big count')).to.deep.equal({ count: 20_000 });
@@ -100,7 +114,10 @@ describe('the statement deadline inside SQLite', function () {
   });
 
   it('answers a request that ends within its deadline as without one', () => {
-    expect(db.within(Date.now() + 10_000, 10_000, () => db.execute('get big where n = 7'))).to.deep.equal({ rows: [{ id: 8, body: 'Row 7 Of The Big Collection', n: 7 }], count: 1 });
+    expect(db.within(Date.now() + 10_000, 10_000, () => db.execute('get big where n = 7'))).to.deep.equal({
+      rows: [{ id: 8, body: 'Row 7 Of The Big Collection', n: 7 }],
+      count: 1,
+    });
   });
 
   it('interrupts only the connection that armed it', () => {

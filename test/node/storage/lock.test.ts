@@ -107,7 +107,9 @@ describe('acquireLock', () => {
     if (process.getuid?.() === 0) this.skip(); // root writes into a read-only directory anyway
     fs.chmodSync(dir, 0o500);
     try {
-      expect(() => acquireLock(file, 'fenec-server')).to.throw(FenecError).with.property('code', 'cannot_open');
+      expect(() => acquireLock(file, 'fenec-server'))
+        .to.throw(FenecError)
+        .with.property('code', 'cannot_open');
     } finally {
       fs.chmodSync(dir, 0o700);
     }

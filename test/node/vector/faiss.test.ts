@@ -72,14 +72,18 @@ function expectRefused(call: () => unknown, type: ErrorConstructor, code: string
   if (message !== undefined) expect(call).to.throw(message);
 }
 
-
 /**
  * In a child process, `rounds` times: a worker thread runs `inWorker` (module code with `faiss` and
  * `parentPort` in scope, which posts a message once under way) and is terminated `afterMessageMs` (an
  * expression) after that message. The child must then end by itself, neither by a signal nor a failure;
  * answers the value of its `report` expression.
  */
-function endWorkersInChild(options: { inWorker: string; rounds: number; afterMessageMs: string; report: string }): unknown {
+function endWorkersInChild(options: {
+  inWorker: string;
+  rounds: number;
+  afterMessageMs: string;
+  report: string;
+}): unknown {
   const module = new URL('../../../node/vector/faiss.js', import.meta.url).href;
   const inWorker = `const { parentPort } = await import('node:worker_threads');\nconst { faiss } = await import(${JSON.stringify(module)});\n${options.inWorker}`;
   const script = `
@@ -111,10 +115,13 @@ describe('faiss (node/vector/faiss)', () => {
           mkdirSync(dirname(temp.file(`dist/${file}`)), { recursive: true });
           copyFileSync(new URL(`../../../${file}`, import.meta.url), temp.file(`dist/${file}`));
         }
-        const copy = (await import(pathToFileURL(temp.file('dist/node/vector/faiss.js')).href)) as typeof import('../../../node/vector/faiss.js');
+        const copy = (await import(
+          pathToFileURL(temp.file('dist/node/vector/faiss.js')).href
+        )) as typeof import('../../../node/vector/faiss.js');
         expect(() => copy.faiss.create({ kind: 'flat', dims: 2, metric: 'l2' }))
           .to.throw(/the Faiss addon is not built \(native\/faiss\/build\/Release\/fenec_faiss.node is missing\)/)
-          .with.property('hint').that.matches(/make install/);
+          .with.property('hint')
+          .that.matches(/make install/);
       } finally {
         temp.remove();
       }
@@ -189,7 +196,9 @@ describe('faiss (node/vector/faiss)', () => {
     }
 
     it('pads with label -1 and an infinite distance when k exceeds what the index holds', () => {
-      const l2 = track(build({ kind: 'hnsw', dims: 4, metric: 'l2' }, new Float32Array([0, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0])));
+      const l2 = track(
+        build({ kind: 'hnsw', dims: 4, metric: 'l2' }, new Float32Array([0, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0])),
+      );
       const r = l2.search(new Float32Array([0, 0, 0, 1]), 5);
       expect(Array.from(r.labels)).to.deep.equal([0, 1, 2, -1, -1]);
       expect(Array.from(r.distances.subarray(3))).to.deep.equal([Infinity, Infinity]);
@@ -286,7 +295,11 @@ describe('faiss (node/vector/faiss)', () => {
         for (let j = 0; j < dims; j++) sum += x[j]! * vectors[label * dims + j]!;
         return sum;
       };
-      return allowed.map((label) => ({ label, s: score(label) })).sort((a, b) => b.s - a.s).slice(0, k).map((e) => e.label);
+      return allowed
+        .map((label) => ({ label, s: score(label) }))
+        .sort((a, b) => b.s - a.s)
+        .slice(0, k)
+        .map((e) => e.label);
     }
 
     for (const share of [0.001, 0.01, 0.05, 0.3]) {
@@ -297,7 +310,10 @@ describe('faiss (node/vector/faiss)', () => {
           const { labels } = index.search(queries, k, { allow });
           for (let q = 0; q < queries.length / dims; q++) {
             const row = rowOf(labels, k, q);
-            expect(row.every((l) => l >= 0 && isAllowed(allow, l)), `${index.kind} query ${q}: ${row.join(' ')}`).to.equal(true);
+            expect(
+              row.every((l) => l >= 0 && isAllowed(allow, l)),
+              `${index.kind} query ${q}: ${row.join(' ')}`,
+            ).to.equal(true);
             expect(new Set(row).size).to.equal(k);
           }
         }
@@ -305,7 +321,8 @@ describe('faiss (node/vector/faiss)', () => {
         const exact = share <= 0.05 ? [hnsw, small, flat] : [hnsw, flat];
         for (let q = 0; q < 5; q++) {
           const want = bruteForce(q, allowed);
-          for (const index of exact) expect(rowOf(index.search(queries, k, { allow }).labels, k, q)).to.deep.equal(want);
+          for (const index of exact)
+            expect(rowOf(index.search(queries, k, { allow }).labels, k, q)).to.deep.equal(want);
         }
       });
     }
@@ -317,7 +334,9 @@ describe('faiss (node/vector/faiss)', () => {
         expect(row.slice(0, 3).sort((a, b) => a - b)).to.deep.equal([3, 4_000, 9_999]);
         expect(row.slice(3)).to.deep.equal(new Array(k - 3).fill(-1));
       }
-      expect(Array.from(hnsw.search(queries.subarray(0, dims), 2, { allow: new Uint8Array(0) }).labels)).to.deep.equal([-1, -1]);
+      expect(Array.from(hnsw.search(queries.subarray(0, dims), 2, { allow: new Uint8Array(0) }).labels)).to.deep.equal([
+        -1, -1,
+      ]);
     });
   });
 
@@ -329,19 +348,66 @@ describe('faiss (node/vector/faiss)', () => {
     });
 
     it('refuses bad create options, naming the option', () => {
-      expectRefused(() => faiss.create({ kind: 'ivf' as 'flat', dims, metric: 'l2' }), TypeError, 'ERR_INVALID_ARG_TYPE', /kind/);
-      expectRefused(() => faiss.create({ kind: 'flat', dims: 0, metric: 'l2' }), RangeError, 'ERR_OUT_OF_RANGE', /dims/);
-      expectRefused(() => faiss.create({ kind: 'flat', dims: 2.5, metric: 'l2' }), RangeError, 'ERR_OUT_OF_RANGE', /dims/);
-      expectRefused(() => faiss.create({ kind: 'flat', dims, metric: 'cosine' as 'ip' }), TypeError, 'ERR_INVALID_ARG_TYPE', /metric/);
-      expectRefused(() => faiss.create({ kind: 'hnsw', dims, metric: 'ip', m: 1 }), RangeError, 'ERR_OUT_OF_RANGE', /\bm\b/);
-      expectRefused(() => faiss.create({ kind: 'hnsw', dims, metric: 'ip', efSearch: 0 }), RangeError, 'ERR_OUT_OF_RANGE', /efSearch/);
-      expect(() => faiss.create({ kind: 'hnsw', dims, metric: 'ip', M: 16 } as VectorIndexOptions)).to.throw(TypeError, /"M" \(did you mean "m"\?\)/);
+      expectRefused(
+        () => faiss.create({ kind: 'ivf' as 'flat', dims, metric: 'l2' }),
+        TypeError,
+        'ERR_INVALID_ARG_TYPE',
+        /kind/,
+      );
+      expectRefused(
+        () => faiss.create({ kind: 'flat', dims: 0, metric: 'l2' }),
+        RangeError,
+        'ERR_OUT_OF_RANGE',
+        /dims/,
+      );
+      expectRefused(
+        () => faiss.create({ kind: 'flat', dims: 2.5, metric: 'l2' }),
+        RangeError,
+        'ERR_OUT_OF_RANGE',
+        /dims/,
+      );
+      expectRefused(
+        () => faiss.create({ kind: 'flat', dims, metric: 'cosine' as 'ip' }),
+        TypeError,
+        'ERR_INVALID_ARG_TYPE',
+        /metric/,
+      );
+      expectRefused(
+        () => faiss.create({ kind: 'hnsw', dims, metric: 'ip', m: 1 }),
+        RangeError,
+        'ERR_OUT_OF_RANGE',
+        /\bm\b/,
+      );
+      expectRefused(
+        () => faiss.create({ kind: 'hnsw', dims, metric: 'ip', efSearch: 0 }),
+        RangeError,
+        'ERR_OUT_OF_RANGE',
+        /efSearch/,
+      );
+      expect(() => faiss.create({ kind: 'hnsw', dims, metric: 'ip', M: 16 } as VectorIndexOptions)).to.throw(
+        TypeError,
+        /"M" \(did you mean "m"\?\)/,
+      );
     });
 
     it('refuses vectors that are not a Float32Array, not a multiple of dims long, or not finite', () => {
-      expectRefused(() => index.add([1, 2, 3] as unknown as Float32Array), TypeError, 'ERR_INVALID_ARG_TYPE', /Float32Array/);
-      expectRefused(() => index.add(new Float64Array(dims) as unknown as Float32Array), TypeError, 'ERR_INVALID_ARG_TYPE');
-      expectRefused(() => index.add(new Float32Array(dims * 2 + 1)), RangeError, 'ERR_OUT_OF_RANGE', /17 floats, not a multiple of the index's 8 dims/);
+      expectRefused(
+        () => index.add([1, 2, 3] as unknown as Float32Array),
+        TypeError,
+        'ERR_INVALID_ARG_TYPE',
+        /Float32Array/,
+      );
+      expectRefused(
+        () => index.add(new Float64Array(dims) as unknown as Float32Array),
+        TypeError,
+        'ERR_INVALID_ARG_TYPE',
+      );
+      expectRefused(
+        () => index.add(new Float32Array(dims * 2 + 1)),
+        RangeError,
+        'ERR_OUT_OF_RANGE',
+        /17 floats, not a multiple of the index's 8 dims/,
+      );
       const nan = new Float32Array(dims * 3);
       nan[2 * dims + 5] = NaN;
       expectRefused(() => index.add(nan), RangeError, 'ERR_OUT_OF_RANGE', /vector 2, component 5/);
@@ -354,10 +420,20 @@ describe('faiss (node/vector/faiss)', () => {
       expectRefused(() => index.search(q, -3), RangeError, 'ERR_OUT_OF_RANGE');
       expectRefused(() => index.search(q, 1.5), RangeError, 'ERR_OUT_OF_RANGE');
       expectRefused(() => index.search(q, '3' as unknown as number), TypeError, 'ERR_INVALID_ARG_TYPE');
-      expectRefused(() => index.search(new Float32Array(dims - 1), 1), RangeError, 'ERR_OUT_OF_RANGE', /queries holds 7 floats/);
+      expectRefused(
+        () => index.search(new Float32Array(dims - 1), 1),
+        RangeError,
+        'ERR_OUT_OF_RANGE',
+        /queries holds 7 floats/,
+      );
       expectRefused(() => index.search(new Float32Array(dims + 4), 1), RangeError, 'ERR_OUT_OF_RANGE');
       expectRefused(() => index.search(q, 1, { efSearch: 0 }), RangeError, 'ERR_OUT_OF_RANGE', /efSearch/);
-      expectRefused(() => index.search(q, 1, { allow: [1] as unknown as Uint8Array }), TypeError, 'ERR_INVALID_ARG_TYPE', /allow/);
+      expectRefused(
+        () => index.search(q, 1, { allow: [1] as unknown as Uint8Array }),
+        TypeError,
+        'ERR_INVALID_ARG_TYPE',
+        /allow/,
+      );
       expectRefused(() => index.search(new Float32Array(dims).fill(Infinity), 1), RangeError, 'ERR_OUT_OF_RANGE');
     });
 
@@ -372,7 +448,9 @@ describe('faiss (node/vector/faiss)', () => {
         envelope(good.subarray(24, good.length - 7)), // a truncated payload behind a right checksum
       ];
       for (const bytes of bad) {
-        expect(() => faiss.deserialize(bytes)).to.throw(FenecError).with.property('code', 'vector_engine');
+        expect(() => faiss.deserialize(bytes))
+          .to.throw(FenecError)
+          .with.property('code', 'vector_engine');
         try {
           faiss.deserialize(bytes);
         } catch (err) {
@@ -389,7 +467,7 @@ describe('faiss (node/vector/faiss)', () => {
       let refused = 0;
       for (let t = 0; t < 300; t++) {
         const bytes = Buffer.from(payload);
-        for (let i = 0; i < 1 + t % 4; i++) bytes[Math.floor(random() * bytes.length)] = Math.floor(random() * 256);
+        for (let i = 0; i < 1 + (t % 4); i++) bytes[Math.floor(random() * bytes.length)] = Math.floor(random() * 256);
         try {
           const copy = faiss.deserialize(envelope(bytes));
           copy.search(q, 5); // a damaged vector only changes answers; a damaged graph was refused
@@ -590,7 +668,9 @@ describe('faiss (node/vector/faiss)', () => {
         await drop(60);
         console.log(JSON.stringify({ growth: process.memoryUsage.rss() - before }));
       `;
-      const child = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8' });
+      const child = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+        encoding: 'utf8',
+      });
       expect(child.status, child.stderr).to.equal(0);
       const { growth } = JSON.parse(child.stdout) as { growth: number };
       expect(growth / MiB, 'RSS growth in MiB').to.be.below(50);

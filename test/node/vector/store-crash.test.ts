@@ -20,7 +20,9 @@ function startWriter(file: string, seed: number): Promise<ChildProcess> {
     child.stdout!.on('data', (chunk: Buffer) => {
       if (chunk.toString().includes('ready')) resolve(child);
     });
-    child.on('exit', (code, signal) => reject(new Error(`the writer ended before it was ready (${code ?? signal}): ${stderr}`)));
+    child.on('exit', (code, signal) =>
+      reject(new Error(`the writer ended before it was ready (${code ?? signal}): ${stderr}`)),
+    );
   });
 }
 
@@ -40,7 +42,11 @@ function checkAgainstRows(db: Connection, store: VectorStore, queries: number, s
       const q = randomVector(spec.dims, random);
       const k = 1 + Math.floor(random() * 20);
       const got = store.search(spec.collection, spec.field, q, k, null, EF_EXACT);
-      expectSameAnswer(got, bruteForce(db, spec.collection, spec.field, q, spec.metric, k), `${context} ${spec.field} query ${i}`);
+      expectSameAnswer(
+        got,
+        bruteForce(db, spec.collection, spec.field, q, spec.metric, k),
+        `${context} ${spec.field} query ${i}`,
+      );
     }
   }
 }
@@ -68,10 +74,16 @@ describe('VectorStore after SIGKILL (node/vector/store)', function () {
 
       // As a reader beside the writer would: the snapshot and the log as they stand, nothing written.
       const reader = openSnapshot(file);
-      const store = VectorStore.open(reader, WRITER_SPECS, { readOnly: true, onEvent: (e) => e.kind === 'snapshot_damaged' && damaged.push(e) });
+      const store = VectorStore.open(reader, WRITER_SPECS, {
+        readOnly: true,
+        onEvent: (e) => e.kind === 'snapshot_damaged' && damaged.push(e),
+      });
       try {
         await store.idle();
-        for (const spec of WRITER_SPECS) expect(store.info(spec.collection, spec.field)!.serving, `round ${round} ${spec.field} served`).to.equal(true);
+        for (const spec of WRITER_SPECS)
+          expect(store.info(spec.collection, spec.field)!.serving, `round ${round} ${spec.field} served`).to.equal(
+            true,
+          );
         checkAgainstRows(reader, store, 10, round, `round ${round}`);
       } finally {
         store.close();

@@ -1,6 +1,11 @@
 import { expect } from 'chai';
 import { openSnapshot, openWritable, type Connection } from '../../../node/storage/sqlite.js';
-import { VectorStore, type VectorFieldSpec, type VectorStoreEvent, type VectorStoreOptions } from '../../../node/vector/store.js';
+import {
+  VectorStore,
+  type VectorFieldSpec,
+  type VectorStoreEvent,
+  type VectorStoreOptions,
+} from '../../../node/vector/store.js';
 import { tempDir } from '../../helpers/temp.js';
 import { seededRandom } from '../../helpers/vectors.js';
 import { blob, bruteForce, createCollection, expectSameAnswer, randomVector } from '../../helpers/vector-table.js';
@@ -25,7 +30,11 @@ class Fixture {
   }
 
   open(options: Partial<VectorStoreOptions> = {}): VectorStore {
-    this.store = VectorStore.open(this.db, [SPEC], { readOnly: false, onEvent: (e) => this.events.push(e), ...options });
+    this.store = VectorStore.open(this.db, [SPEC], {
+      readOnly: false,
+      onEvent: (e) => this.events.push(e),
+      ...options,
+    });
     return this.store;
   }
 
@@ -39,7 +48,11 @@ class Fixture {
   insert(n: number, withoutVector = 0.05): number[] {
     const insert = this.db.prepare('INSERT INTO c_docs (vec) VALUES (?)');
     const ids = this.db.transaction(() =>
-      Array.from({ length: n }, () => Number(insert.run(this.random() < withoutVector ? null : blob(randomVector(DIMS, this.random))).lastInsertRowid)),
+      Array.from({ length: n }, () =>
+        Number(
+          insert.run(this.random() < withoutVector ? null : blob(randomVector(DIMS, this.random))).lastInsertRowid,
+        ),
+      ),
     )();
     this.store?.catchUp();
     return ids;
@@ -52,7 +65,8 @@ class Fixture {
       for (let i = 0; i < n; i++) {
         const id = 1 + Math.floor(this.random() * max);
         const r = this.random();
-        if (r < 0.5) this.db.prepare('UPDATE c_docs SET vec = ? WHERE id = ?').run(blob(randomVector(DIMS, this.random)), id);
+        if (r < 0.5)
+          this.db.prepare('UPDATE c_docs SET vec = ? WHERE id = ?').run(blob(randomVector(DIMS, this.random)), id);
         else if (r < 0.6) this.db.prepare('UPDATE c_docs SET vec = NULL WHERE id = ?').run(id);
         else this.db.prepare('DELETE FROM c_docs WHERE id = ?').run(id);
       }
@@ -64,12 +78,18 @@ class Fixture {
   check(queries: number, context: string, store = this.store!, db = this.db): void {
     for (let i = 0; i < queries; i++) {
       const q = randomVector(DIMS, this.random);
-      expectSameAnswer(store.search('docs', 'vec', q, 10, null, EF_EXACT), bruteForce(db, 'docs', 'vec', q, 'cosine', 10), `${context} query ${i}`);
+      expectSameAnswer(
+        store.search('docs', 'vec', q, 10, null, EF_EXACT),
+        bruteForce(db, 'docs', 'vec', q, 'cosine', 10),
+        `${context} query ${i}`,
+      );
     }
   }
 
   snapshotRow(): { seq: number; parts: number } | undefined {
-    return this.db.prepare("SELECT seq, parts FROM _fenec_vector_index WHERE collection = 'docs' AND field = 'vec'").get() as { seq: number; parts: number } | undefined;
+    return this.db
+      .prepare("SELECT seq, parts FROM _fenec_vector_index WHERE collection = 'docs' AND field = 'vec'")
+      .get() as { seq: number; parts: number } | undefined;
   }
 
   logCount(): number {
@@ -107,7 +127,10 @@ describe('VectorStore persistence (node/vector/store)', () => {
     it('keeps rows of equal vectors under one label through a snapshot: a copy written later joins it', async () => {
       const common = Array.from({ length: 10 }, () => randomVector(DIMS, f.random));
       const insert = f.db.prepare('INSERT INTO c_docs (vec) VALUES (?)');
-      const write = (n: number): void => f.db.transaction(() => { for (let i = 0; i < n; i++) insert.run(blob(common[i % 10]!)); })();
+      const write = (n: number): void =>
+        f.db.transaction(() => {
+          for (let i = 0; i < n; i++) insert.run(blob(common[i % 10]!));
+        })();
       write(100);
       await f.open().idle();
       f.store!.close();
@@ -171,7 +194,8 @@ describe('VectorStore persistence (node/vector/store)', () => {
         await f.store!.idle();
       }
       const elapsed = performance.now() - started;
-      if (elapsed < quietMs) expect(f.snapshotRow()!.seq, `${f.logCount()} rows added in ${elapsed.toFixed(0)} ms`).to.equal(first);
+      if (elapsed < quietMs)
+        expect(f.snapshotRow()!.seq, `${f.logCount()} rows added in ${elapsed.toFixed(0)} ms`).to.equal(first);
       // The writes pause: the timer stores the index without another call.
       await new Promise((resolve) => setTimeout(resolve, 3 * quietMs));
       const paused = f.snapshotRow()!.seq;
@@ -180,7 +204,11 @@ describe('VectorStore persistence (node/vector/store)', () => {
       // A load: the index doubles (changed ≥ half of live) and is stored while the writes still come.
       const before = live();
       let gap = 0; // a pause as long as quietMs (a loaded machine) would let the share rule store it first
-      for (let last = performance.now(); f.snapshotRow()!.seq === paused && live() < 3 * before; last = performance.now()) {
+      for (
+        let last = performance.now();
+        f.snapshotRow()!.seq === paused && live() < 3 * before;
+        last = performance.now()
+      ) {
         f.insert(100, 0);
         await f.store!.idle();
         gap = Math.max(gap, performance.now() - last);
@@ -191,10 +219,13 @@ describe('VectorStore persistence (node/vector/store)', () => {
     });
 
     /** Rewrites a BLOB column of the snapshot tables through `change`. */
-    const rewrite = (table: string, column: string, change: (bytes: Buffer) => Buffer) => (db: Connection): void => {
-      const rows = db.prepare(`SELECT rowid, ${column} AS b FROM ${table}`).all() as { rowid: number; b: Buffer }[];
-      for (const { rowid, b } of rows) db.prepare(`UPDATE ${table} SET ${column} = ? WHERE rowid = ?`).run(change(Buffer.from(b)), rowid);
-    };
+    const rewrite =
+      (table: string, column: string, change: (bytes: Buffer) => Buffer) =>
+      (db: Connection): void => {
+        const rows = db.prepare(`SELECT rowid, ${column} AS b FROM ${table}`).all() as { rowid: number; b: Buffer }[];
+        for (const { rowid, b } of rows)
+          db.prepare(`UPDATE ${table} SET ${column} = ? WHERE rowid = ?`).run(change(Buffer.from(b)), rowid);
+      };
     const damages: [string, (db: Connection) => void][] = [
       ['flipped bytes in the index', rewrite('_fenec_vector_index_part', 'bytes', (b) => b.fill(0x5a, 1000, 1016))],
       ['a truncated index', rewrite('_fenec_vector_index_part', 'bytes', (b) => b.subarray(0, b.length >> 1))],
@@ -239,7 +270,10 @@ describe('VectorStore persistence (node/vector/store)', () => {
         reader.close();
       }
       expect(f.snapshotRow(), 'no snapshot written').to.deep.equal(before.snapshot);
-      expect(f.db.prepare('SELECT count(*) FROM _fenec_vector_log WHERE seq <= ?').pluck().get(lastSeq), 'no log entry deleted').to.equal(before.log);
+      expect(
+        f.db.prepare('SELECT count(*) FROM _fenec_vector_log WHERE seq <= ?').pluck().get(lastSeq),
+        'no log entry deleted',
+      ).to.equal(before.log);
     });
 
     it('creates the triggers a field lacks (a file from before) and builds its index from the rows', () => {
@@ -271,7 +305,12 @@ describe('VectorStore persistence (node/vector/store)', () => {
       expect(rebuiltAt).to.equal(Math.floor(0.2 * ntotal) + 1);
       f.check(5, 'while the new index fills, beside the old');
       await store.idle();
-      expect(store.info('docs', 'vec')).to.include({ state: 'ready', ntotal: ntotal - rebuiltAt, live: ntotal - rebuiltAt, tombstones: 0 });
+      expect(store.info('docs', 'vec')).to.include({
+        state: 'ready',
+        ntotal: ntotal - rebuiltAt,
+        live: ntotal - rebuiltAt,
+        tombstones: 0,
+      });
       f.check(20, 'after the rebuild');
     });
 
@@ -343,7 +382,8 @@ describe('VectorStore persistence (node/vector/store)', () => {
       for (let i = 0; i < 20 && store.info('docs', 'vec')!.state !== 'building'; i++) await Promise.resolve();
       expect(store.info('docs', 'vec')).to.include({ state: 'building', serving: true });
       const before = f.snapshotRow()!.seq;
-      for (let i = 0; i < 30; i++) f.churn(3); // queued: the old index answers for the rest, the queued rows are scanned
+      // queued: the old index answers for the rest, the queued rows are scanned
+      for (let i = 0; i < 30; i++) f.churn(3);
       expect(store.info('docs', 'vec')!.pending).to.be.greaterThan(0);
       f.check(10, 'while rebuilding');
       expect(f.snapshotRow()!.seq, 'no snapshot of the old index while the new one fills').to.equal(before);

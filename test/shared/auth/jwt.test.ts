@@ -32,7 +32,7 @@ describe('JwtVerifier', () => {
     expect([hs.algorithm, rs.algorithm, es.algorithm]).to.deep.equal(['HS256', 'RS256', 'ES256']);
   });
 
-  it('answers a valid token\'s claims, for each kind of key', () => {
+  it("answers a valid token's claims, for each kind of key", () => {
     expect(hs.verify(sign(claims))).to.include({ sub: 'ada', tenant: 'acme' });
     const rsToken = jwt.sign({ sub: 'bo' }, rsa.privateKey, { algorithm: 'RS256', expiresIn: 60 });
     expect(rs.verify(rsToken)).to.include({ sub: 'bo' });
@@ -44,7 +44,8 @@ describe('JwtVerifier', () => {
     const claims = plain.verify(sign({ sub: 'ada' }));
     expect(Object.getPrototypeOf(claims)).to.equal(null);
     expect(Object.isFrozen(claims)).to.equal(true);
-    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) expect(claims[name], name).to.equal(undefined);
+    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty'])
+      expect(claims[name], name).to.equal(undefined);
   });
 
   it(`forgives ${CLOCK_TOLERANCE_SECONDS} s of clock difference on exp and nbf, and no more`, () => {
@@ -77,21 +78,75 @@ describe('JwtVerifier', () => {
   describe('refuses forged and broken tokens with invalid_token saying why, never repeating the token', () => {
     const good = sign(claims);
     const cases: Array<[name: string, verifier: () => JwtVerifier, token: () => string, why: string, says: string]> = [
-      ['alg none', () => hs, () => `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ ...claims, exp: now() + 60 })}.`, 'unsigned', 'unsigned'],
-      ['alg none with a signature', () => hs, () => `${b64({ alg: 'none' })}.${b64({ ...claims, exp: now() + 60 })}.c2ln`, 'wrong_algorithm', '"none"'],
-      ['the wrong secret', () => hs, () => jwt.sign(claims, `${SECRET}-other`, { expiresIn: 60 }), 'bad_signature', 'signature'],
-      ['HS256 signed with the RSA public key\'s PEM', () => rs, () => hmacToken({ alg: 'HS256', typ: 'JWT' }, { sub: 'x', exp: now() + 60 }, rsaPem), 'wrong_algorithm', 'takes RS256 only'],
-      ['RS256 on an ES256 server', () => es, () => jwt.sign({ sub: 'x' }, rsa.privateKey, { algorithm: 'RS256', expiresIn: 60 }), 'wrong_algorithm', 'ES256'],
-      ['HS512 with the right secret', () => hs, () => jwt.sign(claims, SECRET, { algorithm: 'HS512', expiresIn: 60 }), 'wrong_algorithm', '"HS512"'],
+      [
+        'alg none',
+        () => hs,
+        () => `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ ...claims, exp: now() + 60 })}.`,
+        'unsigned',
+        'unsigned',
+      ],
+      [
+        'alg none with a signature',
+        () => hs,
+        () => `${b64({ alg: 'none' })}.${b64({ ...claims, exp: now() + 60 })}.c2ln`,
+        'wrong_algorithm',
+        '"none"',
+      ],
+      [
+        'the wrong secret',
+        () => hs,
+        () => jwt.sign(claims, `${SECRET}-other`, { expiresIn: 60 }),
+        'bad_signature',
+        'signature',
+      ],
+      [
+        "HS256 signed with the RSA public key's PEM",
+        () => rs,
+        () => hmacToken({ alg: 'HS256', typ: 'JWT' }, { sub: 'x', exp: now() + 60 }, rsaPem),
+        'wrong_algorithm',
+        'takes RS256 only',
+      ],
+      [
+        'RS256 on an ES256 server',
+        () => es,
+        () => jwt.sign({ sub: 'x' }, rsa.privateKey, { algorithm: 'RS256', expiresIn: 60 }),
+        'wrong_algorithm',
+        'ES256',
+      ],
+      [
+        'HS512 with the right secret',
+        () => hs,
+        () => jwt.sign(claims, SECRET, { algorithm: 'HS512', expiresIn: 60 }),
+        'wrong_algorithm',
+        '"HS512"',
+      ],
       ['expired', () => hs, () => sign({ ...claims, exp: now() - 3600 }), 'expired', 'expired at'],
       ['not yet valid', () => hs, () => sign({ ...claims, nbf: now() + 3600 }), 'not_yet_valid', 'not valid before'],
       ['no exp', () => hs, () => jwt.sign(claims, SECRET), 'no_expiry', 'no exp'],
-      ['a string exp', () => hs, () => hmacToken({ alg: 'HS256' }, { ...claims, exp: 'soon' }, SECRET), 'bad_claims', 'exp'],
-      ['an exp of 1e400, Infinity once parsed: a token that never expires', () => hs, () => {
-        const input = `${b64({ alg: 'HS256' })}.${Buffer.from(JSON.stringify(claims).replace(/}$/, ',"exp":1e400}')).toString('base64url')}`;
-        return `${input}.${createHmac('sha256', SECRET).update(input).digest('base64url')}`;
-      }, 'bad_claims', 'exp claim is not a finite number'],
-      ['a claim holding a lone surrogate, which a policy would write as bytes that are not UTF-8', () => hs, () => sign({ ...claims, sub: 'ada\ud83e' }), 'bad_claims', String.raw`the token's claims.sub holds a lone surrogate (\ud83e)`],
+      [
+        'a string exp',
+        () => hs,
+        () => hmacToken({ alg: 'HS256' }, { ...claims, exp: 'soon' }, SECRET),
+        'bad_claims',
+        'exp',
+      ],
+      [
+        'an exp of 1e400, Infinity once parsed: a token that never expires',
+        () => hs,
+        () => {
+          const input = `${b64({ alg: 'HS256' })}.${Buffer.from(JSON.stringify(claims).replace(/}$/, ',"exp":1e400}')).toString('base64url')}`;
+          return `${input}.${createHmac('sha256', SECRET).update(input).digest('base64url')}`;
+        },
+        'bad_claims',
+        'exp claim is not a finite number',
+      ],
+      [
+        'a claim holding a lone surrogate, which a policy would write as bytes that are not UTF-8',
+        () => hs,
+        () => sign({ ...claims, sub: 'ada\ud83e' }),
+        'bad_claims',
+        String.raw`the token's claims.sub holds a lone surrogate (\ud83e)`,
+      ],
       ['the wrong issuer', () => hs, () => sign({ ...claims, iss: 'elsewhere' }), 'wrong_issuer', '"fenec"'],
       ['no issuer', () => hs, () => sign({ sub: 'ada', aud: 'agents' }), 'wrong_issuer', 'iss'],
       ['the wrong audience', () => hs, () => sign({ ...claims, aud: 'others' }), 'wrong_audience', '"agents"'],
@@ -100,7 +155,13 @@ describe('JwtVerifier', () => {
       ['truncated', () => hs, () => good.slice(0, good.length - 10), 'bad_signature', 'signature'],
       ['cut in its payload', () => hs, () => good.slice(0, good.indexOf('.') + 8), 'malformed', 'not a JSON Web Token'],
       ['10 KB of garbage', () => hs, () => 'Zm9v.'.repeat(2048), 'malformed', `longer than ${MAX_TOKEN_LENGTH}`],
-      ['a payload that is not an object', () => plain, () => hmacToken({ alg: 'HS256' }, [1, 2], SECRET), 'malformed', ''],
+      [
+        'a payload that is not an object',
+        () => plain,
+        () => hmacToken({ alg: 'HS256' }, [1, 2], SECRET),
+        'malformed',
+        '',
+      ],
     ];
     for (const [name, verifier, token, why, says] of cases) {
       it(name, () => {
@@ -121,10 +182,36 @@ describe('JwtVerifier', () => {
       ['no key', () => ({}), 'one key'],
       ['two keys', () => ({ secret: SECRET, publicKey: rsaPem }), 'one key'],
       ['a short secret', () => ({ secret: 'short' }), '--jwt-secret takes at least 32 bytes'],
-      ['a PEM that is no key', () => ({ publicKey: 'hello', publicKeySource: 'key.pem' }), 'key.pem holds no public key'],
-      ['RSA 1024', () => ({ publicKey: generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey.export({ type: 'spki', format: 'pem' }).toString() }), '2048'],
-      ['EC P-384', () => ({ publicKey: generateKeyPairSync('ec', { namedCurve: 'secp384r1' }).publicKey.export({ type: 'spki', format: 'pem' }).toString() }), 'P-256'],
-      ['Ed25519', () => ({ publicKey: generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString() }), 'ed25519'],
+      [
+        'a PEM that is no key',
+        () => ({ publicKey: 'hello', publicKeySource: 'key.pem' }),
+        'key.pem holds no public key',
+      ],
+      [
+        'RSA 1024',
+        () => ({
+          publicKey: generateKeyPairSync('rsa', { modulusLength: 1024 })
+            .publicKey.export({ type: 'spki', format: 'pem' })
+            .toString(),
+        }),
+        '2048',
+      ],
+      [
+        'EC P-384',
+        () => ({
+          publicKey: generateKeyPairSync('ec', { namedCurve: 'secp384r1' })
+            .publicKey.export({ type: 'spki', format: 'pem' })
+            .toString(),
+        }),
+        'P-256',
+      ],
+      [
+        'Ed25519',
+        () => ({
+          publicKey: generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+        }),
+        'ed25519',
+      ],
       ['an empty issuer', () => ({ secret: SECRET, issuer: '' }), '--jwt-issuer'],
     ];
     for (const [name, options, says] of cases) {

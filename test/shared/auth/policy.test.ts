@@ -4,7 +4,7 @@ import { parseCondition } from '../../../shared/fenecql/parser.js';
 import { refusal, withoutPos } from '../../helpers/assertions.js';
 
 describe('parsePolicy', () => {
-  it('reads the seed\'s line: grants and a condition whose $jwt claim is a value', () => {
+  it("reads the seed's line: grants and a condition whose $jwt claim is a value", () => {
     const policy = parsePolicy('memories  read,write  where owner = $jwt.sub\n', 'policy.txt');
     const rule = policy.rules.get('memories')!;
     expect(rule).to.include({ collection: 'memories', read: true, write: true, source: 'policy.txt:1' });
@@ -40,7 +40,9 @@ describe('parsePolicy', () => {
     const policy = parsePolicy(text, 'policy.txt');
     expect([...policy.rules.keys()]).to.deep.equal(['notes', 'tasks']);
     expect(policy.rules.get('tasks')!.source).to.equal('policy.txt:5');
-    expect(withoutPos(policy.rules.get('tasks')!.where)).to.deep.equal(withoutPos(parseCondition('tag = "#ops" and owner = $jwt.sub')));
+    expect(withoutPos(policy.rules.get('tasks')!.where)).to.deep.equal(
+      withoutPos(parseCondition('tag = "#ops" and owner = $jwt.sub')),
+    );
   });
 
   it('reads an empty file as a policy that names no collection', () => {
@@ -109,19 +111,26 @@ describe('the tools line, and the tools a token is granted', () => {
 
   it('grants no tool to a tools claim that is not an array of names', () => {
     const open = parsePolicy('docs read\n', 'p');
-    for (const claim of ['search', [1], { search: true }, null]) expect(grantedTools(open, { sub: 'a', tools: claim })!.size, JSON.stringify(claim)).to.equal(0);
+    for (const claim of ['search', [1], { search: true }, null])
+      expect(grantedTools(open, { sub: 'a', tools: claim })!.size, JSON.stringify(claim)).to.equal(0);
   });
 
   it('reads tools read (or read,write, with where) as the rule of a collection named tools', () => {
     const policy = parsePolicy('tools read\n', 'p');
     expect(policy.tools).to.equal(undefined);
     expect(policy.rules.get('tools')).to.include({ read: true, write: false });
-    expect(parsePolicy('tools read,write where owner = $jwt.sub\n', 'p').rules.get('tools')).to.include({ read: true, write: true });
+    expect(parsePolicy('tools read,write where owner = $jwt.sub\n', 'p').rules.get('tools')).to.include({
+      read: true,
+      write: true,
+    });
   });
 
   const cases: Array<[text: string, says: string]> = [
     ['tools\n', 'p:1: expected the tools after tools'],
-    ['tools search recall\n', 'p:1: expected a tool (query, search, schema, write, remember, recall, forget), found "search recall"'],
+    [
+      'tools search recall\n',
+      'p:1: expected a tool (query, search, schema, write, remember, recall, forget), found "search recall"',
+    ],
     ['tools search, drop\n', 'found "drop"'],
     ['tools search, search\n', 'p:1: tool search is named twice'],
     ['tools search\ntools recall\n', 'p:2: the tools line is given already, at p:1'],

@@ -8,17 +8,27 @@ const SECRET = 'a-secret-of-at-least-thirty-two-bytes-0123';
 describe('mintToken', () => {
   const verifier = JwtVerifier.create({ secret: SECRET });
 
-  it('signs sub, tenant, jti, iat, exp and the extra claims with HS256, which the server\'s verifier takes', () => {
+  it("signs sub, tenant, jti, iat, exp and the extra claims with HS256, which the server's verifier takes", () => {
     const now = Date.now();
-    const token = mintToken({ secret: SECRET, tenant: 'acme', sub: 'ada', ttlSeconds: 3600, claims: { team: 'ops' }, now });
+    const token = mintToken({
+      secret: SECRET,
+      tenant: 'acme',
+      sub: 'ada',
+      ttlSeconds: 3600,
+      claims: { team: 'ops' },
+      now,
+    });
     const { jti, ...claims } = verifier.verify(token);
     const iat = Math.floor(now / 1000);
     expect(claims).to.deep.equal({ team: 'ops', sub: 'ada', tenant: 'acme', iat, exp: iat + 3600 });
     expect(jti).to.match(/^[0-9a-f]{32}$/);
-    expect(JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString())).to.deep.equal({ alg: 'HS256', typ: 'JWT' });
+    expect(JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString())).to.deep.equal({
+      alg: 'HS256',
+      typ: 'JWT',
+    });
   });
 
-  it('mints a one-file server\'s token without a tenant claim, and a jti of its own each time', () => {
+  it("mints a one-file server's token without a tenant claim, and a jti of its own each time", () => {
     const [a, b] = [0, 1].map(() => verifier.verify(mintToken({ secret: SECRET, sub: 'ada', ttlSeconds: 60 })));
     expect(a).to.not.have.property('tenant');
     expect(a!.jti).to.be.a('string').and.not.equal(b!.jti);
@@ -33,7 +43,11 @@ describe('mintToken', () => {
     ['a short secret', { secret: 'short' }, '--jwt-secret'],
     ['a bad tenant name', { tenant: 'Acme Corp' }, '--tenant'],
     ['an empty sub', { sub: '' }, '--sub'],
-    ['claims overriding sub and exp', { claims: { sub: 'root', exp: 1, team: 'ops' } }, '--claims may not set sub, exp'],
+    [
+      'claims overriding sub and exp',
+      { claims: { sub: 'root', exp: 1, team: 'ops' } },
+      '--claims may not set sub, exp',
+    ],
     ['a claim overriding tenant', { claims: { tenant: 'other' } }, 'tenant'],
     ['a claim setting the jti', { claims: { jti: 'mine' } }, '--claims may not set jti'],
   ] as const) {
@@ -61,6 +75,7 @@ describe('parseTtl', () => {
 describe('parseClaims', () => {
   it('takes a JSON object and refuses anything else', () => {
     expect(parseClaims('{"team": "ops", "n": 1}')).to.deep.equal({ team: 'ops', n: 1 });
-    for (const text of ['[1]', '"x"', 'null', '{bad', '7']) expect(refusal(() => parseClaims(text)).message, text).to.include('--claims');
+    for (const text of ['[1]', '"x"', 'null', '{bad', '7'])
+      expect(refusal(() => parseClaims(text)).message, text).to.include('--claims');
   });
 });

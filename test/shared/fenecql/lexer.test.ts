@@ -48,11 +48,18 @@ describe('Lexer', () => {
     it('reads every punctuation mark, the two-character ones whole', () => {
       const marks = '( ) [ ] { } , : ; = != < <= > >= + - * / @';
       expect(tokens(marks).map((t) => [t.kind, t.value])).to.deep.equal(marks.split(' ').map((m) => ['punct', m]));
-      expect(kindsAndValues('a<=b')).to.deep.equal([['name', 'a'], ['punct', '<='], ['name', 'b']]);
+      expect(kindsAndValues('a<=b')).to.deep.equal([
+        ['name', 'a'],
+        ['punct', '<='],
+        ['name', 'b'],
+      ]);
     });
 
     it('leaves a minus before a number to the parser', () => {
-      expect(kindsAndValues('-5')).to.deep.equal([['punct', '-'], ['number', 5]]);
+      expect(kindsAndValues('-5')).to.deep.equal([
+        ['punct', '-'],
+        ['number', 5],
+      ]);
     });
 
     it('accepts a name of 64 characters and refuses one of 65', () => {
@@ -81,7 +88,10 @@ describe('Lexer', () => {
 
   describe('comments and whitespace', () => {
     it('skips a comment to the end of its line', () => {
-      expect(kindsAndValues('get -- the notes\nnotes -- → 1')).to.deep.equal([['name', 'get'], ['name', 'notes']]);
+      expect(kindsAndValues('get -- the notes\nnotes -- → 1')).to.deep.equal([
+        ['name', 'get'],
+        ['name', 'notes'],
+      ]);
     });
 
     it('takes two minus signs as a comment even straight after a value, as SQL does', () => {
@@ -105,7 +115,10 @@ describe('Lexer', () => {
     });
 
     it('reads the empty string and characters outside ASCII', () => {
-      expect(kindsAndValues('"" "héllo 🦊"')).to.deep.equal([['string', ''], ['string', 'héllo 🦊']]);
+      expect(kindsAndValues('"" "héllo 🦊"')).to.deep.equal([
+        ['string', ''],
+        ['string', 'héllo 🦊'],
+      ]);
     });
 
     it('refuses a string without its closing quote, pointing at the opening one', () => {
@@ -142,7 +155,9 @@ describe('Lexer', () => {
 
   describe('numbers', () => {
     it('reads integers and floats, marking which is which', () => {
-      const read = tokens('0 42 1.5 2e3 2.5E-2 9007199254740991').map((t) => t.kind === 'number' && [t.value, t.integer]);
+      const read = tokens('0 42 1.5 2e3 2.5E-2 9007199254740991').map(
+        (t) => t.kind === 'number' && [t.value, t.integer],
+      );
       expect(read).to.deep.equal([
         [0, true],
         [42, true],
@@ -246,7 +261,9 @@ describe('Lexer', () => {
     it('reports the first bad character in reading order only when it is reached', () => {
       const lexer = new Lexer('get # ');
       expect(lexer.next().value).to.equal('get');
-      expect(() => lexer.next()).to.throw(FenecError).with.property('code', 'invalid_character');
+      expect(() => lexer.next())
+        .to.throw(FenecError)
+        .with.property('code', 'invalid_character');
     });
   });
 });

@@ -1,6 +1,12 @@
 import { expect } from 'chai';
 import type { ErrorCode } from '../../../shared/errors.js';
-import { checkJsonValue, checkTreeDepth, loneSurrogateAt, MAX_DEPTH, MAX_STATEMENT_LENGTH } from '../../../shared/fenecql/limits.js';
+import {
+  checkJsonValue,
+  checkTreeDepth,
+  loneSurrogateAt,
+  MAX_DEPTH,
+  MAX_STATEMENT_LENGTH,
+} from '../../../shared/fenecql/limits.js';
 import { parseCondition, parseStatement } from '../../../shared/fenecql/parser.js';
 import { printStatement } from '../../../shared/fenecql/print.js';
 import { refusal } from '../../helpers/assertions.js';
@@ -28,7 +34,15 @@ function depthOf(value: unknown): number {
   if (Array.isArray(value)) return Math.max(0, ...value.map(depthOf));
   if (value === null || typeof value !== 'object') return 0;
   const own = typeof (value as { kind?: unknown }).kind === 'string' ? 1 : 0;
-  return own + Math.max(0, ...Object.entries(value).filter(([k]) => k !== 'pos').map(([, v]) => depthOf(v)));
+  return (
+    own +
+    Math.max(
+      0,
+      ...Object.entries(value)
+        .filter(([k]) => k !== 'pos')
+        .map(([, v]) => depthOf(v)),
+    )
+  );
 }
 
 function expectTooComplex(run: () => unknown, code: ErrorCode = 'too_complex'): void {
@@ -113,8 +127,14 @@ describe('the limits of a statement', () => {
 
   describe('trees built without the parser', () => {
     it('refuses a tree deeper than the limit, pointing at the first node past it', () => {
-      let cond: object = { kind: 'Compare', op: '=', left: { kind: 'Field', name: 'a' }, right: { kind: 'Literal', type: 'int', value: 1 } };
-      for (let i = 0; i < 100_000; i++) cond = { kind: 'Not', operand: cond, pos: { line: 1, column: i + 1, offset: i } };
+      let cond: object = {
+        kind: 'Compare',
+        op: '=',
+        left: { kind: 'Field', name: 'a' },
+        right: { kind: 'Literal', type: 'int', value: 1 },
+      };
+      for (let i = 0; i < 100_000; i++)
+        cond = { kind: 'Not', operand: cond, pos: { line: 1, column: i + 1, offset: i } };
       const err = refusal(() => checkTreeDepth(cond));
       expect(err.code).to.equal('too_complex');
       expect(err.position?.column).to.equal(100_000 - MAX_DEPTH);
@@ -122,7 +142,8 @@ describe('the limits of a statement', () => {
   });
 
   describe('JSON values (params, tool arguments)', () => {
-    const nested = (n: number, open: string, close: string): unknown => JSON.parse(`${open.repeat(n)}1${close.repeat(n)}`);
+    const nested = (n: number, open: string, close: string): unknown =>
+      JSON.parse(`${open.repeat(n)}1${close.repeat(n)}`);
 
     it(`takes ${MAX_DEPTH} levels of arrays and objects, and refuses more with too_complex naming where`, () => {
       checkJsonValue(nested(MAX_DEPTH, '[', ']'), '$1');
@@ -145,14 +166,24 @@ describe('the limits of a statement', () => {
     });
 
     it('refuses a string or key holding a lone surrogate with invalid_value, naming where and which; takes pairs', () => {
-      const inArray = refusal(() => checkJsonValue(JSON.parse(String.raw`[{"title": "ok"}, {"title": "fox \ud83e!"}]`), '$1'));
+      const inArray = refusal(() =>
+        checkJsonValue(JSON.parse(String.raw`[{"title": "ok"}, {"title": "fox \ud83e!"}]`), '$1'),
+      );
       expect(inArray.code).to.equal('invalid_value');
-      expect(inArray.message).to.equal(String.raw`$1[1].title holds a lone surrogate (\ud83e) at character 4: text must be valid Unicode`);
+      expect(inArray.message).to.equal(
+        String.raw`$1[1].title holds a lone surrogate (\ud83e) at character 4: text must be valid Unicode`,
+      );
       expect(inArray.hint).to.contain(String.raw`\ud83d\ude00`);
-      expect(refusal(() => checkJsonValue(JSON.parse(String.raw`"\udc00"`), 'search.text')).message).to.contain(String.raw`search.text holds a lone surrogate (\udc00) at character 0`);
-      expect(refusal(() => checkJsonValue(JSON.parse(String.raw`["a", ["\ud800\ud800\udc00"]]`), '$2')).message).to.contain(String.raw`$2[1][0] holds a lone surrogate (\ud800) at character 0`);
+      expect(refusal(() => checkJsonValue(JSON.parse(String.raw`"\udc00"`), 'search.text')).message).to.contain(
+        String.raw`search.text holds a lone surrogate (\udc00) at character 0`,
+      );
+      expect(
+        refusal(() => checkJsonValue(JSON.parse(String.raw`["a", ["\ud800\ud800\udc00"]]`), '$2')).message,
+      ).to.contain(String.raw`$2[1][0] holds a lone surrogate (\ud800) at character 0`);
       const key = refusal(() => checkJsonValue(JSON.parse(String.raw`{"meta": {"k\udfff": 1}}`), '$1'));
-      expect(key.message).to.equal(String.raw`$1.meta has a key that holds a lone surrogate (\udfff) at character 1: text must be valid Unicode`);
+      expect(key.message).to.equal(
+        String.raw`$1.meta has a key that holds a lone surrogate (\udfff) at character 1: text must be valid Unicode`,
+      );
       checkJsonValue(JSON.parse(String.raw`["\ud83e\udd8a fox", {"\ud83d\ude00": "é"}, "\ufffd"]`), '$1');
     });
 

@@ -5,10 +5,8 @@ import type { Cond, Expr, FieldDef, FieldType, GetStmt, ObjectExpr, Statement } 
 import { parseCondition, parseStatement } from '../../../shared/fenecql/parser.js';
 import { refusal as failure, withoutPos } from '../../helpers/assertions.js';
 
-
 const parse = (text: string): Statement => withoutPos(parseStatement(text));
 const cond = (text: string): Cond => withoutPos(parseCondition(text));
-
 
 function expectRefused(run: () => unknown, code: ErrorCode, line: number, column: number): FenecError {
   const err = failure(run);
@@ -27,7 +25,11 @@ const NULL: Expr = { kind: 'Literal', type: 'null', value: null };
 const field = (name: string): Expr => ({ kind: 'Field', name });
 const param = (index: number): Expr => ({ kind: 'Param', index });
 const jwt = (claim: string): Expr => ({ kind: 'Jwt', claim });
-const call = (fn: 'now' | 'len' | 'lower' | 'upper' | 'coalesce', ...args: Expr[]): Expr => ({ kind: 'Call', fn, args });
+const call = (fn: 'now' | 'len' | 'lower' | 'upper' | 'coalesce', ...args: Expr[]): Expr => ({
+  kind: 'Call',
+  fn,
+  args,
+});
 const array = (...items: Expr[]): Expr => ({ kind: 'Array', items });
 const object = (entries: Record<string, Expr>): ObjectExpr => ({
   kind: 'Object',
@@ -36,11 +38,19 @@ const object = (entries: Record<string, Expr>): ObjectExpr => ({
 const binary = (op: '+' | '-' | '*' | '/', left: Expr, right: Expr): Expr => ({ kind: 'Binary', op, left, right });
 const negate = (operand: Expr): Expr => ({ kind: 'Negate', operand });
 const truth = (expr: Expr): Cond => ({ kind: 'Truth', expr });
-const compare = (op: '=' | '!=' | '<' | '<=' | '>' | '>=', left: Expr, right: Expr): Cond => ({ kind: 'Compare', op, left, right });
+const compare = (op: '=' | '!=' | '<' | '<=' | '>' | '>=', left: Expr, right: Expr): Cond => ({
+  kind: 'Compare',
+  op,
+  left,
+  right,
+});
 const and = (left: Cond, right: Cond): Cond => ({ kind: 'And', left, right });
 const or = (left: Cond, right: Cond): Cond => ({ kind: 'Or', left, right });
 const not = (operand: Cond): Cond => ({ kind: 'Not', operand });
-const scalar = (s: 'text' | 'int' | 'float' | 'bool' | 'timestamp' | 'json'): FieldType => ({ kind: 'scalar', scalar: s });
+const scalar = (s: 'text' | 'int' | 'float' | 'bool' | 'timestamp' | 'json'): FieldType => ({
+  kind: 'scalar',
+  scalar: s,
+});
 const def = (name: string, type: FieldType, more: Partial<FieldDef> = {}): FieldDef => ({
   name,
   type,
@@ -92,13 +102,20 @@ describe('parseStatement', () => {
     });
 
     it('takes required, unique and default in any order, then the annotations', () => {
-      const stmt = parse('create collection t (a int default 3 unique required @sorted @hash, b timestamp default now() @ttl(30d))');
+      const stmt = parse(
+        'create collection t (a int default 3 unique required @sorted @hash, b timestamp default now() @ttl(30d))',
+      );
       expect(stmt).to.deep.equal({
         kind: 'CreateCollection',
         name: 't',
         ifNotExists: false,
         fields: [
-          def('a', scalar('int'), { required: true, unique: true, default: int(3), annotations: [{ kind: 'sorted' }, { kind: 'hash' }] }),
+          def('a', scalar('int'), {
+            required: true,
+            unique: true,
+            default: int(3),
+            annotations: [{ kind: 'sorted' }, { kind: 'hash' }],
+          }),
           def('b', scalar('timestamp'), { default: call('now'), annotations: [{ kind: 'ttl', ms: 2_592_000_000 }] }),
         ],
       });
@@ -119,7 +136,9 @@ describe('parseStatement', () => {
     });
 
     it('reads keywords, types and annotations in any case', () => {
-      expect(parse('CREATE Collection IF NOT EXISTS Notes (Title TEXT REQUIRED @TEXT, v VECTOR<2> @HNSW(COSINE, M = 4))')).to.deep.equal({
+      expect(
+        parse('CREATE Collection IF NOT EXISTS Notes (Title TEXT REQUIRED @TEXT, v VECTOR<2> @HNSW(COSINE, M = 4))'),
+      ).to.deep.equal({
         kind: 'CreateCollection',
         name: 'Notes',
         ifNotExists: true,
@@ -131,7 +150,10 @@ describe('parseStatement', () => {
     });
 
     it('takes keywords as names where a name is expected', () => {
-      expect(parse('create collection if (text text, vector vector<2>, count int)')).to.deep.include({ name: 'if', ifNotExists: false });
+      expect(parse('create collection if (text text, vector vector<2>, count int)')).to.deep.include({
+        name: 'if',
+        ifNotExists: false,
+      });
     });
 
     it('puts the position of its name on each field', () => {
@@ -146,7 +168,11 @@ describe('parseStatement', () => {
   describe('drop and alter', () => {
     it('parses drop collection, with and without if exists', () => {
       expect(parse('drop collection notes')).to.deep.equal({ kind: 'DropCollection', name: 'notes', ifExists: false });
-      expect(parse('drop collection if exists notes')).to.deep.equal({ kind: 'DropCollection', name: 'notes', ifExists: true });
+      expect(parse('drop collection if exists notes')).to.deep.equal({
+        kind: 'DropCollection',
+        name: 'notes',
+        ifExists: true,
+      });
     });
 
     it('parses alter collection … add with a full field definition', () => {
@@ -158,7 +184,11 @@ describe('parseStatement', () => {
     });
 
     it('parses alter collection … drop', () => {
-      expect(parse('alter collection notes drop score')).to.deep.equal({ kind: 'AlterDrop', collection: 'notes', field: 'score' });
+      expect(parse('alter collection notes drop score')).to.deep.equal({
+        kind: 'AlterDrop',
+        collection: 'notes',
+        field: 'score',
+      });
     });
   });
 
@@ -199,8 +229,16 @@ describe('parseStatement', () => {
     });
 
     it('parses del, and where true as every row', () => {
-      expect(parse('del notes where done')).to.deep.equal({ kind: 'Del', collection: 'notes', where: truth(field('done')) });
-      expect(parse('del notes where true')).to.deep.equal({ kind: 'Del', collection: 'notes', where: truth(bool(true)) });
+      expect(parse('del notes where done')).to.deep.equal({
+        kind: 'Del',
+        collection: 'notes',
+        where: truth(field('done')),
+      });
+      expect(parse('del notes where true')).to.deep.equal({
+        kind: 'Del',
+        collection: 'notes',
+        where: truth(bool(true)),
+      });
     });
 
     it('takes object keys as names or strings, keywords included', () => {
@@ -227,12 +265,16 @@ describe('parseStatement', () => {
     });
 
     it('parses match on a field and on every text field', () => {
-      expect(parse('get notes match body "fox"')).to.deep.equal(get('notes', { match: { field: 'body', query: str('fox') } }));
+      expect(parse('get notes match body "fox"')).to.deep.equal(
+        get('notes', { match: { field: 'body', query: str('fox') } }),
+      );
       expect(parse('get notes match * $1')).to.deep.equal(get('notes', { match: { field: '*', query: param(1) } }));
     });
 
     it('parses near', () => {
-      expect(parse('get notes near v [1, 0.5]')).to.deep.equal(get('notes', { near: { field: 'v', vector: array(int(1), float(0.5)) } }));
+      expect(parse('get notes near v [1, 0.5]')).to.deep.equal(
+        get('notes', { near: { field: 'v', vector: array(int(1), float(0.5)) } }),
+      );
     });
 
     it('parses fuse between match and near', () => {
@@ -264,11 +306,17 @@ describe('parseStatement', () => {
     });
 
     it('parses count', () => {
-      expect(parse('get notes where done count')).to.deep.equal(get('notes', { where: truth(field('done')), count: true }));
+      expect(parse('get notes where done count')).to.deep.equal(
+        get('notes', { where: truth(field('done')), count: true }),
+      );
     });
 
     it('parses every clause together, in order', () => {
-      expect(parse('get notes select title match body "fox" near v $1 fuse where n >= 1 order n desc limit 5 offset 10 count')).to.deep.equal({
+      expect(
+        parse(
+          'get notes select title match body "fox" near v $1 fuse where n >= 1 order n desc limit 5 offset 10 count',
+        ),
+      ).to.deep.equal({
         kind: 'Get',
         collection: 'notes',
         select: ['title'],
@@ -295,12 +343,18 @@ describe('parseStatement', () => {
     });
 
     it('keeps names case-sensitive', () => {
-      expect(parse('get Notes where Title = title')).to.deep.equal(get('Notes', { where: compare('=', field('Title'), field('title')) }));
+      expect(parse('get Notes where Title = title')).to.deep.equal(
+        get('Notes', { where: compare('=', field('Title'), field('title')) }),
+      );
     });
 
     it('takes clause keywords as names where a name is expected', () => {
       expect(parse('get order where limit = 1 order count limit 2')).to.deep.equal(
-        get('order', { where: compare('=', field('limit'), int(1)), order: [{ field: 'count', direction: 'asc' }], limit: int(2) }),
+        get('order', {
+          where: compare('=', field('limit'), int(1)),
+          order: [{ field: 'count', direction: 'asc' }],
+          limit: int(2),
+        }),
       );
     });
 
@@ -383,7 +437,15 @@ describe('parseStatement', () => {
       expect(parse(seed[1] ?? '')).to.deep.equal({
         kind: 'Insert',
         collection: 'memories',
-        rows: [object({ text: param(1), tags: param(2), at: call('now'), expires: binary('+', call('now'), param(3)), vector: param(4) })],
+        rows: [
+          object({
+            text: param(1),
+            tags: param(2),
+            at: call('now'),
+            expires: binary('+', call('now'), param(3)),
+            vector: param(4),
+          }),
+        ],
         many: false,
       });
     });
@@ -497,7 +559,12 @@ describe('parseStatement', () => {
       ['create collection notes (a vector<3> @hnsw(cosine, m = 4, m = 8))', 'invalid_annotation', 1, 59],
       ['create collection notes (a vector<3> @hnsw(cosine, size = 8))', 'invalid_annotation', 1, 52],
       ['create collection notes (a vector<3> @hnsw(cosine, ef_construction = 4))', 'invalid_annotation', 1, 70],
-      ['create collection notes (a vector<3> @hnsw(cosine, ef_construction = 64, ef_construction = 64))', 'invalid_annotation', 1, 74],
+      [
+        'create collection notes (a vector<3> @hnsw(cosine, ef_construction = 64, ef_construction = 64))',
+        'invalid_annotation',
+        1,
+        74,
+      ],
       ['create collection notes (a vector<3> @hnsw(cosine, efconstruction = 64))', 'invalid_annotation', 1, 52],
       ['create collection notes (a vector<3> @hnsw(manhattan))', 'invalid_annotation', 1, 44],
       ['create collection notes (a vector<3> @hash)', 'invalid_annotation', 1, 38],
@@ -534,35 +601,55 @@ describe('parseStatement', () => {
     });
 
     it('says which clause must come before which', () => {
-      expect(failure(() => parseStatement('get notes order a where b')).message).to.contain('"where" must come before "order"');
+      expect(failure(() => parseStatement('get notes order a where b')).message).to.contain(
+        '"where" must come before "order"',
+      );
       expect(failure(() => parseStatement('get notes limit 1 limit 2')).message).to.contain('"limit" given twice');
     });
 
     it('explains that fuse needs both match and near', () => {
-      expect(failure(() => parseStatement('get notes near v [1] fuse')).message).to.contain('"match" and "near"').and.to.contain('only "near"');
+      expect(failure(() => parseStatement('get notes near v [1] fuse')).message)
+        .to.contain('"match" and "near"')
+        .and.to.contain('only "near"');
     });
 
     it('lists the types for an unknown type', () => {
-      expect(failure(() => parseStatement('create collection t (a string)')).message).to.contain('text, int, float, bool, timestamp, json, vector<N>, [T]');
+      expect(failure(() => parseStatement('create collection t (a string)')).message).to.contain(
+        'text, int, float, bool, timestamp, json, vector<N>, [T]',
+      );
     });
 
     it('states the ranges of @hnsw options', () => {
-      expect(failure(() => parseStatement('create collection t (v vector<2> @hnsw(l2, m = 0))')).message).to.contain('from 2 to 128');
-      expect(failure(() => parseStatement('create collection t (v vector<2> @hnsw(l2, ef = 0))')).message).to.contain('from 1 to 4096');
-      expect(failure(() => parseStatement('create collection t (v vector<2> @hnsw(l2, ef_construction = 5000))')).message).to.contain('from 8 to 4096');
-      expect(failure(() => parseStatement('create collection t (v vector<2> @hnsw(l2, size = 5))')).message).to.contain('ef_construction = INT');
+      expect(failure(() => parseStatement('create collection t (v vector<2> @hnsw(l2, m = 0))')).message).to.contain(
+        'from 2 to 128',
+      );
+      expect(failure(() => parseStatement('create collection t (v vector<2> @hnsw(l2, ef = 0))')).message).to.contain(
+        'from 1 to 4096',
+      );
+      expect(
+        failure(() => parseStatement('create collection t (v vector<2> @hnsw(l2, ef_construction = 5000))')).message,
+      ).to.contain('from 8 to 4096');
+      expect(failure(() => parseStatement('create collection t (v vector<2> @hnsw(l2, size = 5))')).message).to.contain(
+        'ef_construction = INT',
+      );
     });
 
     it('names the field an annotation does not fit', () => {
-      expect(failure(() => parseStatement('create collection t (due text @ttl(1d))')).message).to.contain('field "due" of type text');
+      expect(failure(() => parseStatement('create collection t (due text @ttl(1d))')).message).to.contain(
+        'field "due" of type text',
+      );
     });
 
     it('lists the functions for an unknown one', () => {
-      expect(failure(() => parseStatement('get t where size(a) > 1')).message).to.contain('now(), len(x), lower(x), upper(x), coalesce(x, y)');
+      expect(failure(() => parseStatement('get t where size(a) > 1')).message).to.contain(
+        'now(), len(x), lower(x), upper(x), coalesce(x, y)',
+      );
     });
 
     it('says a condition cannot stand where a value is expected', () => {
-      expect(failure(() => parseStatement('insert into t {a: b = 1}')).message).to.contain('a condition cannot stand where a value is expected');
+      expect(failure(() => parseStatement('insert into t {a: b = 1}')).message).to.contain(
+        'a condition cannot stand where a value is expected',
+      );
     });
 
     it('points at the second statement', () => {
@@ -596,9 +683,15 @@ describe('parseCondition', () => {
 
     it('binds * and / tighter than + and -, each to the left', () => {
       expect(cond('a + b * c - d / 2 = 0')).to.deep.equal(
-        compare('=', binary('-', binary('+', field('a'), binary('*', field('b'), field('c'))), binary('/', field('d'), int(2))), int(0)),
+        compare(
+          '=',
+          binary('-', binary('+', field('a'), binary('*', field('b'), field('c'))), binary('/', field('d'), int(2))),
+          int(0),
+        ),
       );
-      expect(cond('a - b - c = 0')).to.deep.equal(compare('=', binary('-', binary('-', field('a'), field('b')), field('c')), int(0)));
+      expect(cond('a - b - c = 0')).to.deep.equal(
+        compare('=', binary('-', binary('-', field('a'), field('b')), field('c')), int(0)),
+      );
     });
   });
 
@@ -606,7 +699,9 @@ describe('parseCondition', () => {
     it('takes a parenthesised arithmetic as a value', () => {
       expect(cond('(a + 1) > 2')).to.deep.equal(compare('>', binary('+', field('a'), int(1)), int(2)));
       expect(cond('(a) * 2 = 4')).to.deep.equal(compare('=', binary('*', field('a'), int(2)), int(4)));
-      expect(cond('2 * (a + 1) = 4')).to.deep.equal(compare('=', binary('*', int(2), binary('+', field('a'), int(1))), int(4)));
+      expect(cond('2 * (a + 1) = 4')).to.deep.equal(
+        compare('=', binary('*', int(2), binary('+', field('a'), int(1))), int(4)),
+      );
     });
 
     it('takes a parenthesised value standing alone as a Truth', () => {
@@ -622,7 +717,8 @@ describe('parseCondition', () => {
 
   describe('predicates', () => {
     it('parses every comparison', () => {
-      for (const op of ['=', '!=', '<', '<=', '>', '>='] as const) expect(cond(`a ${op} 1`)).to.deep.equal(compare(op, field('a'), int(1)));
+      for (const op of ['=', '!=', '<', '<=', '>', '>='] as const)
+        expect(cond(`a ${op} 1`)).to.deep.equal(compare(op, field('a'), int(1)));
     });
 
     it('parses has, in, is null, is not null and like', () => {
@@ -641,8 +737,14 @@ describe('parseCondition', () => {
     });
 
     it('takes an arithmetic on either side of a predicate', () => {
-      expect(cond('at < now() - 7d')).to.deep.equal(compare('<', field('at'), binary('-', call('now'), int(604_800_000))));
-      expect(cond('a + 1 is null')).to.deep.equal({ kind: 'IsNull', operand: binary('+', field('a'), int(1)), negated: false });
+      expect(cond('at < now() - 7d')).to.deep.equal(
+        compare('<', field('at'), binary('-', call('now'), int(604_800_000))),
+      );
+      expect(cond('a + 1 is null')).to.deep.equal({
+        kind: 'IsNull',
+        operand: binary('+', field('a'), int(1)),
+        negated: false,
+      });
     });
 
     it('lets a bare expression stand as a condition', () => {
@@ -658,13 +760,25 @@ describe('parseCondition', () => {
         compare(
           '=',
           field('a'),
-          array(bool(true), bool(false), NULL, int(1), int(-2), float(1.5), float(-0.5), float(2000), str('s'), int(10_000), {
-            kind: 'Object',
-            entries: [
-              { key: 'k', value: int(1) },
-              { key: 'k 2', value: array() },
-            ],
-          }),
+          array(
+            bool(true),
+            bool(false),
+            NULL,
+            int(1),
+            int(-2),
+            float(1.5),
+            float(-0.5),
+            float(2000),
+            str('s'),
+            int(10_000),
+            {
+              kind: 'Object',
+              entries: [
+                { key: 'k', value: int(1) },
+                { key: 'k 2', value: array() },
+              ],
+            },
+          ),
         ),
       );
     });
@@ -686,7 +800,10 @@ describe('parseCondition', () => {
     it('parses parameters, claims and every function', () => {
       expect(cond('coalesce(lower(a), upper($1)) = $jwt.sub and len(tags) > 0 and at < NOW()')).to.deep.equal(
         and(
-          and(compare('=', call('coalesce', call('lower', field('a')), call('upper', param(1))), jwt('sub')), compare('>', call('len', field('tags')), int(0))),
+          and(
+            compare('=', call('coalesce', call('lower', field('a')), call('upper', param(1))), jwt('sub')),
+            compare('>', call('len', field('tags')), int(0)),
+          ),
           compare('<', field('at'), call('now')),
         ),
       );
@@ -694,7 +811,9 @@ describe('parseCondition', () => {
 
     it('keeps an injection-like string a value', () => {
       expect(cond('title = "x\\" or 1 = 1 --"')).to.deep.equal(compare('=', field('title'), str('x" or 1 = 1 --')));
-      expect(cond('title = "a); drop collection notes; --"')).to.deep.equal(compare('=', field('title'), str('a); drop collection notes; --')));
+      expect(cond('title = "a); drop collection notes; --"')).to.deep.equal(
+        compare('=', field('title'), str('a); drop collection notes; --')),
+      );
       expect(parse('insert into notes {body: "\\"}; del notes where true; --"}')).to.deep.equal({
         kind: 'Insert',
         collection: 'notes',

@@ -2,8 +2,13 @@ import { expect } from 'chai';
 import type { Cond, Expr } from '../../../shared/fenecql/ast.js';
 import { parseCondition, parseStatement } from '../../../shared/fenecql/parser.js';
 import { withoutPos } from '../../helpers/assertions.js';
-import { printAnnotation, printCondition, printExpr, printFieldType, printStatement } from '../../../shared/fenecql/print.js';
-
+import {
+  printAnnotation,
+  printCondition,
+  printExpr,
+  printFieldType,
+  printStatement,
+} from '../../../shared/fenecql/print.js';
 
 /** The canonical text of a statement, by way of its tree. */
 const canonical = (text: string): string => printStatement(parseStatement(text));
@@ -31,14 +36,26 @@ describe('print', () => {
       const printed = [1, 1000, 10_000, 90_000, 60_000, 3_600_000, 86_400_000, 1_209_600_000, 1_500].map((ms) =>
         printAnnotation({ kind: 'ttl', ms }),
       );
-      expect(printed).to.deep.equal(['@ttl(1ms)', '@ttl(1s)', '@ttl(10s)', '@ttl(90s)', '@ttl(1m)', '@ttl(1h)', '@ttl(1d)', '@ttl(2w)', '@ttl(1500ms)']);
+      expect(printed).to.deep.equal([
+        '@ttl(1ms)',
+        '@ttl(1s)',
+        '@ttl(10s)',
+        '@ttl(90s)',
+        '@ttl(1m)',
+        '@ttl(1h)',
+        '@ttl(1d)',
+        '@ttl(2w)',
+        '@ttl(1500ms)',
+      ]);
     });
 
     it('prints hnsw with the options it has', () => {
       expect(printAnnotation({ kind: 'hnsw', metric: 'cosine' })).to.equal('@hnsw(cosine)');
       expect(printAnnotation({ kind: 'hnsw', metric: 'cosine', m: 16 })).to.equal('@hnsw(cosine, m = 16)');
       expect(printAnnotation({ kind: 'hnsw', metric: 'l2', ef: 64, m: 8 })).to.equal('@hnsw(l2, m = 8, ef = 64)');
-      expect(printAnnotation({ kind: 'hnsw', metric: 'ip', efConstruction: 200, ef: 512 })).to.equal('@hnsw(ip, ef = 512, ef_construction = 200)');
+      expect(printAnnotation({ kind: 'hnsw', metric: 'ip', efConstruction: 200, ef: 512 })).to.equal(
+        '@hnsw(ip, ef = 512, ef_construction = 200)',
+      );
     });
   });
 
@@ -63,7 +80,9 @@ describe('print', () => {
       expect(printExpr(negate(int(5)))).to.equal('-(5)');
       expect(printExpr(negate(int(-5)))).to.equal('-(-5)');
       expect(printExpr(negate(negate({ kind: 'Field', name: 'a' })))).to.equal('-(-a)');
-      expect(printExpr(negate({ kind: 'Binary', op: '+', left: int(1), right: { kind: 'Field', name: 'a' } }))).to.equal('-(1 + a)');
+      expect(
+        printExpr(negate({ kind: 'Binary', op: '+', left: int(1), right: { kind: 'Field', name: 'a' } })),
+      ).to.equal('-(1 + a)');
     });
 
     it('writes only the parentheses the precedence needs', () => {
@@ -73,7 +92,9 @@ describe('print', () => {
     });
 
     it('quotes object keys that are not names', () => {
-      expect(canonical('insert into t {"a": 1, "key 2": 2, "": 3}')).to.equal('insert into t {a: 1, "key 2": 2, "": 3}');
+      expect(canonical('insert into t {"a": 1, "key 2": 2, "": 3}')).to.equal(
+        'insert into t {a: 1, "key 2": 2, "": 3}',
+      );
     });
   });
 
@@ -88,7 +109,9 @@ describe('print', () => {
 
     it('prints the negation of in, like and has as SQL writes it', () => {
       expect(canonicalCondition('not n in [1, 2]')).to.equal('n not in [1, 2]');
-      expect(canonicalCondition('not (t like "a%") and not tags has "x"')).to.equal('t not like "a%" and tags not has "x"');
+      expect(canonicalCondition('not (t like "a%") and not tags has "x"')).to.equal(
+        't not like "a%" and tags not has "x"',
+      );
       expect(canonicalCondition('not n not in $1')).to.equal('not n not in $1');
     });
   });
@@ -101,7 +124,9 @@ describe('print', () => {
     });
 
     it('writes keywords in lower case and leaves asc out', () => {
-      expect(canonical('GET notes SELECT a ORDER a ASC, b DESC LIMIT 1;')).to.equal('get notes select a order a, b desc limit 1');
+      expect(canonical('GET notes SELECT a ORDER a ASC, b DESC LIMIT 1;')).to.equal(
+        'get notes select a order a, b desc limit 1',
+      );
     });
   });
 

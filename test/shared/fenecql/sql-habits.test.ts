@@ -20,7 +20,7 @@ describe('SQL habits', () => {
     expect(refusal(() => parseStatement('get notes where')).hint).to.equal(undefined);
   });
 
-  it('keeps the parser\'s code, message and position and adds the hint', () => {
+  it("keeps the parser's code, message and position and adds the hint", () => {
     const plain = refusal(() => parseStatement('get notes where a = = 1'));
     const hinted = refusal(() => parseStatement('get notes where a == 1'));
     expect(hinted.code).to.equal(plain.code);
@@ -32,7 +32,9 @@ describe('SQL habits', () => {
 
   it('builds the get meant from a select … from, cut short when long', () => {
     expect(refusal(() => parseStatement('select * from notes')).hint).to.match(/: get notes$/);
-    expect(refusal(() => parseStatement('select a, b from notes where a > 1 order by b')).hint).to.match(/: get notes select a, b where a > 1 order b$/);
+    expect(refusal(() => parseStatement('select a, b from notes where a > 1 order by b')).hint).to.match(
+      /: get notes select a, b where a > 1 order b$/,
+    );
     const long = refusal(() => parseStatement(`select ${'a, '.repeat(200)}b from notes`)).hint!;
     expect(long.length).to.be.below(250);
     expect(long).to.match(/…$/);

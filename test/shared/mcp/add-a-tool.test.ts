@@ -23,12 +23,21 @@ const stamp: Tool<'stamp'> = {
     description: 'Sets seen to the time now on the row of that id. Answers {"count": 1}, or 0 when there was none.',
     inputSchema: {
       type: 'object',
-      properties: { collection: { type: 'string', description: 'The collection.' }, id: { type: 'integer', description: 'The row\'s id.' } },
+      properties: {
+        collection: { type: 'string', description: 'The collection.' },
+        id: { type: 'integer', description: "The row's id." },
+      },
       required: ['collection', 'id'],
       additionalProperties: false,
     },
     outputSchema: { type: 'object', properties: { count: { type: 'integer' } } },
-    annotations: { title: 'Stamp a row', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    annotations: {
+      title: 'Stamp a row',
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    },
   }),
   switch: 'write',
   instructions: 'stamp marks a row as seen.',
@@ -36,7 +45,10 @@ const stamp: Tool<'stamp'> = {
   answersRows: false,
   run: (args, context) => {
     const collection = checkName('stamp', 'collection', args.collection as string);
-    const changes = { kind: 'Object', entries: [{ key: 'seen', value: { kind: 'Call', fn: 'now', args: [] } }] } as const;
+    const changes = {
+      kind: 'Object',
+      entries: [{ key: 'seen', value: { kind: 'Call', fn: 'now', args: [] } }],
+    } as const;
     const where = { kind: 'Compare', op: '=', left: { kind: 'Field', name: 'id' }, right: param(1) } as const;
     return context.bounded(context.execute({ kind: 'Set', collection, changes, where }, [args.id]));
   },
@@ -61,7 +73,7 @@ describe('adding a tool', () => {
       tools: TOOLS_AND_STAMP,
     });
   const send = (ep: ReturnType<typeof endpoint>, method: string, params: Record<string, unknown>) =>
-    (ep.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }), SERVER).answer as any);
+    ep.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }), SERVER).answer as any;
 
   beforeEach(() => {
     temp = tempDir();
@@ -83,29 +95,42 @@ describe('adding a tool', () => {
   });
 
   it('leaves it out without its switch, or on a read-only server (it writes), saying how it is offered', () => {
-    for (const options of [{ write: false, readOnly: false }, { write: true, readOnly: true }]) {
+    for (const options of [
+      { write: false, readOnly: false },
+      { write: true, readOnly: true },
+    ]) {
       const ep = endpoint(options);
       expect(send(ep, 'tools/list', {}).result.tools.map((t: { name: string }) => t.name)).not.to.include('stamp');
       const error = send(ep, 'tools/call', { name: 'stamp', arguments: { collection: 'notes', id: 1 } }).error;
       expect(error.code).to.equal(-32602);
-      expect(error.message).to.contain('stamp is offered by a server started with --mcp-write (and without --http-read-only)');
+      expect(error.message).to.contain(
+        'stamp is offered by a server started with --mcp-write (and without --http-read-only)',
+      );
     }
     expect(lines).to.deep.equal([]);
   });
 
   it('runs it on the database, audits the call (its audit flag) and counts it', () => {
-    const result = send(endpoint({ write: true, readOnly: false }), 'tools/call', { name: 'stamp', arguments: { collection: 'notes', id: 2 } }).result;
+    const result = send(endpoint({ write: true, readOnly: false }), 'tools/call', {
+      name: 'stamp',
+      arguments: { collection: 'notes', id: 2 },
+    }).result;
     expect(result.isError).to.equal(false);
     expect(result.structuredContent).to.deep.equal({ count: 1 });
     const rows = (db.execute('get notes select id, seen order id') as { rows: { id: number; seen: unknown }[] }).rows;
     expect(rows[0]!.seen).to.equal(null);
     expect(rows[1]!.seen).to.be.a('string');
-    expect(lines.map((line) => JSON.parse(line))).to.deep.equal([{ ...JSON.parse(lines[0]!), event: 'mcp', tool: 'stamp', tenant: null, sub: null, ok: true, error: null }]);
+    expect(lines.map((line) => JSON.parse(line))).to.deep.equal([
+      { ...JSON.parse(lines[0]!), event: 'mcp', tool: 'stamp', tenant: null, sub: null, ok: true, error: null },
+    ]);
     expect(counted).to.deep.equal([['stamp', 'ok']]);
   });
 
   it('checks its arguments against its input schema, and counts a refusal as one', () => {
-    const result = send(endpoint({ write: true, readOnly: false }), 'tools/call', { name: 'stamp', arguments: { collection: 'notes', row: 2 } }).result;
+    const result = send(endpoint({ write: true, readOnly: false }), 'tools/call', {
+      name: 'stamp',
+      arguments: { collection: 'notes', row: 2 },
+    }).result;
     expect(result.isError).to.equal(true);
     expect(result.structuredContent.error.code).to.equal('invalid_argument');
     expect(result.structuredContent.error.message).to.contain('stamp takes no argument "row"');
@@ -114,15 +139,21 @@ describe('adding a tool', () => {
 
   it('tells the model of it in the instructions, with the notes its arguments call for', () => {
     const initialize = { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'test', version: '1' } };
-    const without = send(endpoint({ write: false, readOnly: false }), 'initialize', initialize).result.instructions as string;
-    const withStamp = send(endpoint({ write: true, readOnly: false }), 'initialize', initialize).result.instructions as string;
+    const without = send(endpoint({ write: false, readOnly: false }), 'initialize', initialize).result
+      .instructions as string;
+    const withStamp = send(endpoint({ write: true, readOnly: false }), 'initialize', initialize).result
+      .instructions as string;
     expect(without).not.to.contain('stamp');
     expect(withStamp).to.contain('write inserts, puts, sets or deletes rows. stamp marks a row as seen.');
   });
 
   it('is named in the startup line', () => {
     const config = { mcp: { write: true, memory: 'memories' }, httpReadOnly: false, readOnly: false };
-    expect(mcpText(config, TOOLS_AND_STAMP)).to.equal('POST /_mcp: query, search, schema, write, remember, recall, forget, stamp (memory: memories)');
-    expect(mcpText({ ...config, httpReadOnly: true }, TOOLS_AND_STAMP)).to.equal('POST /_mcp: query, search, schema, recall (memory: memories)');
+    expect(mcpText(config, TOOLS_AND_STAMP)).to.equal(
+      'POST /_mcp: query, search, schema, write, remember, recall, forget, stamp (memory: memories)',
+    );
+    expect(mcpText({ ...config, httpReadOnly: true }, TOOLS_AND_STAMP)).to.equal(
+      'POST /_mcp: query, search, schema, recall (memory: memories)',
+    );
   });
 });

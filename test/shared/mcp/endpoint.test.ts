@@ -12,8 +12,14 @@ const META = {
 /** A database that answers every statement with one row: the protocol is under test here, not the tools. */
 const db: StatementRunner<object> = { executeStatement: () => ({ rows: [{ id: 1 }], count: 1 }) };
 
-function endpoint(options = { write: false, memory: undefined as string | undefined, readOnly: false }, events: ToolCallEvent[] = []) {
-  return new McpEndpoint(new ToolRunner(db, options), { serverInfo: { name: 'fenecdb', version: '0.1.0' }, onToolCall: (e) => events.push(e) });
+function endpoint(
+  options = { write: false, memory: undefined as string | undefined, readOnly: false },
+  events: ToolCallEvent[] = [],
+) {
+  return new McpEndpoint(new ToolRunner(db, options), {
+    serverInfo: { name: 'fenecdb', version: '0.1.0' },
+    onToolCall: (e) => events.push(e),
+  });
 }
 
 const caller = { options: {}, scoped: false };
@@ -37,19 +43,27 @@ describe('McpEndpoint', () => {
   describe('handshake revisions (initialize)', () => {
     for (const revision of ['2025-11-25', '2025-06-18', '2025-03-26']) {
       it(`agrees on ${revision} when asked for it, with tools, server info and instructions`, () => {
-        const reply = send('initialize', { protocolVersion: revision, capabilities: {}, clientInfo: { name: 'c', version: '1' } });
+        const reply = send('initialize', {
+          protocolVersion: revision,
+          capabilities: {},
+          clientInfo: { name: 'c', version: '1' },
+        });
         expect(reply.status).to.equal(200);
         const result = (reply.answer as any).result;
         expect(result.protocolVersion).to.equal(revision);
         expect(result.capabilities).to.deep.equal({ tools: {} });
         expect(result.serverInfo).to.deep.equal({ name: 'fenecdb', version: '0.1.0' });
-        expect(result.instructions).to.match(/schema/).and.match(/100 rows/);
+        expect(result.instructions)
+          .to.match(/schema/)
+          .and.match(/100 rows/);
       });
     }
 
     it('answers the latest handshake revision to an initialize asking for one it does not serve', () => {
       for (const asked of ['2024-11-05', '2026-07-28']) {
-        expect((send('initialize', { protocolVersion: asked, capabilities: {} }).answer as any).result.protocolVersion).to.equal('2025-11-25');
+        expect(
+          (send('initialize', { protocolVersion: asked, capabilities: {} }).answer as any).result.protocolVersion,
+        ).to.equal('2025-11-25');
       }
     });
 
@@ -60,7 +74,11 @@ describe('McpEndpoint', () => {
 
     it('answers ping, tools/list and tools/call without a session or an initialize first', () => {
       expect((send('ping').answer as any).result).to.deep.equal({});
-      expect((send('tools/list').answer as any).result.tools.map((t: { name: string }) => t.name)).to.deep.equal(['query', 'search', 'schema']);
+      expect((send('tools/list').answer as any).result.tools.map((t: { name: string }) => t.name)).to.deep.equal([
+        'query',
+        'search',
+        'schema',
+      ]);
       const reply = send('tools/call', { name: 'schema', arguments: {} });
       // schema answers no rows anyone wrote: its text is the JSON alone, unmarked.
       const call = (reply.answer as any).result;
@@ -88,7 +106,11 @@ describe('McpEndpoint', () => {
     });
 
     it('refuses an MCP-Protocol-Version header naming a revision it does not serve (400, -32022)', () => {
-      const reply = endpoint().handle('{"jsonrpc":"2.0","id":1,"method":"tools/list"}', caller, headersOf({ 'mcp-protocol-version': '2024-11-05' }));
+      const reply = endpoint().handle(
+        '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+        caller,
+        headersOf({ 'mcp-protocol-version': '2024-11-05' }),
+      );
       expect(reply.status).to.equal(400);
       expect((reply.answer as any).error.code).to.equal(-32022);
       expect((reply.answer as any).error.data.supported).to.deep.equal(SUPPORTED);
@@ -111,9 +133,19 @@ describe('McpEndpoint', () => {
 
     it('lists tools with resultType, ttlMs and cacheScope; every tool with a description and a closed input schema', () => {
       const { body, header } = modern('tools/list');
-      const result = (endpoint({ write: true, memory: 'memories', readOnly: false }).handle(body, caller, header).answer as any).result;
+      const result = (
+        endpoint({ write: true, memory: 'memories', readOnly: false }).handle(body, caller, header).answer as any
+      ).result;
       expect(result).to.include({ resultType: 'complete', ttlMs: 0, cacheScope: 'private' });
-      expect(result.tools.map((t: { name: string }) => t.name)).to.deep.equal(['query', 'search', 'schema', 'write', 'remember', 'recall', 'forget']);
+      expect(result.tools.map((t: { name: string }) => t.name)).to.deep.equal([
+        'query',
+        'search',
+        'schema',
+        'write',
+        'remember',
+        'recall',
+        'forget',
+      ]);
       for (const tool of result.tools) {
         expect(tool.description).to.be.a('string').and.not.equal('');
         expect(tool.inputSchema).to.include({ type: 'object', additionalProperties: false });
@@ -131,7 +163,11 @@ describe('McpEndpoint', () => {
 
     it('takes Mcp-Name with blanks around it, and base64-encoded', () => {
       for (const name of ['  query ', `=?base64?${Buffer.from('query').toString('base64')}?=`]) {
-        const { body, header } = modern('tools/call', { name: 'query', arguments: { statement: 'get docs' } }, { 'mcp-name': name });
+        const { body, header } = modern(
+          'tools/call',
+          { name: 'query', arguments: { statement: 'get docs' } },
+          { 'mcp-name': name },
+        );
         expect(endpoint().handle(body, caller, header).status).to.equal(200);
       }
     });
@@ -162,19 +198,40 @@ describe('McpEndpoint', () => {
     });
 
     it('refuses a revision it does not serve, listing those it does (400, -32022)', () => {
-      const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { ...META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } } });
-      const reply = endpoint().handle(body, caller, headersOf({ 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' }));
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/list',
+        params: { _meta: { ...META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } },
+      });
+      const reply = endpoint().handle(
+        body,
+        caller,
+        headersOf({ 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' }),
+      );
       expect(reply.status).to.equal(400);
-      expect((reply.answer as any).error).to.deep.include({ code: -32022, data: { supported: SUPPORTED, requested: '2099-01-01' } });
+      expect((reply.answer as any).error).to.deep.include({
+        code: -32022,
+        data: { supported: SUPPORTED, requested: '2099-01-01' },
+      });
     });
 
     it('refuses a 2026-07-28 header over a body without _meta (400, -32602)', () => {
-      const reply = endpoint().handle('{"jsonrpc":"2.0","id":1,"method":"tools/list"}', caller, headersOf({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' }));
+      const reply = endpoint().handle(
+        '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+        caller,
+        headersOf({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' }),
+      );
       expect([reply.status, (reply.answer as any).error.code]).to.deep.equal([400, -32602]);
     });
 
     it('refuses an envelope without client capabilities (400, -32602)', () => {
-      const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } });
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/list',
+        params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } },
+      });
       const reply = endpoint().handle(body, caller);
       expect([reply.status, (reply.answer as any).error.code]).to.deep.equal([400, -32602]);
     });
@@ -195,7 +252,11 @@ describe('McpEndpoint', () => {
     });
 
     it('accepts a 2026-07-28 notification with 202', () => {
-      const body = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, _meta: META } });
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: 1, _meta: META },
+      });
       expect(endpoint().handle(body, caller).status).to.equal(202);
     });
   });
@@ -203,16 +264,29 @@ describe('McpEndpoint', () => {
   describe('messages that are not one', () => {
     it('refuses a batch (400, -32600)', () => {
       const reply = endpoint().handle('[{"jsonrpc":"2.0","id":1,"method":"ping"}]', caller);
-      expect([reply.status, (reply.answer as any).error.code, (reply.answer as any).id]).to.deep.equal([400, -32600, null]);
+      expect([reply.status, (reply.answer as any).error.code, (reply.answer as any).id]).to.deep.equal([
+        400,
+        -32600,
+        null,
+      ]);
     });
 
     it('refuses text that is not JSON (400, -32700)', () => {
       const reply = endpoint().handle('{"jsonrpc":', caller);
-      expect([reply.status, (reply.answer as any).error.code, (reply.answer as any).id]).to.deep.equal([400, -32700, null]);
+      expect([reply.status, (reply.answer as any).error.code, (reply.answer as any).id]).to.deep.equal([
+        400,
+        -32700,
+        null,
+      ]);
     });
 
     it('refuses a response, a missing method and a bad id (400, -32600), naming the id when there is one', () => {
-      for (const text of ['{"jsonrpc":"2.0","id":3,"result":{}}', '{"jsonrpc":"2.0","id":3}', '{"jsonrpc":"1.0","id":3,"method":"ping"}', '{"jsonrpc":"2.0","id":{},"method":"ping"}']) {
+      for (const text of [
+        '{"jsonrpc":"2.0","id":3,"result":{}}',
+        '{"jsonrpc":"2.0","id":3}',
+        '{"jsonrpc":"1.0","id":3,"method":"ping"}',
+        '{"jsonrpc":"2.0","id":{},"method":"ping"}',
+      ]) {
         const reply = endpoint().handle(text, caller);
         expect([reply.status, (reply.answer as any).error.code], text).to.deep.equal([400, -32600]);
       }
@@ -223,7 +297,15 @@ describe('McpEndpoint', () => {
   describe('tools/call', () => {
     it('answers an unknown tool with a JSON-RPC error (-32602) naming the tools offered', () => {
       const events: ToolCallEvent[] = [];
-      const reply = endpoint(undefined, events).handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'drop_everything', arguments: {} } }), caller);
+      const reply = endpoint(undefined, events).handle(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'drop_everything', arguments: {} },
+        }),
+        caller,
+      );
       expect(reply.status).to.equal(200);
       expect((reply.answer as any).error.code).to.equal(-32602);
       expect((reply.answer as any).error.message).to.contain('query, search, schema');
@@ -231,23 +313,39 @@ describe('McpEndpoint', () => {
     });
 
     it('answers write on a server without --mcp-write as an unknown tool, saying how it is offered', () => {
-      const error = (send('tools/call', { name: 'write', arguments: { collection: 'docs', insert: {} } }).answer as any).error;
+      const error = (send('tools/call', { name: 'write', arguments: { collection: 'docs', insert: {} } }).answer as any)
+        .error;
       expect(error.code).to.equal(-32602);
       expect(error.message).to.contain('--mcp-write');
     });
 
     it('offers no tool that writes on a read-only server, whatever else it was asked', () => {
       const body = '{"jsonrpc":"2.0","id":1,"method":"tools/list"}';
-      const tools = (endpoint({ write: true, memory: 'memories', readOnly: true }).handle(body, caller).answer as any).result.tools;
+      const tools = (endpoint({ write: true, memory: 'memories', readOnly: true }).handle(body, caller).answer as any)
+        .result.tools;
       expect(tools.map((t: { name: string }) => t.name)).to.deep.equal(['query', 'search', 'schema', 'recall']);
     });
 
     it('counts each call by tool and outcome', () => {
       const events: ToolCallEvent[] = [];
       const ep = endpoint(undefined, events);
-      ep.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'schema', arguments: {} } }), caller);
-      ep.handle(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'schema', arguments: { nope: 1 } } }), caller);
-      expect(events.map((e) => [e.tool, e.outcome, e.error?.code])).to.deep.equal([['schema', 'ok', undefined], ['schema', 'refused', 'invalid_argument']]);
+      ep.handle(
+        JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'schema', arguments: {} } }),
+        caller,
+      );
+      ep.handle(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'tools/call',
+          params: { name: 'schema', arguments: { nope: 1 } },
+        }),
+        caller,
+      );
+      expect(events.map((e) => [e.tool, e.outcome, e.error?.code])).to.deep.equal([
+        ['schema', 'ok', undefined],
+        ['schema', 'refused', 'invalid_argument'],
+      ]);
     });
 
     it('refuses tools/call without a name (-32602)', () => {
@@ -261,8 +359,24 @@ describe('McpEndpoint tracing', () => {
     const { registerMemoryTracer } = await import('../../helpers/memory-tracer.js');
     const spans = registerMemoryTracer();
     const ep = endpoint();
-    ep.handle(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { collection: 'docs', text: 'fox' } } }), caller);
-    ep.handle(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'search', arguments: { nope: 1 } } }), caller);
+    ep.handle(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'search', arguments: { collection: 'docs', text: 'fox' } },
+      }),
+      caller,
+    );
+    ep.handle(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'search', arguments: { nope: 1 } },
+      }),
+      caller,
+    );
     const ours = spans.filter((s) => s.name === 'mcp.tool search').slice(-2);
     expect(ours.map((s) => s.attributes)).to.deep.equal([
       { 'mcp.tool': 'search', 'mcp.outcome': 'ok' },

@@ -10,14 +10,21 @@ import { tempDir } from '../../helpers/temp.js';
 const SEED_MEMORIES =
   'create collection if not exists memories (text text required @text, tags [text], owner text @hash, at timestamp @sorted, expires timestamp @ttl(1ms), vector vector<3> @hnsw(cosine))';
 const SERVER: ToolCaller<ExecuteOptions> = { options: {}, scoped: false };
-const POLICY = parsePolicy('memories  read,write  where owner = $jwt.sub\ndocs  read  where year >= 2024\n', 'policy.txt');
-const scoped = (sub: string): ToolCaller<ExecuteOptions> => ({ options: { jwt: { sub }, policy: POLICY }, scoped: true });
+const POLICY = parsePolicy(
+  'memories  read,write  where owner = $jwt.sub\ndocs  read  where year >= 2024\n',
+  'policy.txt',
+);
+const scoped = (sub: string): ToolCaller<ExecuteOptions> => ({
+  options: { jwt: { sub }, policy: POLICY },
+  scoped: true,
+});
 
 describe('ToolRunner', () => {
   let temp: ReturnType<typeof tempDir>;
   let db: FenecDatabase;
   let runner: ToolRunner<ExecuteOptions>;
-  const call = (name: string, args: unknown, caller = SERVER): ToolOutcome => runner.call(runner.tool(name)!, args, caller);
+  const call = (name: string, args: unknown, caller = SERVER): ToolOutcome =>
+    runner.call(runner.tool(name)!, args, caller);
   const ok = (name: string, args: unknown, caller = SERVER): any => {
     const outcome = call(name, args, caller);
     if (!outcome.ok) expect.fail(`${name} ${JSON.stringify(args)}: ${outcome.error.code}: ${outcome.error.message}`);
@@ -33,8 +40,12 @@ describe('ToolRunner', () => {
   beforeEach(() => {
     temp = tempDir();
     db = FenecDatabase.open({ file: temp.file('t.fenec'), readOnly: false, program: 'test' });
-    db.execute('create collection docs (title text @text, body text @text, year int @sorted, tags [text], emb vector<3> @hnsw(cosine))');
-    db.execute('insert into docs [{title: "fox", body: "the quick brown fox", year: 2023, emb: [1, 0, 0]}, {title: "dog", body: "a lazy dog", year: 2024, emb: [0, 1, 0]}, {title: "cat", body: "the cat watches the fox", year: 2025, emb: [0, 0, 1]}]');
+    db.execute(
+      'create collection docs (title text @text, body text @text, year int @sorted, tags [text], emb vector<3> @hnsw(cosine))',
+    );
+    db.execute(
+      'insert into docs [{title: "fox", body: "the quick brown fox", year: 2023, emb: [1, 0, 0]}, {title: "dog", body: "a lazy dog", year: 2024, emb: [0, 1, 0]}, {title: "cat", body: "the cat watches the fox", year: 2025, emb: [0, 0, 1]}]',
+    );
     runner = new ToolRunner<ExecuteOptions>(db, { write: true, memory: 'memories', readOnly: false });
   });
   afterEach(() => {
@@ -47,7 +58,14 @@ describe('ToolRunner', () => {
       const answer = ok('search', { collection: 'docs', text: 'fox', filter: 'year >= $1', params: [2024] });
       expect(answer.count).to.equal(1);
       const { _score, ...row } = answer.rows[0];
-      expect(row).to.deep.equal({ id: 3, title: 'cat', body: 'the cat watches the fox', year: 2025, tags: null, snippet: 'the cat watches the **fox**' });
+      expect(row).to.deep.equal({
+        id: 3,
+        title: 'cat',
+        body: 'the cat watches the fox',
+        year: 2025,
+        tags: null,
+        snippet: 'the cat watches the **fox**',
+      });
       // fox is in 2 of the 3 rows; this row holds it once in 6 words of title and body, the rows 15 words.
       expect(_score).to.be.closeTo(bm25Term(3, 2, 1, 6, 15 / 3), 1e-9);
       expect(Object.keys(answer.rows[0])).to.deep.equal(['id', 'title', 'body', 'year', 'tags', 'snippet', '_score']);
@@ -57,11 +75,15 @@ describe('ToolRunner', () => {
       const near = ok('search', { collection: 'docs', vector: [0.9, 0.1, 0], limit: 1 });
       expect(near.rows.map((r: any) => r.title)).to.deep.equal(['fox']);
       expect(near.rows[0]).not.to.have.property('emb');
-      expect(ok('search', { collection: 'docs', vector: [1, 0, 0], limit: 1, fields: ['title', 'emb'] }).rows[0]).to.deep.include({ title: 'fox', emb: [1, 0, 0] });
+      expect(
+        ok('search', { collection: 'docs', vector: [1, 0, 0], limit: 1, fields: ['title', 'emb'] }).rows[0],
+      ).to.deep.include({ title: 'fox', emb: [1, 0, 0] });
     });
 
     it('fuses words and a vector', () => {
-      expect(ok('search', { collection: 'docs', text: 'dog', vector: [0, 0.1, 1], limit: 2 }).rows.map((r: any) => r.title)).to.have.members(['dog', 'cat']);
+      expect(
+        ok('search', { collection: 'docs', text: 'dog', vector: [0, 0.1, 1], limit: 2 }).rows.map((r: any) => r.title),
+      ).to.have.members(['dog', 'cat']);
     });
 
     it('refuses an argument it does not take, naming the one meant (400)', () => {
@@ -71,7 +93,13 @@ describe('ToolRunner', () => {
     });
 
     it('refuses arguments of the wrong type (400)', () => {
-      for (const args of [{ collection: 7 }, { collection: 'docs', limit: 2.5 }, { collection: 'docs', limit: 0 }, { collection: 'docs', vector: ['a'] }, { collection: 'docs', fields: 'title' }]) {
+      for (const args of [
+        { collection: 7 },
+        { collection: 'docs', limit: 2.5 },
+        { collection: 'docs', limit: 0 },
+        { collection: 'docs', vector: ['a'] },
+        { collection: 'docs', fields: 'title' },
+      ]) {
         expect(refused('search', args).error.code, JSON.stringify(args)).to.equal('invalid_argument');
       }
       expect(refused('search', [1]).error.code).to.equal('invalid_argument');
@@ -84,7 +112,12 @@ describe('ToolRunner', () => {
     });
 
     it('refuses a filter with a second statement (400)', () => {
-      const { error } = refused('search', { collection: 'docs', text: 'fox', filter: 'year >= $1; del docs where true', params: [0] });
+      const { error } = refused('search', {
+        collection: 'docs',
+        text: 'fox',
+        filter: 'year >= $1; del docs where true',
+        params: [0],
+      });
       expect([error.code, error.status]).to.deep.equal(['multiple_statements', 400]);
       expect(db.execute('get docs count')).to.deep.equal({ count: 3 });
     });
@@ -98,7 +131,9 @@ describe('ToolRunner', () => {
     });
 
     it('refuses a filter that uses a parameter params does not give (400)', () => {
-      expect(refused('search', { collection: 'docs', text: 'fox', filter: 'year >= $2', params: [1] }).error.code).to.equal('missing_parameter');
+      expect(
+        refused('search', { collection: 'docs', text: 'fox', filter: 'year >= $2', params: [1] }).error.code,
+      ).to.equal('missing_parameter');
     });
 
     it("checks names against FenecQL's rule (400)", () => {
@@ -114,13 +149,21 @@ describe('ToolRunner', () => {
 
   describe('query', () => {
     it('runs a read with params, vectors left out even under select *', () => {
-      expect(ok('query', { statement: 'get docs select * where year = $1', params: [2024] }).rows).to.deep.equal([{ id: 2, title: 'dog', body: 'a lazy dog', year: 2024, tags: null }]);
-      expect(ok('query', { statement: 'get docs select title, emb where id = 1' }).rows).to.deep.equal([{ id: 1, title: 'fox' }]);
+      expect(ok('query', { statement: 'get docs select * where year = $1', params: [2024] }).rows).to.deep.equal([
+        { id: 2, title: 'dog', body: 'a lazy dog', year: 2024, tags: null },
+      ]);
+      expect(ok('query', { statement: 'get docs select title, emb where id = 1' }).rows).to.deep.equal([
+        { id: 1, title: 'fox' },
+      ]);
     });
 
     it('keeps vectors with include_vectors', () => {
-      expect(ok('query', { statement: 'get docs where id = 1', include_vectors: true }).rows[0].emb).to.deep.equal([1, 0, 0]);
-      expect(ok('query', { statement: 'get docs select emb where id = 1', include_vectors: true }).rows[0]).to.deep.equal({ id: 1, emb: [1, 0, 0] });
+      expect(ok('query', { statement: 'get docs where id = 1', include_vectors: true }).rows[0].emb).to.deep.equal([
+        1, 0, 0,
+      ]);
+      expect(
+        ok('query', { statement: 'get docs select emb where id = 1', include_vectors: true }).rows[0],
+      ).to.deep.equal({ id: 1, emb: [1, 0, 0] });
     });
 
     it('answers count and schema', () => {
@@ -129,7 +172,12 @@ describe('ToolRunner', () => {
     });
 
     it('refuses a statement that writes or changes a schema (403), and runs none of it', () => {
-      for (const statement of ['del docs where true', 'insert into docs {title: "x"}', 'drop collection docs', 'compact']) {
+      for (const statement of [
+        'del docs where true',
+        'insert into docs {title: "x"}',
+        'drop collection docs',
+        'compact',
+      ]) {
         const { error } = refused('query', { statement });
         expect([error.code, error.status], statement).to.deep.equal(['forbidden', 403]);
       }
@@ -140,7 +188,14 @@ describe('ToolRunner', () => {
   describe('schema', () => {
     it('lists the collections with their fields', () => {
       expect(ok('schema', {}).collections.map((c: any) => c.name)).to.deep.equal(['docs']);
-      expect(ok('schema', { collection: 'docs' }).collections[0].fields.map((f: any) => f.name)).to.deep.equal(['id', 'title', 'body', 'year', 'tags', 'emb']);
+      expect(ok('schema', { collection: 'docs' }).collections[0].fields.map((f: any) => f.name)).to.deep.equal([
+        'id',
+        'title',
+        'body',
+        'year',
+        'tags',
+        'emb',
+      ]);
     });
 
     it('lists for a scoped token only what its policy lets it read, counting no rows', () => {
@@ -154,11 +209,23 @@ describe('ToolRunner', () => {
 
   describe('write', () => {
     it('inserts one row or many, puts, sets and deletes', () => {
-      expect(ok('write', { collection: 'docs', insert: { title: 'owl', year: 2026, tags: ['bird'] } })).to.deep.equal({ count: 1, ids: [4] });
-      expect(ok('write', { collection: 'docs', insert: [{ title: 'a' }, { title: 'b', emb: [0, 1, 1] }] })).to.deep.equal({ count: 2, ids: [5, 6] });
-      expect(ok('write', { collection: 'docs', put: { id: 5, title: 'A', year: 1999 } })).to.deep.equal({ count: 1, ids: [5] });
-      expect(ok('write', { collection: 'docs', set: { year: 2000 }, filter: 'title = $1', params: ['A'] })).to.deep.equal({ count: 1 });
-      expect(ok('write', { collection: 'docs', del: true, filter: 'year < $1', params: [2001] })).to.deep.equal({ count: 1 });
+      expect(ok('write', { collection: 'docs', insert: { title: 'owl', year: 2026, tags: ['bird'] } })).to.deep.equal({
+        count: 1,
+        ids: [4],
+      });
+      expect(
+        ok('write', { collection: 'docs', insert: [{ title: 'a' }, { title: 'b', emb: [0, 1, 1] }] }),
+      ).to.deep.equal({ count: 2, ids: [5, 6] });
+      expect(ok('write', { collection: 'docs', put: { id: 5, title: 'A', year: 1999 } })).to.deep.equal({
+        count: 1,
+        ids: [5],
+      });
+      expect(
+        ok('write', { collection: 'docs', set: { year: 2000 }, filter: 'title = $1', params: ['A'] }),
+      ).to.deep.equal({ count: 1 });
+      expect(ok('write', { collection: 'docs', del: true, filter: 'year < $1', params: [2001] })).to.deep.equal({
+        count: 1,
+      });
       expect(db.execute('get docs select title order id')).to.deep.include({ count: 5 });
     });
 
@@ -168,7 +235,14 @@ describe('ToolRunner', () => {
     });
 
     it('refuses a call with no verb or two, a set or del without a filter, and a filter on insert', () => {
-      for (const args of [{ collection: 'docs' }, { collection: 'docs', insert: {}, del: true, filter: 'true' }, { collection: 'docs', del: true }, { collection: 'docs', set: { year: 1 } }, { collection: 'docs', insert: { title: 'x' }, filter: 'true' }, { collection: 'docs', del: false, filter: 'true' }]) {
+      for (const args of [
+        { collection: 'docs' },
+        { collection: 'docs', insert: {}, del: true, filter: 'true' },
+        { collection: 'docs', del: true },
+        { collection: 'docs', set: { year: 1 } },
+        { collection: 'docs', insert: { title: 'x' }, filter: 'true' },
+        { collection: 'docs', del: false, filter: 'true' },
+      ]) {
         expect(refused('write', args).error.code, JSON.stringify(args)).to.equal('invalid_argument');
       }
     });
@@ -180,7 +254,9 @@ describe('ToolRunner', () => {
     });
 
     it('refuses a field name that is not a name', () => {
-      expect(refused('write', { collection: 'docs', insert: { 'title) values': 'x' } }).error.code).to.equal('invalid_name');
+      expect(refused('write', { collection: 'docs', insert: { 'title) values': 'x' } }).error.code).to.equal(
+        'invalid_name',
+      );
     });
 
     it('never builds a schema change: a scoped token is held to its grants (403)', () => {
@@ -191,13 +267,17 @@ describe('ToolRunner', () => {
 
   describe('memory', () => {
     it('makes the collection at the first remember exactly as the seed writes it, with the vector field of the first vector', () => {
-      expect(ok('remember', { text: 'the deploy runs on fridays', tags: ['ops'], vector: [0.9, 0.1, 0] })).to.deep.equal({ count: 1, ids: [1] });
+      expect(
+        ok('remember', { text: 'the deploy runs on fridays', tags: ['ops'], vector: [0.9, 0.1, 0] }),
+      ).to.deep.equal({ count: 1, ids: [1] });
       const seed = db.execute('schema memories');
       const temp2 = tempDir();
       const other = FenecDatabase.open({ file: temp2.file('o.fenec'), readOnly: false, program: 'test' });
       other.execute(SEED_MEMORIES);
       // As the seed writes it; the index state (schema's `index`) differs by the memory held.
-      const withoutIndex = (answer: any): unknown => ({ collections: answer.collections.map((c: any) => ({ ...c, fields: c.fields.map(({ index, ...f }: any) => f) })) });
+      const withoutIndex = (answer: any): unknown => ({
+        collections: answer.collections.map((c: any) => ({ ...c, fields: c.fields.map(({ index, ...f }: any) => f) })),
+      });
       expect(withoutIndex(seed)).to.deep.equal(withoutIndex(other.execute('schema memories')));
       expect((seed as any).collections[0].fields.at(-1).index).to.deep.equal({ rows: 1, pending: 0, building: false });
       other.close();
@@ -207,9 +287,20 @@ describe('ToolRunner', () => {
 
     it('makes it without a vector field, and adds one at the first memory that brings a vector', () => {
       ok('remember', { text: 'the deploy runs on fridays', tags: ['ops'] });
-      expect((db.execute('schema memories') as any).collections[0].fields.map((f: any) => f.name)).to.deep.equal(['id', 'text', 'tags', 'owner', 'at', 'expires']);
+      expect((db.execute('schema memories') as any).collections[0].fields.map((f: any) => f.name)).to.deep.equal([
+        'id',
+        'text',
+        'tags',
+        'owner',
+        'at',
+        'expires',
+      ]);
       ok('remember', { text: 'staging is in eu-west-1', tags: ['ops'], vector: [0, 0.2, 1] });
-      expect((db.execute('schema memories') as any).collections[0].fields.at(-1)).to.deep.include({ name: 'vector', type: 'vector<3>', annotations: ['@hnsw(cosine)'] });
+      expect((db.execute('schema memories') as any).collections[0].fields.at(-1)).to.deep.include({
+        name: 'vector',
+        type: 'vector<3>',
+        annotations: ['@hnsw(cosine)'],
+      });
       expect(refused('remember', { text: 'x', vector: [1, 2] }).error.code).to.equal('vector_length');
     });
 
@@ -218,8 +309,12 @@ describe('ToolRunner', () => {
       ok('remember', { text: 'staging is in eu-west-1', tags: ['ops'], vector: [0, 0.2, 1] });
       ok('remember', { text: 'the user is debugging the login page', tags: ['session'], expires_in: '10s' });
       expect(ok('recall', { text: 'when do we deploy' }).rows[0].text).to.equal('the deploy runs on fridays');
-      expect(ok('recall', { text: 'which region', vector: [0, 0.1, 1] }).rows[0].text).to.equal('staging is in eu-west-1');
-      expect(ok('recall', { tags: ['session'] }).rows.map((r: any) => r.text)).to.deep.equal(['the user is debugging the login page']);
+      expect(ok('recall', { text: 'which region', vector: [0, 0.1, 1] }).rows[0].text).to.equal(
+        'staging is in eu-west-1',
+      );
+      expect(ok('recall', { tags: ['session'] }).rows.map((r: any) => r.text)).to.deep.equal([
+        'the user is debugging the login page',
+      ]);
       const latest = ok('recall', {});
       expect(latest.rows[0].text).to.equal('the user is debugging the login page');
       expect(Object.keys(latest.rows[0])).to.deep.equal(['id', 'text', 'tags', 'at']);
@@ -249,15 +344,24 @@ describe('ToolRunner', () => {
       db.execute(SEED_MEMORIES);
       ok('remember', { text: 'alice likes tabs', tags: ['prefs'] }, scoped('alice'));
       ok('remember', { text: 'bob likes spaces', tags: ['prefs'] }, scoped('bob'));
-      expect((db.execute('get memories select owner order id') as any).rows.map((r: any) => r.owner)).to.deep.equal(['alice', 'bob']);
-      expect(ok('recall', { tags: ['prefs'] }, scoped('alice')).rows.map((r: any) => r.text)).to.deep.equal(['alice likes tabs']);
-      expect(ok('recall', { text: 'likes' }, scoped('bob')).rows.map((r: any) => r.text)).to.deep.equal(['bob likes spaces']);
+      expect((db.execute('get memories select owner order id') as any).rows.map((r: any) => r.owner)).to.deep.equal([
+        'alice',
+        'bob',
+      ]);
+      expect(ok('recall', { tags: ['prefs'] }, scoped('alice')).rows.map((r: any) => r.text)).to.deep.equal([
+        'alice likes tabs',
+      ]);
+      expect(ok('recall', { text: 'likes' }, scoped('bob')).rows.map((r: any) => r.text)).to.deep.equal([
+        'bob likes spaces',
+      ]);
       expect(ok('forget', { id: 1 }, scoped('bob'))).to.deep.equal({ count: 0 });
       expect(ok('forget', { id: 1 }, scoped('alice'))).to.deep.equal({ count: 1 });
     });
 
     it('holds search and query to the policy, as /query is', () => {
-      expect(ok('search', { collection: 'docs', text: 'fox' }, scoped('alice')).rows.map((r: any) => r.title)).to.deep.equal(['cat']);
+      expect(
+        ok('search', { collection: 'docs', text: 'fox' }, scoped('alice')).rows.map((r: any) => r.title),
+      ).to.deep.equal(['cat']);
       expect(ok('query', { statement: 'get docs count' }, scoped('alice'))).to.deep.equal({ count: 2 });
       db.execute('create collection secrets (x text)');
       const { error } = refused('query', { statement: 'get secrets' }, scoped('alice'));
