@@ -189,7 +189,7 @@ export function textSearchSql(
  * FTS5 hands the matches out in rowid order and SQLite's sorter keeps the best `LIMIT` of them (s is
  * lower-better, as FTS5 ranks; ties in id order). `ORDER BY rank` would have FTS5 sort every match
  * itself, through a statement it prepares each query: a quarter more for the ranking alone, and more
- * the more rows match (docs/performance.md). With a `where` or an `order`, the rows are joined before
+ * the more rows match (bench/HISTORY.md). With a `where` or an `order`, the rows are joined before
  * the limit. Arguments in text order: the where's, the MATCH expression, the rank function when
  * `scoped`, then those of `page` (`LIMIT … OFFSET …`).
  */

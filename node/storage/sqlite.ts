@@ -18,7 +18,7 @@ const FORMAT = '1';
  * (a `match`'s 10 rows, a `near`'s, a `get` by id) then costs a memory access where it cost a system
  * call and a 4 KiB copy for each page missing from the 16 MB page cache: rows that hold a vector fill
  * a page with two rows, so a 50 000-row collection is 25 000 pages and most reads missed it
- * (docs/performance.md, "What makes `match` fast"). The map costs address space, not memory: its pages
+ * (bench/HISTORY.md, "Rows read through a memory map"). The map costs address space, not memory: its pages
  * are the operating system's file cache, shared and reclaimable. Writes still go through write(), and
  * pages in the write-ahead log are read from it, so nothing about durability changes. The price: an
  * I/O error while reading the file is a SIGBUS (the process stops) rather than an SQLITE_IOERR.

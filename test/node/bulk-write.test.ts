@@ -71,7 +71,7 @@ describe('bulk writes: insert into C $1, put C $1', function () {
 
   it("writes a bulk write's rows in one statement: its text index gets a segment a statement, not a row", () => {
     // A statement a row left a segment a row (FTS5 writes its pending terms at each statement's
-    // savepoint): 19 segments for 3 000 rows, and every match read them all (docs/performance.md).
+    // savepoint): 19 segments for 3 000 rows, and every match read them all (bench/HISTORY.md).
     const segments = (): number => {
       const reader = openReader(temp.file('b.fenec'));
       try {

@@ -22,7 +22,7 @@ function sqlTexts(value: unknown, found: string[] = []): string[] {
 /**
  * A read's LIMIT and OFFSET: a literal is written into the SQL, a parameter binds as `+?`. SQLite reads a
  * value bound to a bare `?` LIMIT while planning, and binding it again expires the prepared statement:
- * every execution was parsed and planned again (docs/performance.md, "match against raw FTS5").
+ * every execution was parsed and planned again (bench/HISTORY.md, "match against raw FTS5").
  */
 describe('LIMIT and OFFSET in the SQL of a read', () => {
   let temp: ReturnType<typeof tempDir>;

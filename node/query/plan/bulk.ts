@@ -14,7 +14,7 @@
  * pending terms to a new segment at each savepoint. A statement a row left a segment a row, which FTS5
  * then spends its merges on and every `match` reads until they are merged (3 000 rows in three bulk
  * inserts: 19 segments, against 3 for raw FTS5 written directly, and a query 2.2× slower:
- * docs/performance.md, "The index's segments"). One statement leaves one segment for all the rows.
+ * bench/HISTORY.md, "The index's segments"). One statement leaves one segment for all the rows.
  */
 import type { Cond, ParamExpr } from '../../../shared/fenecql/ast.js';
 import { FenecError } from '../../../shared/errors.js';

@@ -97,7 +97,7 @@ function orderSql(stmt: GetStmt, collection: Collection, prefix: string): string
  * execution binds every argument) expires the prepared statement, which is then parsed and planned
  * again at its next run (sqlite3ExprIsInteger marks the parameter; sqlite3_bind then expires the
  * statement). `+?` is an expression the planner leaves alone: the statement is prepared once. That
- * re-preparing cost a `match … limit 10` about a tenth of its time (docs/performance.md).
+ * re-preparing cost a `match … limit 10` about a tenth of its time (bench/HISTORY.md).
  */
 function countSql(expr: Expr, what: 'limit' | 'offset'): { sql: string; args: ArgSource[] } {
   const bound = bindCount(expr, what); // refuses anything but a whole number ≥ 0 or a parameter

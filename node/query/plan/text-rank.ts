@@ -8,7 +8,7 @@
  * over the rows the condition lets the token read: N, their total
  * length, and for each word of the query the rows holding it. A score then depends on those rows
  * alone, so that no token learns from its scores how many rows it cannot read hold a word
- * (docs/security.md). What that costs (docs/performance.md): one statement over the token's rows
+ * (docs/security.md). What that costs (bench/HISTORY.md, "Scores under a policy"): one statement over the token's rows
  * and one per word over the rows holding the word, each joined to the policy's condition.
  */
 import type { Cond } from '../../../shared/fenecql/ast.js';
