@@ -181,6 +181,23 @@ export const CATALOGUE = {
     summary: 'The vector engine (the Faiss addon) is not built, failed, or was given a damaged index.',
   },
   internal: { status: 500, summary: 'A fault inside the server; the request changed nothing.' },
+
+  // The embedder (--embedder-url)
+  embedder_unavailable: {
+    status: 503,
+    summary:
+      'The embedder does not answer: the connection is refused, a call ran past its time limit, or it answered 429 or 502–504 past the retries; nothing was written, and Retry-After says when to try again.',
+  },
+  embedder_failed: {
+    status: 502,
+    summary:
+      'The embedder answered something unusable: not JSON, not the embeddings shape, vectors of the wrong dimension, or a refusal (a 4xx, a 500) — quoted in the message; an input past the model\'s length is named.',
+  },
+  embedder_mismatch: {
+    status: 409,
+    summary:
+      "The server's embedder (model, dimension) is not the one a field's vectors were made with: both are named; start the server with the field's model, or make the field again.",
+  },
 } as const satisfies Record<string, CodeEntry>;
 
 export type ErrorCode = keyof typeof CATALOGUE;
