@@ -19,7 +19,7 @@ import type { EmbedderConfig } from './config.js';
 import { EmbedderError, failed, unavailable } from './errors.js';
 
 /** Two texts, so that the probe sees whether the count and the dimensions of an answer hold together. */
-const PROBE = ['fenecdb start probe', 'a second text, to check that every vector has one dimension'];
+const PROBE = ['fenecdb start probe', 'a second text'];
 
 export interface EmbedOptions {
   /** The caller's end (its statement's time limit): the embedding stops and the signal's reason is thrown. */

@@ -56,6 +56,8 @@ export interface EmbeddingServer {
   readonly dims: number;
   readonly model: string;
   readonly requests: ReceivedRequest[];
+  /** The most requests it was answering at once. */
+  readonly maxInFlight: number;
   fault: Fault | undefined;
   /** The vector this server answers for a text. */
   vectorOf(text: string): number[];
@@ -130,6 +132,7 @@ export async function startEmbeddingServer(options: EmbeddingServerOptions = {})
     dims,
     model,
     requests,
+    maxInFlight: 0,
     fault: undefined,
     vectorOf: (text) => textVector(text, dims),
     close: async () => {
@@ -204,7 +207,11 @@ export async function startEmbeddingServer(options: EmbeddingServerOptions = {})
     send(res, 200, reply);
   }
 
+  let inFlight = 0;
   function handle(req: IncomingMessage, res: ServerResponse): void {
+    inFlight++;
+    (state as { maxInFlight: number }).maxInFlight = Math.max(state.maxInFlight, inFlight);
+    res.on('close', () => inFlight--);
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
