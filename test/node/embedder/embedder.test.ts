@@ -8,6 +8,7 @@ import { embedderConfig, type EmbedderInput } from '../../../node/embedder/confi
 import { Embedder } from '../../../node/embedder/embedder.js';
 import { EmbedderError } from '../../../node/embedder/errors.js';
 import { retryAfter } from '../../../node/embedder/call.js';
+import { saysTooLong } from '../../../node/embedder/answer.js';
 import { closedPortUrl, startEmbeddingServer, type EmbeddingServer } from '../../helpers/embedding-server.js';
 
 const BASE_DELAY = 40;
@@ -363,5 +364,25 @@ describe('Retry-After', () => {
     expect(retryAfter(new Headers({ 'retry-after-ms': '250' }), now)).to.equal(250);
     expect(retryAfter(new Headers({ 'retry-after': 'soon' }), now)).to.equal(undefined);
     expect(retryAfter(new Headers(), now)).to.equal(undefined);
+  });
+});
+
+describe('an input past the model length, as each server words it', () => {
+  it('is recognised in OpenAI, vLLM, TEI and Ollama refusals, and not in others', () => {
+    const said: [number, string][] = [
+      [
+        400,
+        "This model's maximum context length is 8192 tokens, however you requested 8610 tokens (8610 in your prompt; 0 for the completion). Please reduce your prompt; or completion length.",
+      ],
+      [
+        400,
+        "This model's maximum context length is 512 tokens. However, you requested 600 tokens in the input for embedding generation. Please reduce the length of the input.",
+      ],
+      [413, 'Input validation error: `inputs` must have less than 512 tokens. Given: 1000'],
+      [400, 'the input length exceeds the context length'],
+    ];
+    for (const [status, message] of said) expect(saysTooLong(status, message), message).to.equal(true);
+    expect(saysTooLong(400, "'input' must be a string or a non-empty array of strings")).to.equal(false);
+    expect(saysTooLong(500, 'the input length exceeds the context length')).to.equal(false);
   });
 });
