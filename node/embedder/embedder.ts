@@ -87,7 +87,10 @@ export class Embedder {
     }
   }
 
-  /** A query's vector, from the cache of recent ones when the same model embedded the same text. */
+  /**
+   * A query's vector, from the cache of recent ones when the same model embedded the same text. The array is the
+   * cache's own: read it, never change it.
+   */
   async embedQuery(text: string, options: EmbedOptions = {}): Promise<Float32Array> {
     const key = `${this.model}\n${text}`;
     const cached = this.cache.get(key);

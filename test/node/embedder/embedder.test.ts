@@ -139,12 +139,12 @@ describe('the embedder client', function () {
   it('waits out a 429 for its Retry-After as an HTTP date', async () => {
     const embedder = await Embedder.start(config(server));
     server.requests.length = 0;
-    const date = new Date(Date.now() + 2_000);
+    const date = new Date(Date.now() + 3_000);
     server.fault = { kind: 'status', status: 429, times: 1, retryAfter: date.toUTCString() };
     await embedder.embed(['rate limited']);
     expect(server.requests).to.have.length(2);
-    // The date has whole seconds: the wait is what is left of the 2 s once they are cut, at least 1 s.
-    expect(gaps(server)[0]).to.be.at.least(995);
+    // The date has whole seconds: the wait is what is left of the 3 s once the milliseconds are cut, over 1.5 s.
+    expect(gaps(server)[0]).to.be.at.least(1_500);
   });
 
   it('refuses a 429 past the retries with embedder_unavailable and the server Retry-After', async () => {
@@ -169,6 +169,17 @@ describe('the embedder client', function () {
     expect(err.retryAfterSeconds).to.equal(60);
     expect(server.requests).to.have.length(1);
     expect(performance.now() - started).to.be.below(1_000);
+  });
+
+  it('stops retrying at the total time limit, however many retries are left', async () => {
+    const embedder = await Embedder.start(config(server, { callTimeoutMs: 300, totalTimeoutMs: 700, retries: 10 }));
+    server.requests.length = 0;
+    server.fault = { kind: 'slow', ms: 5_000 };
+    const started = performance.now();
+    const err = await refusal(embedder.embed(['slow text']));
+    expect(err.code).to.equal('embedder_unavailable');
+    expect(server.requests.length).to.be.within(2, 3);
+    expect(performance.now() - started).to.be.within(600, 1_500);
   });
 
   it('retries a 500 with back-off, then refuses with embedder_failed quoting what it answered', async () => {
