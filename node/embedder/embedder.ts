@@ -56,6 +56,7 @@ export class Embedder {
    * anything but one vector per text, all of one length, every component a number.
    */
   static async start(config: EmbedderConfig, options: EmbedOptions = {}): Promise<Embedder> {
+    // The probe's calls check no dimension (it has none yet); the embedder answered is made with the one learned.
     const probe = new Embedder(config, 0);
     const vectors = await probe.limit(() => probe.batch(PROBE, 0, undefined, options.signal));
     return new Embedder(config, vectors[0]!.length);
