@@ -191,7 +191,7 @@ export const CATALOGUE = {
   embedder_failed: {
     status: 502,
     summary:
-      'The embedder answered something unusable: not JSON, not the embeddings shape, vectors of the wrong dimension, or a refusal (a 4xx, a 500) — quoted in the message; an input past the model\'s length is named.',
+      "The embedder answered something unusable: not JSON, not the embeddings shape, vectors of the wrong dimension, or a refusal (a 4xx, a 500) — quoted in the message; an input past the model's length is named.",
   },
   embedder_mismatch: {
     status: 409,
