@@ -254,6 +254,7 @@ export class FenecDatabase {
       const answer = this.#runRows(rowPlan, kind.size, ctx, options.maxAnswerBytes);
       if (kind.writes) {
         // The write has committed: the vector indexes apply what its triggers logged, whatever the time.
+        // catchUp does not throw for a log it cannot read (the answer must say the write happened).
         this.#deadline.release();
         this.#vectors.catchUp();
       }
