@@ -17,7 +17,7 @@ import { parseStatement } from '../shared/fenecql/parser.js';
 import { printStatement } from '../shared/fenecql/print.js';
 import type { Policy, PolicyRule } from '../shared/auth/policy.js';
 import { FenecError } from '../shared/errors.js';
-import { Catalog } from './storage/catalog.js';
+import { Catalog } from './schema/catalog.js';
 import { ByteQuota, isStorageFull, type Room } from './storage/byte-quota.js';
 import { Deadline } from './storage/deadline.js';
 import { acquireLock, type FileLock } from './storage/lock.js';

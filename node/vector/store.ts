@@ -35,7 +35,7 @@
  * catchUp or search. A read-only store reads the snapshot its connection holds open and never writes.
  */
 import assert from 'node:assert/strict';
-import type { VectorEngine } from '../../shared/vector-index.js';
+import type { VectorEngine } from './vector-index.js';
 import type { Connection } from '../storage/sqlite.js';
 import { exactSearch, queryVector, type ScoredRow } from './distance.js';
 import type { StoredVector } from './vector-rows.js';
