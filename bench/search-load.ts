@@ -11,7 +11,7 @@ import * as vm from 'node:vm';
 import { FenecDatabase } from '../node/database.js';
 import type { VectorStoreEvent } from '../node/vector/store.js';
 import { MAX_STATEMENT_LENGTH } from '../shared/fenecql/limits.js';
-import type { VectorIndex } from '../shared/vector-index.js';
+import type { VectorIndex } from '../node/vector/vector-index.js';
 import { progress } from './harness.js';
 import {
   DIMS,

@@ -14,7 +14,7 @@ import { StatementCache } from '../node/query/execute/statement-cache.js';
 import { faiss } from '../node/vector/faiss.js';
 import { DEFAULT_EF_SEARCH, DEFAULT_M, EF_CONSTRUCTION } from '../node/vector/store.js';
 import { ROOT } from './harness.js';
-import type { VectorIndex } from '../shared/vector-index.js';
+import type { VectorIndex } from '../node/vector/vector-index.js';
 
 /** A raw SQLite file, opened as fenecdb opens its files: WAL, synchronous FULL. */
 export function openRawSqlite(file: string): Database.Database {

@@ -24,6 +24,7 @@ import {
   type Span,
 } from '@opentelemetry/api';
 import type { Logger } from './logger.js';
+import { TENANT_NAME_PATTERN } from './tenant-name.js';
 
 /** Where spans go and how many: the CLI's `--otel-endpoint` and the standard OTEL_* variables, read once. */
 export interface TracingConfig {
@@ -128,7 +129,7 @@ export interface SpanRoute {
 }
 
 /** `/t/<tenant>` and `/t/<tenant>/<route>`; a tenant name as shared/tenant-name.ts has it. */
-const TENANT_PATH = /^\/t\/([a-z0-9][a-z0-9-]{0,62})(?:\/([^/]*))?$/;
+const TENANT_PATH = new RegExp(`^/t/(${TENANT_NAME_PATTERN})(?:/([^/]*))?$`);
 /**
  * A tenant's routes, the router's and the node's: any other name is `other` (a caller's text is never a span's name).
  */

@@ -4,12 +4,10 @@
  */
 import type { Counter, Histogram } from 'prom-client';
 import { MetricsRegistry } from '../../shared/http/metrics-registry.js';
+import type { ToolOutcomeLabel } from '../workers/protocol.js';
 
 /** A route pattern, never a path: a collection or tenant name must not become a label value. */
 export type RouteLabel = '/query' | '/_mcp' | '/_health' | '/_metrics' | '/_revocations' | 'other';
-
-/** How an MCP tool call ended: answered, refused as an isError result, or failed (a fault, an unknown tool). */
-export type ToolOutcomeLabel = 'ok' | 'refused' | 'failed';
 
 export class HttpMetrics extends MetricsRegistry {
   readonly #requests: Counter<'route' | 'status'> = this.counter(

@@ -27,8 +27,8 @@ export interface Quotas {
   readonly maxAnswerBytes: number;
 }
 
-/** Which quota refused a request: the label of fenec_tenant_quota_refusals_total (cost: worker time). */
-export type QuotaKind = 'rate' | 'cost' | 'bytes' | 'collections' | 'rows';
+/** Which quota refused a request (workers/protocol.ts: a worker's reply names those of its statements). */
+export type { QuotaKind } from '../workers/protocol.js';
 
 export const QUOTA_DEFAULTS: Quotas = Object.freeze({
   rate: 100,

@@ -20,7 +20,7 @@ import type {
   VectorMetric,
   VectorSearchOptions,
   VectorSearchResult,
-} from '../../shared/vector-index.js';
+} from './vector-index.js';
 
 /** What native/faiss/src/addon.cc exports: an index of the shape the wrapper below presents. */
 type NativeIndex = VectorIndex;
@@ -32,7 +32,6 @@ interface NativeAddon {
   };
   setThreads(threads: number): void;
   getThreads(): number;
-  readonly faissVersion: string;
 }
 
 const ADDON = 'native/faiss/build/Release/fenec_faiss.node';
@@ -185,8 +184,3 @@ export const faiss: VectorEngine = Object.freeze({
     addon().setThreads(threads);
   },
 });
-
-/** The Faiss version the addon was built against (for `fenec` diagnostics). */
-export function faissVersion(): string {
-  return addon().faissVersion;
-}

@@ -23,11 +23,19 @@
  * - `serialize`: a large snapshot's bytes, taken on the worker thread, then written part by part.
  */
 import assert from 'node:assert/strict';
-import type { VectorEngine, VectorIndex, VectorIndexOptions } from '../../shared/vector-index.js';
+import type { VectorEngine, VectorIndex, VectorIndexOptions } from './vector-index.js';
 import type { Connection } from '../storage/sqlite.js';
 import { isDamagedIndexError } from './faiss.js';
-import { scoreOf, type ScoredRow } from './distance.js';
-import { LabelMap, vectorDigest } from './label-map.js';
+import { LabelMap } from './label-map.js';
+import {
+  gather,
+  searchServed,
+  type AddJob,
+  type IndexAnswer,
+  type Rebuild,
+  type SerializeJob,
+  type Served,
+} from './served-index.js';
 import { writeSnapshot, writeSnapshotInParts, type SnapshotData, type StoredSnapshot } from './snapshot.js';
 import type { VectorLog } from './vector-log.js';
 import {
@@ -41,7 +49,7 @@ import {
   type FieldState,
   type VectorFieldSpec,
 } from './vector-field.js';
-import { VectorBatch, VectorRows } from './vector-rows.js';
+import { VectorRows } from './vector-rows.js';
 
 /** When a field's index is stored (store.ts, "Snapshot rule"). */
 export interface SnapshotRule {
@@ -75,47 +83,6 @@ export interface FieldContext {
 export const JOB_FLOATS = 1 << 18;
 /** Index bytes up to which a snapshot is serialized and written on the spot (a few milliseconds). */
 export const SYNC_SNAPSHOT_BYTES = 1 << 20;
-
-interface Served {
-  readonly index: VectorIndex;
-  readonly labels: LabelMap;
-}
-
-interface JobBase {
-  done: Promise<void>;
-  /** 'ok', or the error the job ended with; undefined while it runs. */
-  outcome?: unknown;
-}
-interface AddJob extends JobBase {
-  readonly kind: 'add';
-  readonly target: Served;
-  /** The batch's labels: first … first + labels - 1, one per distinct vector. */
-  readonly first: number;
-  readonly labels: number;
-  /** The rows the batch was gathered for (those gone or without a vector included). */
-  readonly rows: number;
-  /** How many of the labels are live already (the parts the addon has added, seen at a search). */
-  activated: number;
-}
-interface SerializeJob extends JobBase {
-  readonly kind: 'serialize';
-  readonly seq: number;
-  readonly labels: Buffer;
-  bytes?: Buffer;
-}
-
-/** A rebuild beside the served index: the new index, and the rows still to add to it. */
-interface Rebuild {
-  readonly candidate: Served;
-  readonly rowIds: readonly number[];
-  next: number;
-}
-
-/** What a search of the served index found, and the rows it does not hold yet (to scan). */
-export interface IndexAnswer {
-  readonly found: ScoredRow[];
-  readonly pending: ReadonlySet<number>;
-}
 
 export class FieldIndex {
   readonly key: string;
@@ -362,39 +329,8 @@ export class FieldIndex {
   ): IndexAnswer | null {
     if (this.#served === null) return null;
     this.#progress();
-    const { index, labels } = this.#served;
     const pending = this.#pendingRows();
-    let allow: Uint8Array | undefined;
-    let candidates = labels.liveLabels;
-    if (allowed !== null && allowed !== undefined) ({ bits: allow, count: candidates } = labels.bitmapOf(allowed));
-    else if (labels.liveLabels < labels.size) allow = labels.liveBitmap(); // dead or pending labels
-    const out: ScoredRow[] = [];
-    if (Math.min(k, candidates) > 0) {
-      const found = index.search(query, Math.min(k, candidates), {
-        efSearch: efSearch ?? this.#spec.ef ?? DEFAULT_EF_SEARCH,
-        ...(allow === undefined ? {} : { allow }),
-      });
-      let only: ReadonlySet<number> | null | undefined;
-      for (let i = 0; i < found.labels.length; i++) {
-        const label = found.labels[i]!;
-        if (label < 0 || !labels.isLive(label)) continue;
-        const score = scoreOf(this.#spec.metric, found.distances[i]!);
-        // A label of one row is allowed (the bitmap says so); one that rows of equal vectors share
-        // answers its k lowest ids the caller may read (a set of them made only then).
-        if (labels.rowCount(label) > 1)
-          only ??=
-            allowed === null || allowed === undefined
-              ? null
-              : allowed instanceof Set
-                ? (allowed as Set<number>)
-                : new Set(allowed);
-        for (const rowId of labels.lowestRows(label, k, only ?? null)) out.push({ rowId, score });
-      }
-    }
-    // Best first, ties by id as an exact scan orders them; a shared label may have brought more than k.
-    out.sort((a, b) => b.score - a.score || a.rowId - b.rowId);
-    if (out.length > k) out.length = k;
-    return { found: out, pending };
+    return { found: searchServed(this.#served, this.#spec, query, k, allowed, efSearch), pending };
   }
 
   /**
@@ -548,26 +484,9 @@ export class FieldIndex {
       for (const rowId of job.target.labels.rowsOf(label)) this.#queued.add(rowId);
   }
 
-  /**
-   * The rows' vectors as the file holds them now (rows gone or without a vector are left out), for
-   * target's index: a row whose vector the index, or this batch, holds already joins that vector's
-   * label; each other vector gets a pending label (from target's size on, in batch order) and goes
-   * into the batch.
-   */
-  #gather(target: Served, rowIds: readonly number[]): VectorBatch {
-    const batch = new VectorBatch(this.#spec.dims, this.#spec.metric === 'cosine');
-    for (const { rowId, blob } of this.#rows.gather(rowIds)) {
-      const digest = vectorDigest(blob);
-      const label = target.labels.shared(digest);
-      if (label !== undefined) target.labels.attach(rowId, label);
-      else if (batch.push(rowId, blob)) target.labels.append(rowId, digest, true);
-    }
-    return batch;
-  }
-
   #applyNow(served: Served, rowIds: readonly number[]): void {
     const expected = served.labels.size;
-    const batch = this.#gather(served, rowIds);
+    const batch = gather(served, this.#rows, this.#spec, rowIds);
     let first = expected;
     try {
       if (batch.count > 0) first = served.index.add(batch.vectors());
@@ -585,7 +504,7 @@ export class FieldIndex {
 
   #startAdd(target: Served, rowIds: readonly number[]): void {
     const first = target.labels.size;
-    const batch = this.#gather(target, rowIds);
+    const batch = gather(target, this.#rows, this.#spec, rowIds);
     if (batch.count === 0) {
       if (target === this.#served) this.#changed += rowIds.length;
       return;

@@ -26,8 +26,8 @@
  * a build of what the load added. A timer applies the 10 % rule a second after the last write.
  *
  * Searches of a field whose index cannot answer right now (being built with no older one to serve,
- * busy with a large add, behind the log inside an open transaction, failed) scan its rows exactly:
- * slower, never wrong.
+ * busy with a large add, behind the log inside an open transaction, failed, its log unreadable) scan
+ * its rows exactly: slower, never wrong.
  *
  * Transactions: catchUp, sync, rebuild and the end of background jobs read the log, and must not see
  * a write transaction's uncommitted entries (a rollback would hand their seqs out again). A writable
@@ -35,7 +35,7 @@
  * catchUp or search. A read-only store reads the snapshot its connection holds open and never writes.
  */
 import assert from 'node:assert/strict';
-import type { VectorEngine } from '../../shared/vector-index.js';
+import type { VectorEngine } from './vector-index.js';
 import type { Connection } from '../storage/sqlite.js';
 import { exactSearch, queryVector, type ScoredRow } from './distance.js';
 import type { StoredVector } from './vector-rows.js';
@@ -105,8 +105,10 @@ export class VectorStore {
   readonly #ctx: FieldContext;
   /** The log's last seq as of the last catchUp. */
   #seen = -1;
-  /** Something other than new log entries calls for a catchUp (a job ended, a field failed). */
+  /** Something other than new log entries calls for a catchUp (a job ended, a field failed, a read failed). */
   #dirty = false;
+  /** The last catchUp could not read the log: the indexes may lack committed changes, and searches scan the rows. */
+  #behind = false;
   #closed = false;
   readonly #snapshotRule: SnapshotRule;
   /** Set while a snapshot waits for writes to pause: a catchUp when they have. */
@@ -183,32 +185,30 @@ export class VectorStore {
 
   /**
    * Applies the log entries written since the last call: call it after every write statement commits
-   * (not inside a transaction). One indexed read when nothing changed. May write a snapshot.
+   * (not inside a transaction). One indexed read when nothing changed. May write a snapshot. Never
+   * throws for a log it cannot read: the write it follows has committed, and must be answered as
+   * done. The failure is told (once, until a catch-up succeeds), searches scan the rows meanwhile, and
+   * the next catch-up (a write, a search, idle) reads the log again from where the indexes stand.
    */
   catchUp(): void {
     if (this.#closed) return;
     this.#assertOutsideTransaction('catchUp');
-    for (const field of this.#fields.values()) if (field.settle()) this.#dirty = true;
-    const max = this.#log.maxSeq();
-    if (max !== this.#seen || this.#dirty) {
-      this.#dirty = false;
-      const accepting = [...this.#fields.values()].filter((f) => f.accepting);
-      if (accepting.length > 0) {
-        const from = Math.min(...accepting.map((f) => f.seq));
-        const rows = new Map<FieldIndex, Set<number>>();
-        if (from < max) {
-          for (const entry of this.#log.entries(from, max)) {
-            const field = this.#fields.get(fieldKey(entry.collection, entry.field));
-            if (field === undefined || entry.seq <= field.seq) continue;
-            let ids = rows.get(field);
-            if (ids === undefined) rows.set(field, (ids = new Set()));
-            ids.add(entry.row_id);
-          }
-        }
-        for (const field of accepting) field.take(rows.get(field) ?? new Set(), max);
-      }
-      this.#seen = max;
+    try {
+      this.#takeLog();
+    } catch (err) {
+      if (!this.#behind)
+        this.#event({
+          kind: 'failed',
+          collection: '',
+          field: '',
+          message: `reading the vector log failed: ${err instanceof Error ? err.message : String(err)}; searches scan the rows until it reads again`,
+          error: err,
+        });
+      this.#behind = true;
+      this.#dirty = true;
+      return;
     }
+    this.#behind = false;
     for (const field of this.#fields.values()) {
       try {
         field.pump();
@@ -225,6 +225,30 @@ export class VectorStore {
       else if (due !== undefined) wake = Math.min(wake, due);
     }
     this.#wakeAt(wake, now);
+  }
+
+  /** Settles ended jobs and takes the log's new entries into the fields (catchUp); throws what SQLite throws. */
+  #takeLog(): void {
+    for (const field of this.#fields.values()) if (field.settle()) this.#dirty = true;
+    const max = this.#log.maxSeq();
+    if (max === this.#seen && !this.#dirty) return;
+    this.#dirty = false;
+    const accepting = [...this.#fields.values()].filter((f) => f.accepting);
+    if (accepting.length > 0) {
+      const from = Math.min(...accepting.map((f) => f.seq));
+      const rows = new Map<FieldIndex, Set<number>>();
+      if (from < max) {
+        for (const entry of this.#log.entries(from, max)) {
+          const field = this.#fields.get(fieldKey(entry.collection, entry.field));
+          if (field === undefined || entry.seq <= field.seq) continue;
+          let ids = rows.get(field);
+          if (ids === undefined) rows.set(field, (ids = new Set()));
+          ids.add(entry.row_id);
+        }
+      }
+      for (const field of accepting) field.take(rows.get(field) ?? new Set(), max);
+    }
+    this.#seen = max;
   }
 
   /**
@@ -260,7 +284,7 @@ export class VectorStore {
     const mayCatchUp = this.#readOnly || !this.#db.inTransaction;
     if (mayCatchUp) this.catchUp();
     // Inside a write transaction the log may hold entries not taken yet: the rows are the answer.
-    const behind = !mayCatchUp && index.seq < this.#log.maxSeqOf(collection, field);
+    const behind = this.#behind || (!mayCatchUp && index.seq < this.#log.maxSeqOf(collection, field));
     const answer = behind ? null : index.search(q, k, allowed, efSearch);
     if (answer !== null && answer.pending.size === 0) return answer.found;
     let rows: Iterable<StoredVector>;

@@ -7,8 +7,6 @@ import type { TracingConfig } from '../../shared/tracing.js';
 import type { Policy } from '../../shared/auth/policy.js';
 import type { McpConfig } from '../config.js';
 import type { Caller } from '../../shared/http/front-door.js';
-import type { ToolOutcomeLabel } from '../http/metrics.js';
-import type { QuotaKind } from '../tenants/quotas.js';
 
 /** The one file of a one-file server is the pool's only tenant, under this name. */
 export const ONE_FILE = '';
@@ -55,6 +53,12 @@ export interface WorkerSetup {
   /** Where the worker says which request it runs and until when (see RunningSlot). */
   readonly slot: SharedArrayBuffer;
 }
+
+/** How an MCP tool call ended: answered, refused as an isError result, or failed (a fault, an unknown tool). */
+export type ToolOutcomeLabel = 'ok' | 'refused' | 'failed';
+
+/** Which quota refused a request: the label of fenec_tenant_quota_refusals_total (cost: worker time). */
+export type QuotaKind = 'rate' | 'cost' | 'bytes' | 'collections' | 'rows';
 
 /** One request's work, as the serving thread hands it over. */
 export interface WorkRequest {

@@ -15,7 +15,7 @@ import { CursorKeeper, cursorSubject } from '../../shared/paging/cursor.js';
 import { Pager, pages } from '../../shared/paging/pager.js';
 import type { ExecuteOptions, FenecDatabase } from '../database.js';
 import type { Caller } from '../../shared/http/front-door.js';
-import { parseQueryBody, parseRevocationBody } from '../http/query-body.js';
+import { parseQueryBody, parseRevocationBody } from './query-body.js';
 import { answerText } from '../query/execute/answer-text.js';
 import type { Answer } from '../../shared/answer.js';
 import type { Revocation, Revocations } from '../storage/revocations.js';

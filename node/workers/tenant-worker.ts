@@ -14,13 +14,11 @@ import { Audit } from '../../shared/audit.js';
 import { parsePolicy } from '../../shared/auth/policy.js';
 import type { Logger } from '../../shared/logger.js';
 import { FenecDatabase } from '../database.js';
-import type { ToolOutcomeLabel } from '../http/metrics.js';
 import type { mcpEndpoint } from '../mcp/serve-mcp.js';
 import { Revocations } from '../storage/revocations.js';
-import { QuotaExecutor } from '../tenants/quota-executor.js';
-import type { QuotaKind } from '../tenants/quotas.js';
+import { QuotaExecutor } from './quota-executor.js';
 import { FairQueue } from './fair-queue.js';
-import type { TenantLimits, ToWorker, WorkerReply, WorkerSetup } from './protocol.js';
+import type { QuotaKind, TenantLimits, ToolOutcomeLabel, ToWorker, WorkerReply, WorkerSetup } from './protocol.js';
 import { RunningSlot } from './protocol.js';
 import { refusal, RequestRunner, type Answered } from './request-runner.js';
 
@@ -79,10 +77,6 @@ export class TenantWorker {
   take(message: TenantMessage): void {
     this.#queue.push(message.tenant, message);
     this.#schedule();
-  }
-
-  closeAll(): void {
-    for (const name of [...this.#open.keys()]) this.#close(name);
   }
 
   #schedule(): void {

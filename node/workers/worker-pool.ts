@@ -45,7 +45,7 @@ interface Slot {
   readonly pending: Map<number, Pending>;
   /** Messages of this turn of the event loop, posted together once it ends (see #post). */
   outbox: ToWorker[];
-  /** Tenants assigned to it, to place the next one on the least loaded. */
+  /** Tenants it owns now (their files open there, or to be opened), to place the next one on the least loaded. */
   tenants: number;
 }
 
@@ -91,7 +91,13 @@ const WATCHDOG_GRACE_MS = 500;
 export class WorkerPool {
   readonly #options: PoolOptions;
   readonly #slots: Slot[];
-  readonly #owner = new Map<string, number>();
+  /**
+   * The worker of each tenant it owns, and the id of the last message sent for the tenant: a tenant is
+   * forgotten (and its worker's count goes down) when its close is answered with nothing sent after it.
+   * A message sent after the close (the file opened again before its worker closed it) keeps it on the
+   * same worker, which runs the two in order: one file is never open on two workers.
+   */
+  readonly #owner = new Map<string, { readonly index: number; last: number }>();
   /** Armed while a request is handed over and not answered: an idle node wakes for nothing. */
   #watchdog: NodeJS.Timeout | undefined;
   #nextId = 1;
@@ -128,9 +134,13 @@ export class WorkerPool {
 
   /** Closes the tenant's file once the requests queued for it are answered. */
   async close(tenant: string): Promise<void> {
-    const index = this.#owner.get(tenant);
-    if (index === undefined) return;
-    await this.#send({ kind: 'close', id: this.#nextId++, tenant });
+    if (!this.#owner.has(tenant)) return;
+    const id = this.#nextId++;
+    await this.#send({ kind: 'close', id, tenant });
+    const owner = this.#owner.get(tenant);
+    if (owner === undefined || owner.last !== id) return;
+    this.#owner.delete(tenant);
+    this.#slots[owner.index]!.tenants -= 1;
   }
 
   /**
@@ -139,8 +149,8 @@ export class WorkerPool {
    */
   async stop(): Promise<void> {
     this.#stopped = true;
-    const closing = [...this.#owner.keys()].map((tenant) => {
-      return this.#post(this.#slots[this.#owner.get(tenant)!]!, { kind: 'close', id: this.#nextId++, tenant });
+    const closing = [...this.#owner].map(([tenant, { index }]) => {
+      return this.#post(this.#slots[index]!, { kind: 'close', id: this.#nextId++, tenant });
     });
     await Promise.all(closing);
     // The spans a worker batched would go with it.
@@ -160,7 +170,7 @@ export class WorkerPool {
       return Promise.reject(
         new FenecError('unavailable', 'the server is stopping', { hint: 'retry on another node, or once it is back' }),
       );
-    return this.#post(this.#slotOf(message.tenant), message);
+    return this.#post(this.#slotOf(message.tenant, message.id), message);
   }
 
   /**
@@ -185,20 +195,21 @@ export class WorkerPool {
     slot.worker.postMessage(messages);
   };
 
-  /** The tenant's worker: the one it was given, or the one with the fewest tenants. */
-  #slotOf(tenant: string): Slot {
-    let index = this.#owner.get(tenant);
-    if (index === undefined) {
-      index = 0;
-      for (let i = 1; i < this.#slots.length; i++) {
-        if (this.#slots[i]!.tenants < this.#slots[index]!.tenants) index = i;
-      }
-      this.#owner.set(tenant, index);
-      const slot = this.#slots[index]!;
-      slot.tenants += 1;
-      return slot;
+  /** The tenant's worker for message `id`: the one that owns it, or the one with the fewest tenants. */
+  #slotOf(tenant: string, id: number): Slot {
+    const owner = this.#owner.get(tenant);
+    if (owner !== undefined) {
+      owner.last = id;
+      return this.#slots[owner.index]!;
     }
-    return this.#slots[index]!;
+    let index = 0;
+    for (let i = 1; i < this.#slots.length; i++) {
+      if (this.#slots[i]!.tenants < this.#slots[index]!.tenants) index = i;
+    }
+    this.#owner.set(tenant, { index, last: id });
+    const slot = this.#slots[index]!;
+    slot.tenants += 1;
+    return slot;
   }
 
   #start(index: number): Slot {

@@ -6,13 +6,14 @@
 import { createSecretKey, randomBytes } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { FenecError } from '../errors.js';
+import { isTenantName, TENANT_NAME_RULE } from '../tenant-name.js';
 import { MIN_SECRET_BYTES } from './jwt.js';
 
 export interface MintOptions {
   /** The HS256 secret the server verifies with (`--jwt-secret`, `FENEC_JWT_SECRET`). */
   readonly secret: string;
   /**
-   * The tenant the token reaches on a hosted node (a tenant name: `[a-z0-9][a-z0-9-]{0,62}`); none for a one-file
+   * The tenant the token reaches on a hosted node (a tenant name, shared/tenant-name.ts); none for a one-file
    * server.
    */
   readonly tenant?: string;
@@ -34,7 +35,6 @@ export const RESERVED_CLAIMS: readonly string[] = ['sub', 'tenant', 'jti', 'iat'
  */
 const JTI_BYTES = 16;
 
-const TENANT = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const TTL_UNITS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
 
 /**
@@ -51,11 +51,8 @@ export function mintToken(options: MintOptions): string {
       `takes at least ${MIN_SECRET_BYTES} bytes (256 bits), as the server does, not ${secret.length}`,
     );
   }
-  if (options.tenant !== undefined && !TENANT.test(options.tenant)) {
-    throw invalidOption(
-      '--tenant',
-      `takes a tenant name (a-z, 0-9 and -, at most 63, not starting with -), not ${JSON.stringify(options.tenant)}`,
-    );
+  if (options.tenant !== undefined && !isTenantName(options.tenant)) {
+    throw invalidOption('--tenant', `takes a tenant name (${TENANT_NAME_RULE}), not ${JSON.stringify(options.tenant)}`);
   }
   if (options.sub === '') throw invalidOption('--sub', 'must not be empty');
   if (!Number.isSafeInteger(options.ttlSeconds) || options.ttlSeconds < 1)

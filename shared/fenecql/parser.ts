@@ -1,5 +1,5 @@
 /**
- * The FenecQL parser: recursive descent over the grammar of shared/spec/fenecql.md, one `parseX`
+ * The FenecQL parser: recursive descent over the language docs/fenecql.md describes, one `parseX`
  * method per production, building the trees of ast.ts.
  *
  * It is one file, longer than most, because it is the grammar: read top to bottom it is the

@@ -1,6 +1,6 @@
 /**
  * The front door of fenec-server and fenec-router alike: who may ask, checked before a body is
- * read, in the order SPEC gives — where it comes from (Origin) before what it carries (the token) —
+ * read, in the order docs/security.md gives — where it comes from (Origin) before what it carries (the token) —
  * and who the caller is once they pass: the server's token (everything), or a JSON Web Token (its
  * policy; on a tenant's route, the tenant its `tenant` claim names).
  *

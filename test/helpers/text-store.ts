@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import type { CreateCollectionStmt, FieldDef } from '../../shared/fenecql/ast.js';
 import { parseStatement } from '../../shared/fenecql/parser.js';
-import { Catalog } from '../../node/storage/catalog.js';
+import { Catalog } from '../../node/schema/catalog.js';
 import { openWritable, type Connection } from '../../node/storage/sqlite.js';
 import {
   matchTerms,

@@ -3,7 +3,7 @@ import type { RowStatement } from '../../shared/fenecql/kinds.js';
 import { parseStatement } from '../../shared/fenecql/parser.js';
 import { FenecDatabase } from '../../node/database.js';
 import { plan } from '../../node/query/plan/row-statement.js';
-import { Catalog } from '../../node/storage/catalog.js';
+import { Catalog } from '../../node/schema/catalog.js';
 import { openWritable, type Connection } from '../../node/storage/sqlite.js';
 import { tempDir } from '../helpers/temp.js';
 

@@ -7,7 +7,7 @@ import { parseCondition, parseStatement } from '../../shared/fenecql/parser.js';
 import type { Statement } from '../../shared/fenecql/ast.js';
 import { ToolRunner } from '../../shared/mcp/tool-runner.js';
 import { FenecDatabase, type ExecuteOptions } from '../../node/database.js';
-import { QuotaExecutor } from '../../node/tenants/quota-executor.js';
+import { QuotaExecutor } from '../../node/workers/quota-executor.js';
 import { refusal } from '../helpers/assertions.js';
 import { tempDir } from '../helpers/temp.js';
 

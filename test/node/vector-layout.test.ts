@@ -40,7 +40,7 @@ function sha256(file: string): string {
   return createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 }
 
-describe('vectors kept in tables of their own (storage/catalog)', function () {
+describe('vectors kept in tables of their own (schema/catalog)', function () {
   this.timeout(60_000);
   let temp: ReturnType<typeof tempDir>;
   let db: FenecDatabase;

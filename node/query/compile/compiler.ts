@@ -10,7 +10,7 @@ import { FenecError, type Position } from '../../../shared/errors.js';
 import { MAX_TERMS } from '../../../shared/fenecql/limits.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
 import { toSql, type NumberKind, type SqlValue } from '../../storage/codec.js';
-import { fieldSql, ID_TYPE, type Collection } from '../../storage/catalog.js';
+import { fieldSql, ID_TYPE, type Collection } from '../../schema/catalog.js';
 import { evaluate, isValue, type ArgSource, type BindContext } from './evaluate.js';
 import { isNumeric, isScalar, literalType, NULL_TYPE, scalar, typeName, UNKNOWN, type ExprType } from './expr-types.js';
 

@@ -2,7 +2,7 @@
  * Expired rows: a row whose `@ttl(D)` field is more than D in the past is out of every read already
  * (see rowFilter); deleting it, with its index entries (the triggers' work), reclaims the space.
  */
-import type { Collection } from '../../storage/catalog.js';
+import type { Collection } from '../../schema/catalog.js';
 import type { Connection } from '../../storage/sqlite.js';
 
 /** Deletes the expired rows of every collection with an `@ttl` field; answers how many went. */

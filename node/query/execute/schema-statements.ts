@@ -5,7 +5,7 @@ import type { FieldDef } from '../../../shared/fenecql/ast.js';
 import { unreachable, type SchemaStatement } from '../../../shared/fenecql/kinds.js';
 import { FenecError } from '../../../shared/errors.js';
 import { printAnnotation, printExpr, printFieldType } from '../../../shared/fenecql/print.js';
-import type { Catalog, Collection } from '../../storage/catalog.js';
+import type { Catalog, Collection } from '../../schema/catalog.js';
 import type { Connection } from '../../storage/sqlite.js';
 import { textIndexSql } from '../../search/text-index.js';
 import { Compiler } from '../compile/compiler.js';

@@ -19,7 +19,7 @@
 import type { Cond, ParamExpr } from '../../../shared/fenecql/ast.js';
 import { FenecError } from '../../../shared/errors.js';
 import { printFieldType } from '../../../shared/fenecql/print.js';
-import { ID_TYPE, type Collection, type Field } from '../../storage/catalog.js';
+import { ID_TYPE, type Collection, type Field } from '../../schema/catalog.js';
 import { toSql, type SqlValue } from '../../storage/codec.js';
 import { bindValue, Compiler } from '../compile/compiler.js';
 import type { BulkPlan, PolicyCheck, StagedSql } from './plan-types.js';

@@ -7,7 +7,7 @@ import { FenecError } from '../../../shared/errors.js';
 import { withIdTies } from '../../../shared/fenecql/order.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
 import { matchTerms, textSearchSql, textTopSelect } from '../../search/text-index.js';
-import { fieldSql, ID_TYPE, type Collection, type Field } from '../../storage/catalog.js';
+import { fieldSql, ID_TYPE, type Collection, type Field } from '../../schema/catalog.js';
 import { ident } from '../../storage/sqlite.js';
 import { bindValue, Compiler, type Fragment } from '../compile/compiler.js';
 import type { OutputColumn, Plan } from './plan-types.js';

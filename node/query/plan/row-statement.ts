@@ -5,7 +5,7 @@
  */
 import type { Cond } from '../../../shared/fenecql/ast.js';
 import { unreachable, type RowStatement } from '../../../shared/fenecql/kinds.js';
-import type { Catalog } from '../../storage/catalog.js';
+import type { Catalog } from '../../schema/catalog.js';
 import { planGet } from './read.js';
 import type { Plan } from './plan-types.js';
 import { planDel, planInsert, planPut, planSet, policyCheck } from './write.js';

@@ -13,7 +13,7 @@
  */
 import type { Cond } from '../../../shared/fenecql/ast.js';
 import { textStatsSql, wordExpressions } from '../../search/text-index.js';
-import type { Collection } from '../../storage/catalog.js';
+import type { Collection } from '../../schema/catalog.js';
 import type { Compiler } from '../compile/compiler.js';
 import type { ArgSource, BindContext } from '../compile/evaluate.js';
 

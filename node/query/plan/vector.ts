@@ -8,7 +8,7 @@ import type { GetStmt, Metric } from '../../../shared/fenecql/ast.js';
 import { FenecError } from '../../../shared/errors.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
 import { snippetCall, textTopSql } from '../../search/text-index.js';
-import { fieldSql, type Collection, type Field } from '../../storage/catalog.js';
+import { fieldSql, type Collection, type Field } from '../../schema/catalog.js';
 import type { Fragment } from '../compile/compiler.js';
 import type { OutputColumn, VectorPlan } from './plan-types.js';
 import type { MatchQuery } from './text-rank.js';

@@ -3,7 +3,7 @@
  * (`insert into c {…}`) or bound as one parameter (`insert into c $1`).
  */
 import type { Cond, Expr } from '../../../shared/fenecql/ast.js';
-import type { Collection, Field } from '../../storage/catalog.js';
+import type { Collection, Field } from '../../schema/catalog.js';
 
 /** The fields a policy condition pins to a claim: the `field = $jwt.claim` among its top-level `and`s. */
 export function pinnedFields(policy: Cond): Map<string, Expr> {

@@ -15,7 +15,7 @@ import type {
 } from '../../../shared/fenecql/ast.js';
 import { FenecError } from '../../../shared/errors.js';
 import { printCondition, printExpr, printFieldType } from '../../../shared/fenecql/print.js';
-import { fieldSql, ID_TYPE, type Collection, type Field } from '../../storage/catalog.js';
+import { fieldSql, ID_TYPE, type Collection, type Field } from '../../schema/catalog.js';
 import { Compiler, type Fragment } from '../compile/compiler.js';
 import { isValue, type ArgSource } from '../compile/evaluate.js';
 import { isScalar, typeName } from '../compile/expr-types.js';

@@ -6,7 +6,7 @@ import { dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { crc32 } from 'node:zlib';
 import { FenecError } from '../../../shared/errors.js';
-import type { VectorIndex, VectorIndexOptions, VectorMetric } from '../../../shared/vector-index.js';
+import type { VectorIndex, VectorIndexOptions, VectorMetric } from '../../../node/vector/vector-index.js';
 import { faiss, isDamagedIndexError } from '../../../node/vector/faiss.js';
 import { tempDir } from '../../helpers/temp.js';
 import { clusteredVectors, mixtureCentres, seededRandom, uniformVectors } from '../../helpers/vectors.js';

@@ -22,8 +22,8 @@ import { didYouMean } from '../../shared/nearest-name.js';
 import { textIndexSql } from '../search/text-index.js';
 import type { VectorFieldSpec } from '../vector/vector-field.js';
 import { triggerNames, vectorFieldSql, vectorTable } from '../vector/vector-log.js';
-import { columnType, decoderFor } from './codec.js';
-import { ident, type Connection } from './sqlite.js';
+import { columnType, decoderFor } from '../storage/codec.js';
+import { ident, type Connection } from '../storage/sqlite.js';
 
 export interface Field {
   readonly def: FieldDef;

@@ -13,8 +13,8 @@ import { FenecError } from '../../shared/errors.js';
 import type { Statement } from '../../shared/fenecql/ast.js';
 import { kindOf } from '../../shared/fenecql/kinds.js';
 import type { Answer, ExecuteOptions, FenecDatabase } from '../database.js';
-import type { Executor } from '../workers/request-runner.js';
-import type { QuotaKind, Quotas } from './quotas.js';
+import type { QuotaKind, TenantLimits } from './protocol.js';
+import type { Executor } from './request-runner.js';
 
 /**
  * How many rows a statement writes at most: those written out, or those its parameter holds; 0 for a kind that adds
@@ -39,13 +39,13 @@ function collectionCreated(statement: Statement): string | undefined {
 
 export class QuotaExecutor implements Executor {
   readonly #db: FenecDatabase;
-  readonly #quotas: Pick<Quotas, 'maxCollections' | 'maxRows'>;
+  readonly #quotas: Pick<TenantLimits, 'maxCollections' | 'maxRows'>;
   readonly #onRefusal: (quota: QuotaKind) => void;
   #rows: number | undefined;
 
   constructor(
     db: FenecDatabase,
-    quotas: Pick<Quotas, 'maxCollections' | 'maxRows'>,
+    quotas: Pick<TenantLimits, 'maxCollections' | 'maxRows'>,
     onRefusal: (quota: QuotaKind) => void = () => undefined,
   ) {
     this.#db = db;
