@@ -124,7 +124,7 @@ export class ToolRunner<O> {
   /** Runs a tool this server offers. Never throws: a refusal is an outcome for the model to correct. */
   call(offered: OfferedTool, rawArgs: unknown, caller: ToolCaller<O>): ToolOutcome {
     try {
-      const args = checkArguments(offered.definition, rawArgs);
+      const args = checkArguments(offered.tool.name, offered.tool.input, rawArgs);
       return offered.tool.run(args, this.#context(offered.tool.name, caller));
     } catch (err) {
       return { ok: false, error: asFenecError(err) };
@@ -170,10 +170,10 @@ export class ToolRunner<O> {
     prepared: PreparedRead,
     params: readonly unknown[],
     caller: ToolCaller<O>,
-    cursor: unknown,
+    cursor: string | undefined,
     narrowing: Narrowing,
   ): ToolOutcome {
-    if (prepared.requested.count || (cursor == null && oneId(prepared.requested.where))) {
+    if (prepared.requested.count || (cursor === undefined && oneId(prepared.requested.where))) {
       const answer = this.#db.executeStatement(prepared.run, params, caller.options);
       if (prepared.requested.count) return bounded(tool, answer, narrowing);
       return bounded(tool, answer, narrowing, () => this.#count(prepared.requested, params, caller));
@@ -182,7 +182,7 @@ export class ToolRunner<O> {
       statement: prepared.read,
       params,
       options: caller.options,
-      cursor: cursor == null ? undefined : (cursor as string),
+      cursor,
       scope: tool,
       subject: caller.subject ?? 'server',
       bound: BOUNDS.rows,

@@ -4,6 +4,7 @@
  */
 import { expect } from 'chai';
 import { FenecDatabase, type ExecuteOptions } from '../../../node/database.js';
+import { DURATION_PATTERN } from '../../../shared/duration.js';
 import { ToolRunner } from '../../../shared/mcp/tool-runner.js';
 import { tempDir } from '../../helpers/temp.js';
 
@@ -113,6 +114,51 @@ describe('tool arguments', () => {
       expect(outcome.error.hint).to.equal(hint);
     });
   }
+
+  it("passes a row on as it came, every field the database's to check (none dropped, __proto__ included)", () => {
+    for (const args of [
+      '{"collection": "d", "insert": {"__proto__": {"x": 1}, "title": "a"}}',
+      '{"collection": "d", "insert": [{"title": "a", "__proto__": 5}]}',
+      '{"collection": "d", "set": {"__proto__": 1}, "filter": "true"}',
+    ]) {
+      const outcome = runner.call(runner.tool('write')!, JSON.parse(args), { options: {}, scoped: false });
+      if (outcome.ok) expect.fail(`${args} answered ${outcome.text}`);
+      expect(outcome.error.code).to.equal('unknown_field');
+      expect(outcome.error.message).to.contain('d has no field __proto__');
+    }
+    expect(db.execute('get d count')).to.deep.equal({ count: 0 });
+  });
+
+  it('shows each input schema as JSON Schema written for a model: no safe-integer range, the pattern as given', () => {
+    const schemas = Object.fromEntries(runner.tools.map((tool) => [tool.name, tool.inputSchema]));
+    expect(schemas.forget).to.deep.equal({
+      type: 'object',
+      properties: { id: { type: 'integer', description: "The memory's id." } },
+      required: ['id'],
+      additionalProperties: false,
+    });
+    expect(schemas.search!.properties.limit).to.deep.equal({
+      type: 'integer',
+      minimum: 1,
+      description: 'How many rows, best first: the page size. Default 10.',
+    });
+    expect(schemas.remember!.properties.expires_in).to.deep.include({ type: 'string', pattern: DURATION_PATTERN });
+    expect(schemas.query!.properties.params).to.deep.equal({
+      type: 'array',
+      description: 'Values bound to $1, $2, … in the statement or filter: values go here, never into the text.',
+    });
+    expect(schemas.write!.properties.insert).to.deep.include({
+      anyOf: [
+        { type: 'object', description: 'A row: field names and JSON values.' },
+        {
+          minItems: 1,
+          maxItems: 2000,
+          type: 'array',
+          items: { type: 'object', description: 'A row: field names and JSON values.' },
+        },
+      ],
+    });
+  });
 
   it('takes null for an argument not given', () => {
     const outcome = runner.call(
