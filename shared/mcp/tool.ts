@@ -85,6 +85,8 @@ export interface PreparedRead {
   readonly requested: GetStmt;
   readonly read: GetStmt;
   readonly run: GetStmt;
+  /** What the answer tells of how `read` differs from `requested` (query: the vector fields its select left out). */
+  readonly note?: string;
 }
 
 /** A tree and the schema change a memory tool may make first (for the audit). */
@@ -108,8 +110,11 @@ export interface ToolContext {
   schemaChanged(change: SchemaChangeStmt): void;
   /** The read kept for a call of this shape, if one is. */
   kept(key: string): PreparedRead | undefined;
-  /** The read `requested` as it runs answering `read`; kept for calls of the same shape when `key` is given. */
-  prepare(requested: GetStmt, read: GetStmt, key: string | undefined): PreparedRead;
+  /**
+   * The read `requested` as it runs answering `read`, its answers carrying `note` when given; kept for calls of the
+   * same shape when `key` is given.
+   */
+  prepare(requested: GetStmt, read: GetStmt, key: string | undefined, note?: string): PreparedRead;
   /**
    * Runs a read held to the bounds: one row past them at most, paged with `cursor` (next_cursor when
    * more rows follow), refused whole past them with a narrower call worked out by `narrowing`.

@@ -32,7 +32,10 @@ const DESCRIPTION: ToolDescription = {
     'Runs one FenecQL read statement (get … or schema) and answers its JSON: {"rows": [...], "count": n}, {"count": n} for get … count. ' +
     'Example: {"statement": "get notes select title, year where year >= $1 order year desc limit 20", "params": [2024]}. ' +
     `Vector fields are left out of rows unless include_vectors is true. The limit is the page size: ${PAGES_NOTE} ${TEXT_LIMIT_NOTE}`,
-  outputSchema: { type: 'object', properties: { ...ROWS_OUTPUT.properties, collections: { type: 'array' } } },
+  outputSchema: {
+    type: 'object',
+    properties: { ...ROWS_OUTPUT.properties, collections: { type: 'array' }, note: { type: 'string' } },
+  },
   annotations: { title: 'Run a FenecQL read', ...READ },
 };
 
@@ -61,24 +64,35 @@ function readOf(text: string): McpStatement<'query'> {
   return statement;
 }
 
-/** The fields a read answers: vector fields left out unless `include_vectors`, or the select names them alone. */
+/**
+ * The fields a read answers: vector fields left out unless `include_vectors`, and the note that says
+ * so when the select named one.
+ */
 function answered(
   statement: GetStmt,
   includeVectors: boolean,
   context: ToolContext,
-): { select: GetStmt['select']; keep: boolean } {
+): { select: GetStmt['select']; keep: boolean; note?: string } {
   const { select } = statement;
   if (includeVectors) return { select: select ?? '*', keep: true };
   if (select === '*' || select === null) return { select: null, keep: true };
   // Which fields hold vectors is the schema's to say, and it may change: such a read is not kept.
-  const vectors = context
-    .fields(statement.collection)
-    .filter((f) => f.type.startsWith('vector<'))
-    .map((f) => f.name);
-  return {
-    select: select.some((f) => vectors.includes(f)) ? select.filter((f) => !vectors.includes(f)) : select,
-    keep: false,
-  };
+  const vectors = new Set(
+    context
+      .fields(statement.collection)
+      .filter((f) => f.type.startsWith('vector<'))
+      .map((f) => f.name),
+  );
+  const left = select.filter((f) => vectors.has(f));
+  if (left.length === 0) return { select, keep: false };
+  return { select: select.filter((f) => !vectors.has(f)), keep: false, note: vectorsLeftOut(left) };
+}
+
+/** What a read is told of the vector fields its select named and its rows leave out. */
+function vectorsLeftOut(fields: readonly string[]): string {
+  const named = fields.join(' and ');
+  const are = fields.length === 1 ? 'is a vector field' : 'are vector fields';
+  return `${named} ${are}, left out of the rows (an embedding is kilobytes of numbers); call again with "include_vectors": true to keep ${fields.length === 1 ? 'it' : 'them'}`;
 }
 
 function run(args: ArgumentsOf<typeof INPUT>, context: ToolContext): ToolOutcome {
@@ -89,8 +103,8 @@ function run(args: ArgumentsOf<typeof INPUT>, context: ToolContext): ToolOutcome
   if (prepared === undefined) {
     const statement = readOf(args.statement);
     if (statement.kind === 'Schema') return context.bounded(context.execute(statement, params), NO_NARROWING);
-    const { select, keep } = answered(statement, includeVectors, context);
-    prepared = context.prepare(statement, { ...statement, select }, keep ? key : undefined);
+    const { select, keep, note } = answered(statement, includeVectors, context);
+    prepared = context.prepare(statement, { ...statement, select }, keep ? key : undefined, note);
   }
   const { requested } = prepared;
   return context.read(prepared, params, args.cursor, {

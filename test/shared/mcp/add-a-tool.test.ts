@@ -15,6 +15,7 @@ import { checkName } from '../../../shared/mcp/arguments.js';
 import { defineTool } from '../../../shared/mcp/tool.js';
 import { TOOLS } from '../../../shared/mcp/tools.js';
 import { tempDir } from '../../helpers/temp.js';
+import { expectFitsOutputSchema } from '../../helpers/tool-output.js';
 
 /** A tool that writes: it sets `seen` to the time now on one row, by id. */
 const stamp = defineTool({
@@ -123,6 +124,7 @@ describe('adding a tool', () => {
     }).result;
     expect(result.isError).to.equal(false);
     expect(result.structuredContent).to.deep.equal({ count: 1 });
+    expectFitsOutputSchema(stamp.define({ write: true, memory: undefined, readOnly: false }), result.structuredContent);
     const rows = (db.execute('get notes select id, seen order id') as { rows: { id: number; seen: unknown }[] }).rows;
     expect(rows[0]!.seen).to.equal(null);
     expect(rows[1]!.seen).to.be.a('string');
