@@ -1,20 +1,9 @@
 /**
- * The bodies a server reads by hand. That of `POST /query`: `{"statement": string, "params"?: array}`, nothing else. A
- * misspelt field (`"param"`) is refused rather than ignored, since ignoring it would run the statement without the
- * values the caller meant to bind.
+ * The bodies a server reads by hand. That of `POST /query` is read here as JSON and checked by shared/query-body.ts.
  */
 import { FenecError } from '../../shared/errors.js';
+import { checkQueryBody, QUERY_BODY_SHAPE as SHAPE, type QueryBody } from '../../shared/query-body.js';
 import { describeByte, invalidUtf8At } from '../../shared/utf8.js';
-
-export interface QueryBody {
-  readonly statement: string;
-  readonly params: readonly unknown[];
-  /** next_cursor of the page before: the rows after it. */
-  readonly cursor?: string;
-}
-
-const SHAPE = '{"statement": "...", "params": [...], "cursor": "..."}';
-const NO_PARAMS: readonly unknown[] = Object.freeze([]);
 
 /** Parses and checks a request body. @throws FenecError `bad_json` or `bad_request`. */
 export function parseQueryBody(body: Buffer): QueryBody {
@@ -35,40 +24,7 @@ export function parseQueryBody(body: Buffer): QueryBody {
   } catch (err) {
     throw new FenecError('bad_json', `the request body is not JSON (${(err as Error).message}); send ${SHAPE}`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new FenecError('bad_request', `the request body must be a JSON object ${SHAPE}, not ${kind(value)}`);
-  }
-  const { statement, params, cursor } = value as Record<string, unknown>;
-  for (const key in value) {
-    if (key !== 'statement' && key !== 'params' && key !== 'cursor') {
-      throw new FenecError(
-        'bad_request',
-        `unknown field ${JSON.stringify(key)} in the request body; it takes "statement", "params" and "cursor"`,
-      );
-    }
-  }
-  if (cursor !== undefined && typeof cursor !== 'string') {
-    throw new FenecError(
-      'bad_request',
-      `"cursor" must be a string (next_cursor of the page before), not ${kind(cursor)}`,
-    );
-  }
-  if (typeof statement !== 'string') {
-    throw new FenecError(
-      'bad_request',
-      statement === undefined
-        ? `"statement" is missing; send ${SHAPE}`
-        : `"statement" must be a string, not ${kind(statement)}`,
-    );
-  }
-  if (params !== undefined && !Array.isArray(params)) {
-    throw new FenecError(
-      'bad_request',
-      `"params" must be an array of values (bound to $1, $2, …), not ${kind(params)}`,
-    );
-  }
-  const values = params === undefined ? NO_PARAMS : (params as unknown[]);
-  return cursor === undefined ? { statement, params: values } : { statement, params: values, cursor };
+  return checkQueryBody(value);
 }
 
 const REVOCATION_SHAPE = '{"jti": "..."} or {"sub": "..."}';

@@ -36,28 +36,48 @@ export type Bounded =
 /**
  * Checks an answer against the bounds. `found` is how many rows the statement would answer without
  * the bound (it is run with a limit of 101: the 101st row says "more"), when it could be counted.
+ * `pages`: the read pages, so the narrower call's answer carries next_cursor to read the rest.
  */
 export function checkBounds(
   tool: string,
   answer: Answer,
   narrowing: Narrowing,
   found: () => number | undefined,
+  pages = false,
 ): Bounded {
   const rows = Array.isArray(answer.rows) ? (answer.rows as Record<string, unknown>[]) : undefined;
   if (rows !== undefined && rows.length > BOUNDS.rows) {
+    // The rows past the bound are not read, so their bytes are no figure to give.
     const total = found();
     const counted = total === undefined ? `more than ${BOUNDS.rows} rows` : `${figure(total)} rows`;
-    return refuse(tool, `the answer would be ${counted}`, rows, narrowing, { rows: total ?? null, bytes: null });
+    return refuse(
+      tool,
+      `the answer would be ${counted}`,
+      rows,
+      narrowing,
+      pages,
+      total === undefined ? {} : { rows: total },
+    );
   }
   const text = JSON.stringify(answer);
   // Each character is at least a byte: the exact count is needed only near the bound.
   const bytes = text.length * 3 <= BOUNDS.bytes ? text.length : Buffer.byteLength(text);
   if (bytes <= BOUNDS.bytes) return { ok: true, text };
   const where = rows === undefined ? '' : ` in ${figure(rows.length)} row${rows.length === 1 ? '' : 's'}`;
-  return refuse(tool, `the answer would be ${figure(bytes)} bytes${where}`, rows ?? [], narrowing, {
-    rows: rows?.length ?? null,
-    bytes,
-  });
+  return refuse(
+    tool,
+    `the answer would be ${figure(bytes)} bytes${where}`,
+    rows ?? [],
+    narrowing,
+    pages,
+    rows === undefined ? { bytes } : { rows: rows.length, bytes },
+  );
+}
+
+/** What a refusal says of the answer refused: only the figures known (the rows found, the bytes made). */
+interface Figures {
+  readonly rows?: number;
+  readonly bytes?: number;
 }
 
 function refuse(
@@ -65,16 +85,20 @@ function refuse(
   what: string,
   rows: readonly Record<string, unknown>[],
   narrowing: Narrowing,
-  figures: { rows: number | null; bytes: number | null },
+  pages: boolean,
+  figures: Figures,
 ): Bounded {
   const options = narrowerCalls(rows, narrowing);
   const bound = `${BOUNDS.rows} rows and ${figure(BOUNDS.bytes)} bytes (64 KB)`;
   const message = `${tool}: ${what}, past the bound of ${bound}; it is refused whole, never cut`;
   const tries = options.map((o) => JSON.stringify(o.arguments));
+  const fits = pages
+    ? 'it fits, and its answer carries next_cursor when more rows follow: call again with it as cursor to read on'
+    : 'it fits';
   const hint =
     options.length === 0
       ? 'narrow the call: a filter or where that matches fewer rows, or fewer fields'
-      : `call ${tool} with ${tries.join(', or with ')} — it fits — or with a filter that matches fewer rows`;
+      : `call ${tool} with ${tries.join(', or with ')} — ${fits} — or with a filter that matches fewer rows`;
   const details = {
     ...figures,
     bound: { rows: BOUNDS.rows, bytes: BOUNDS.bytes },

@@ -62,3 +62,12 @@ export function isUnknownField(err: unknown, field: string): boolean {
 export function notMadeYet(err: unknown, scoped: boolean): boolean {
   return !scoped && asFenecError(err).code === 'unknown_collection';
 }
+
+/**
+ * The memory collection of a server's options. The memory tools are offered only when it is set (their switch); a
+ * call without it is a fault of the server's, not the caller's.
+ */
+export function memoryOf(setup: { readonly memory: string | undefined }): string {
+  if (setup.memory === undefined) throw new Error('a memory tool ran on a server without --mcp-memory');
+  return setup.memory;
+}

@@ -8,7 +8,7 @@ import type { Cond, Expr, GetStmt, Statement } from '../fenecql/ast.js';
 import { MAX_PARAMS } from '../fenecql/bind.js';
 import { parseCondition } from '../fenecql/parser.js';
 import { FenecError } from '../errors.js';
-import type { Arguments, PreparedRead, ToolContext } from './tool.js';
+import type { PreparedRead, ToolContext } from './tool.js';
 import type { Detail } from './tool-schemas.js';
 
 /** A statement and the values bound to its parameters. */
@@ -91,10 +91,18 @@ function highestParam(node: Cond | Expr): number {
   }
 }
 
-/** What `detail` selects: id alone (match and near add _score and snippet), `fields`, or every field. */
-export function detailSelect(tool: string, args: Arguments, fields: readonly string[] | null): GetStmt['select'] {
-  const detail = (args.detail as Detail | undefined) ?? 'fields';
-  if (detail !== 'fields' && args.fields != null) {
+/**
+ * What `detail` selects: id alone (match and near add _score and snippet), `fields` (those the call's `fields` names,
+ * when `chosen`), or every field.
+ */
+export function detailSelect(
+  tool: string,
+  given: Detail | undefined,
+  chosen: boolean,
+  fields: readonly string[] | null,
+): GetStmt['select'] {
+  const detail = given ?? 'fields';
+  if (detail !== 'fields' && chosen) {
     throw new FenecError(
       'invalid_argument',
       `${tool}: fields chooses the fields of detail "fields"; detail "${detail}" answers ${detail === 'ids' ? 'ids' : 'every field'}`,

@@ -124,7 +124,7 @@ export class ToolRunner<O> {
   /** Runs a tool this server offers. Never throws: a refusal is an outcome for the model to correct. */
   call(offered: OfferedTool, rawArgs: unknown, caller: ToolCaller<O>): ToolOutcome {
     try {
-      const args = checkArguments(offered.definition, rawArgs);
+      const args = checkArguments(offered.tool.name, offered.tool.input, rawArgs);
       return offered.tool.run(args, this.#context(offered.tool.name, caller));
     } catch (err) {
       return { ok: false, error: asFenecError(err) };
@@ -140,8 +140,8 @@ export class ToolRunner<O> {
       execute,
       schemaChanged: (change) => this.#onSchemaChange?.(change),
       kept: (key) => this.#prepared.get(key),
-      prepare: (requested, read, key) => {
-        const prepared: PreparedRead = { requested, read, run: probing(read) };
+      prepare: (requested, read, key, note) => {
+        const prepared: PreparedRead = { requested, read, run: probing(read), ...(note === undefined ? {} : { note }) };
         if (key !== undefined) this.#keep(key, prepared);
         return prepared;
       },
@@ -170,11 +170,13 @@ export class ToolRunner<O> {
     prepared: PreparedRead,
     params: readonly unknown[],
     caller: ToolCaller<O>,
-    cursor: unknown,
+    cursor: string | undefined,
     narrowing: Narrowing,
   ): ToolOutcome {
-    if (prepared.requested.count || (cursor == null && oneId(prepared.requested.where))) {
-      const answer = this.#db.executeStatement(prepared.run, params, caller.options);
+    const noted = (answer: Answer): Answer =>
+      prepared.note === undefined ? answer : { ...answer, note: prepared.note };
+    if (prepared.requested.count || (cursor === undefined && oneId(prepared.requested.where))) {
+      const answer = noted(this.#db.executeStatement(prepared.run, params, caller.options));
       if (prepared.requested.count) return bounded(tool, answer, narrowing);
       return bounded(tool, answer, narrowing, () => this.#count(prepared.requested, params, caller));
     }
@@ -182,12 +184,13 @@ export class ToolRunner<O> {
       statement: prepared.read,
       params,
       options: caller.options,
-      cursor: cursor == null ? undefined : (cursor as string),
+      cursor,
       scope: tool,
       subject: caller.subject ?? 'server',
       bound: BOUNDS.rows,
     });
-    return bounded(tool, page.answer, narrowing, () => this.#count(page.counted, page.params, caller));
+    // The narrower call a refusal names pages as this one does: its answer carries next_cursor to read on.
+    return bounded(tool, noted(page.answer), narrowing, () => this.#count(page.counted, page.params, caller), true);
   }
 
   /** How many rows a read would answer under its own limit and offset, for a refusal's figures. */
@@ -210,8 +213,9 @@ function bounded(
   answer: Answer,
   narrowing: Narrowing,
   found: () => number | undefined = () => undefined,
+  pages = false,
 ): ToolOutcome {
-  const checked = checkBounds(tool, answer, narrowing, found);
+  const checked = checkBounds(tool, answer, narrowing, found, pages);
   return checked.ok
     ? { ok: true, answer, text: checked.text }
     : { ok: false, error: checked.error, details: checked.details };

@@ -4,39 +4,21 @@
  * listed once in tools.ts; the runner, the endpoint, the audit, the metrics and the CLI text read
  * everything they say of a tool from here.
  */
+import type * as z from 'zod';
 import type { GetStmt, Statement } from '../fenecql/ast.js';
 import type { FenecError } from '../errors.js';
 import type { Answer } from '../answer.js';
 import type { Narrowing } from './bounds.js';
+import { inputSchemaOf, type InputSchema, type ToolInput } from './arguments.js';
 
-export type { Answer, Narrowing };
+export type { Answer, InputSchema, Narrowing, ToolInput };
 
-/** A call's arguments, as checked against its tool's input schema (arguments.ts). */
-export type Arguments = Readonly<Record<string, unknown>>;
-
-/** The subset of JSON Schema the tools' arguments use, and that arguments.ts checks. */
-export interface ArgSchema {
-  readonly type: 'string' | 'integer' | 'number' | 'boolean' | 'array' | 'object' | readonly ('array' | 'object')[];
-  readonly description?: string;
-  readonly items?: ArgSchema;
-  readonly minimum?: number;
-  readonly minItems?: number;
-  readonly maxItems?: number;
-  readonly pattern?: string;
-  readonly const?: unknown;
-  readonly enum?: readonly string[];
-}
-
-export interface InputSchema {
-  readonly type: 'object';
-  readonly properties: Readonly<Record<string, ArgSchema>>;
-  readonly required?: readonly string[];
-  readonly additionalProperties: false;
-}
+/** A call's arguments as a tool's `run` is handed them: its input schema's type, checked (arguments.ts). */
+export type ArgumentsOf<S extends ToolInput> = z.output<S>;
 
 /**
- * A tool as `tools/list` shows it. The input schema is also what arguments are checked against
- * (arguments.ts), so what a model is told and what it is held to cannot drift apart.
+ * A tool as `tools/list` shows it. The input schema is made from the one arguments are checked
+ * against (arguments.ts), so what a model is told and what it is held to cannot drift apart.
  */
 export interface ToolDefinition<N extends string = string> {
   readonly name: N;
@@ -103,6 +85,8 @@ export interface PreparedRead {
   readonly requested: GetStmt;
   readonly read: GetStmt;
   readonly run: GetStmt;
+  /** What the answer tells of how `read` differs from `requested` (query: the vector fields its select left out). */
+  readonly note?: string;
 }
 
 /** A tree and the schema change a memory tool may make first (for the audit). */
@@ -126,26 +110,35 @@ export interface ToolContext {
   schemaChanged(change: SchemaChangeStmt): void;
   /** The read kept for a call of this shape, if one is. */
   kept(key: string): PreparedRead | undefined;
-  /** The read `requested` as it runs answering `read`; kept for calls of the same shape when `key` is given. */
-  prepare(requested: GetStmt, read: GetStmt, key: string | undefined): PreparedRead;
+  /**
+   * The read `requested` as it runs answering `read`, its answers carrying `note` when given; kept for calls of the
+   * same shape when `key` is given.
+   */
+  prepare(requested: GetStmt, read: GetStmt, key: string | undefined, note?: string): PreparedRead;
   /**
    * Runs a read held to the bounds: one row past them at most, paged with `cursor` (next_cursor when
    * more rows follow), refused whole past them with a narrower call worked out by `narrowing`.
    */
-  read(read: PreparedRead, params: readonly unknown[], cursor: unknown, narrowing: Narrowing): ToolOutcome;
+  read(read: PreparedRead, params: readonly unknown[], cursor: string | undefined, narrowing: Narrowing): ToolOutcome;
   /** An answer held to the bounds (a schema listing, a write's ids). */
   bounded(answer: Answer, narrowing?: Narrowing): ToolOutcome;
   /** A collection's fields and their types, as `schema` lists them for the caller (none for one it does not reach). */
   fields(collection: string): readonly { readonly name: string; readonly type: string }[];
 }
 
+/** What a tool says of itself on a server: its tools/list entry but for its name and input schema. */
+export type ToolDescription = Omit<ToolDefinition, 'name' | 'inputSchema'>;
+
 /**
- * One MCP tool. `define` makes its tools/list entry for a server's options (the memory tools name
- * their collection); the rest is the same on every server.
+ * One MCP tool, as a file in tools/ writes it (made with defineTool). `describe` says what it is on
+ * a server with these options (the memory tools name their collection); the rest is the same on
+ * every server.
  */
-export interface Tool<N extends string = string> {
+export interface ToolSpec<N extends string, S extends ToolInput> {
   readonly name: N;
-  define(options: ToolSetOptions): ToolDefinition<N>;
+  /** Its arguments, written once: the type `run` is handed, what calls are held to, tools/list's inputSchema. */
+  readonly input: S;
+  describe(options: ToolSetOptions): ToolDescription;
   /** What turns it on. A tool whose definition is not readOnlyHint is never offered by a read-only server. */
   readonly switch: ToolSwitch;
   /** Its sentence in what a model is told first (`initialize`, `server/discover`), when it is offered. */
@@ -158,11 +151,30 @@ export interface Tool<N extends string = string> {
    */
   readonly answersRows: boolean;
   /**
-   * Runs a call, its arguments checked against the definition's input schema already.
+   * Runs a call, its arguments checked against `input` already.
    *
    * @throws FenecError anything the call is refused for: the model's to correct.
    */
-  run(args: Arguments, context: ToolContext): ToolOutcome;
+  run(args: ArgumentsOf<S>, context: ToolContext): ToolOutcome;
+}
+
+/** A tool as the runner and the servers hold it: its spec, and its tools/list entry for a server's options. */
+export interface Tool<N extends string = string, S extends ToolInput = ToolInput> extends Omit<
+  ToolSpec<N, S>,
+  'describe'
+> {
+  define(options: ToolSetOptions): ToolDefinition<N>;
+}
+
+/** A tool from its spec, its input's JSON Schema made once. */
+export function defineTool<N extends string, S extends ToolInput>(spec: ToolSpec<N, S>): Tool<N, S> {
+  const { describe, ...tool } = spec;
+  const inputSchema = inputSchemaOf(spec.input);
+  const define = (options: ToolSetOptions): ToolDefinition<N> => {
+    const { title, description, outputSchema, annotations } = describe(options);
+    return { name: spec.name, title, description, inputSchema, outputSchema, annotations };
+  };
+  return Object.freeze({ ...tool, define });
 }
 
 /** A tool a server offers, with its definition there. */

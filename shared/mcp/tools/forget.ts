@@ -1,22 +1,25 @@
 /** `forget`: a memory of the --mcp-memory collection deleted by its id. */
+import * as z from 'zod';
 import type { Statement } from '../../fenecql/ast.js';
 import { param } from '../../fenecql/bind.js';
 import { NO_NARROWING } from '../bounds.js';
-import { notMadeYet } from '../memory.js';
+import { memoryOf, notMadeYet } from '../memory.js';
 import { field } from '../statements.js';
-import type { Answer, Arguments, Tool, ToolContext, ToolDefinition, ToolSetOptions } from '../tool.js';
+import {
+  defineTool,
+  type Answer,
+  type ArgumentsOf,
+  type ToolContext,
+  type ToolDescription,
+  type ToolSetOptions,
+} from '../tool.js';
 
-function define(options: ToolSetOptions): ToolDefinition<'forget'> {
+const INPUT = z.strictObject({ id: z.int().describe("The memory's id.") });
+
+function describe(options: ToolSetOptions): ToolDescription {
   return {
-    name: 'forget',
     title: 'Forget a memory',
     description: `Deletes a memory of ${options.memory} by its id (recall answers ids). Answers {"count": 1}, or 0 when there was none.`,
-    inputSchema: {
-      type: 'object',
-      properties: { id: { type: 'integer', description: "The memory's id." } },
-      required: ['id'],
-      additionalProperties: false,
-    },
     outputSchema: { type: 'object', properties: { count: { type: 'integer' } } },
     annotations: {
       title: 'Forget a memory',
@@ -29,10 +32,10 @@ function define(options: ToolSetOptions): ToolDefinition<'forget'> {
 }
 
 /** `del C where id = $1`. */
-function forgetById(args: Arguments, context: ToolContext): Answer {
+function forgetById(args: ArgumentsOf<typeof INPUT>, context: ToolContext): Answer {
   const statement: Statement = {
     kind: 'Del',
-    collection: context.setup.memory!,
+    collection: memoryOf(context.setup),
     where: { kind: 'Compare', op: '=', left: field('id'), right: param(1) },
   };
   try {
@@ -43,12 +46,13 @@ function forgetById(args: Arguments, context: ToolContext): Answer {
   }
 }
 
-export const forget: Tool<'forget'> = {
+export const forget = defineTool({
   name: 'forget',
-  define,
+  input: INPUT,
+  describe,
   switch: 'memory',
   instructions: 'forget drops a memory by its id.',
   audited: true,
   answersRows: false,
   run: (args, context) => context.bounded(forgetById(args, context), NO_NARROWING),
-};
+});

@@ -2,41 +2,40 @@
  * `query`: one FenecQL read (get … or schema), its text parsed once for calls of the same
  * statement, and run as the tree it parsed to. Vector fields are left out unless asked for.
  */
+import * as z from 'zod';
 import type { GetStmt } from '../../fenecql/ast.js';
 import { kindsOver, runsOver, type McpStatement } from '../../fenecql/kinds.js';
 import { parseStatement } from '../../fenecql/parser.js';
 import { printStatement } from '../../fenecql/print.js';
 import { FenecError } from '../../errors.js';
 import { NO_NARROWING } from '../bounds.js';
-import type { Arguments, Tool, ToolContext, ToolDefinition, ToolOutcome } from '../tool.js';
+import { defineTool, type ArgumentsOf, type ToolContext, type ToolDescription, type ToolOutcome } from '../tool.js';
 import { CURSOR, PAGES_NOTE, PARAMS, READ, ROWS_OUTPUT, TEXT_LIMIT_NOTE } from '../tool-schemas.js';
 
-const DEFINITION: ToolDefinition<'query'> = {
-  name: 'query',
+const INPUT = z.strictObject({
+  statement: z
+    .string()
+    .describe(
+      'One FenecQL read: get COLLECTION [select …] [match …] [near …] [where …] [order …] [limit N], or schema [COLLECTION].',
+    ),
+  params: PARAMS.optional(),
+  include_vectors: z
+    .boolean()
+    .describe('Keep vector fields in the rows (an embedding is kilobytes of numbers). Default false.')
+    .optional(),
+  cursor: CURSOR.optional(),
+});
+
+const DESCRIPTION: ToolDescription = {
   title: 'Run a FenecQL read',
   description:
     'Runs one FenecQL read statement (get … or schema) and answers its JSON: {"rows": [...], "count": n}, {"count": n} for get … count. ' +
     'Example: {"statement": "get notes select title, year where year >= $1 order year desc limit 20", "params": [2024]}. ' +
     `Vector fields are left out of rows unless include_vectors is true. The limit is the page size: ${PAGES_NOTE} ${TEXT_LIMIT_NOTE}`,
-  inputSchema: {
+  outputSchema: {
     type: 'object',
-    properties: {
-      statement: {
-        type: 'string',
-        description:
-          'One FenecQL read: get COLLECTION [select …] [match …] [near …] [where …] [order …] [limit N], or schema [COLLECTION].',
-      },
-      params: PARAMS,
-      include_vectors: {
-        type: 'boolean',
-        description: 'Keep vector fields in the rows (an embedding is kilobytes of numbers). Default false.',
-      },
-      cursor: CURSOR,
-    },
-    required: ['statement'],
-    additionalProperties: false,
+    properties: { ...ROWS_OUTPUT.properties, collections: { type: 'array' }, note: { type: 'string' } },
   },
-  outputSchema: { type: 'object', properties: { ...ROWS_OUTPUT.properties, collections: { type: 'array' } } },
   annotations: { title: 'Run a FenecQL read', ...READ },
 };
 
@@ -65,36 +64,47 @@ function readOf(text: string): McpStatement<'query'> {
   return statement;
 }
 
-/** The fields a read answers: vector fields left out unless `include_vectors`, or the select names them alone. */
+/**
+ * The fields a read answers: vector fields left out unless `include_vectors`, and the note that says
+ * so when the select named one.
+ */
 function answered(
   statement: GetStmt,
   includeVectors: boolean,
   context: ToolContext,
-): { select: GetStmt['select']; keep: boolean } {
+): { select: GetStmt['select']; keep: boolean; note?: string } {
   const { select } = statement;
   if (includeVectors) return { select: select ?? '*', keep: true };
   if (select === '*' || select === null) return { select: null, keep: true };
   // Which fields hold vectors is the schema's to say, and it may change: such a read is not kept.
-  const vectors = context
-    .fields(statement.collection)
-    .filter((f) => f.type.startsWith('vector<'))
-    .map((f) => f.name);
-  return {
-    select: select.some((f) => vectors.includes(f)) ? select.filter((f) => !vectors.includes(f)) : select,
-    keep: false,
-  };
+  const vectors = new Set(
+    context
+      .fields(statement.collection)
+      .filter((f) => f.type.startsWith('vector<'))
+      .map((f) => f.name),
+  );
+  const left = select.filter((f) => vectors.has(f));
+  if (left.length === 0) return { select, keep: false };
+  return { select: select.filter((f) => !vectors.has(f)), keep: false, note: vectorsLeftOut(left) };
 }
 
-function run(args: Arguments, context: ToolContext): ToolOutcome {
-  const params = args.params == null ? [] : (args.params as unknown[]);
+/** What a read is told of the vector fields its select named and its rows leave out. */
+function vectorsLeftOut(fields: readonly string[]): string {
+  const named = fields.join(' and ');
+  const are = fields.length === 1 ? 'is a vector field' : 'are vector fields';
+  return `${named} ${are}, left out of the rows (an embedding is kilobytes of numbers); call again with "include_vectors": true to keep ${fields.length === 1 ? 'it' : 'them'}`;
+}
+
+function run(args: ArgumentsOf<typeof INPUT>, context: ToolContext): ToolOutcome {
+  const params = args.params ?? [];
   const includeVectors = args.include_vectors === true;
-  const key = `${includeVectors ? 'query+v' : 'query'}\u0000${args.statement as string}`;
+  const key = `${includeVectors ? 'query+v' : 'query'}\u0000${args.statement}`;
   let prepared = context.kept(key);
   if (prepared === undefined) {
-    const statement = readOf(args.statement as string);
+    const statement = readOf(args.statement);
     if (statement.kind === 'Schema') return context.bounded(context.execute(statement, params), NO_NARROWING);
-    const { select, keep } = answered(statement, includeVectors, context);
-    prepared = context.prepare(statement, { ...statement, select }, keep ? key : undefined);
+    const { select, keep, note } = answered(statement, includeVectors, context);
+    prepared = context.prepare(statement, { ...statement, select }, keep ? key : undefined, note);
   }
   const { requested } = prepared;
   return context.read(prepared, params, args.cursor, {
@@ -113,12 +123,13 @@ function run(args: Arguments, context: ToolContext): ToolOutcome {
   });
 }
 
-export const query: Tool<'query'> = {
+export const query = defineTool({
   name: 'query',
-  define: () => DEFINITION,
+  input: INPUT,
+  describe: () => DESCRIPTION,
   switch: 'always',
   instructions: 'query runs a FenecQL read (get …).',
   audited: false,
   answersRows: true,
   run,
-};
+});

@@ -2,60 +2,63 @@
  * `recall`: memories of the --mcp-memory collection by words, by a vector (fused with the words when
  * both are given), by tags, or the latest first.
  */
+import * as z from 'zod';
 import type { Cond, GetStmt } from '../../fenecql/ast.js';
 import { Params } from '../../fenecql/bind.js';
-import { isUnknownField, notMadeYet, VECTOR_FIELD } from '../memory.js';
+import { isUnknownField, memoryOf, notMadeYet, VECTOR_FIELD } from '../memory.js';
 import { and, detailSelect, field, int, readOfShape, type Bound } from '../statements.js';
-import type { Arguments, Narrowing, Tool, ToolContext, ToolDefinition, ToolOutcome, ToolSetOptions } from '../tool.js';
-import { CURSOR, DETAIL, PAGES_NOTE, READ, ROWS_OUTPUT, VECTOR } from '../tool-schemas.js';
+import {
+  defineTool,
+  type ArgumentsOf,
+  type Narrowing,
+  type ToolContext,
+  type ToolDescription,
+  type ToolOutcome,
+  type ToolSetOptions,
+} from '../tool.js';
+import { CURSOR, DETAIL, LIMIT, PAGES_NOTE, READ, ROWS_OUTPUT, VECTOR } from '../tool-schemas.js';
 
 export const DEFAULT_RECALL_LIMIT = 5;
 
-function define(options: ToolSetOptions): ToolDefinition<'recall'> {
+const INPUT = z.strictObject({
+  text: z.string().describe('What to recall, in words.').optional(),
+  vector: VECTOR.describe('An embedding of what to recall.').optional(),
+  tags: z.array(z.string()).describe('Only memories with every one of these tags.').optional(),
+  detail: DETAIL('text, tags and at').optional(),
+  limit: LIMIT(`How many, best first: the page size. Default ${DEFAULT_RECALL_LIMIT}.`).optional(),
+  cursor: CURSOR.optional(),
+});
+
+type RecallArguments = ArgumentsOf<typeof INPUT>;
+
+function describe(options: ToolSetOptions): ToolDescription {
   return {
-    name: 'recall',
     title: 'Recall memories',
     description:
       `Finds memories in ${options.memory}: by words (text), by meaning (vector, fused with the words when both are given), by tags (every tag given), ` +
       `or, with none of these, the latest first. Example: {"text": "when do we deploy"}. ${PAGES_NOTE}`,
-    inputSchema: {
-      type: 'object',
-      properties: {
-        text: { type: 'string', description: 'What to recall, in words.' },
-        vector: { ...VECTOR, description: 'An embedding of what to recall.' },
-        tags: { type: 'array', items: { type: 'string' }, description: 'Only memories with every one of these tags.' },
-        detail: DETAIL('text, tags and at'),
-        limit: {
-          type: 'integer',
-          minimum: 1,
-          description: `How many, best first: the page size. Default ${DEFAULT_RECALL_LIMIT}.`,
-        },
-        cursor: CURSOR,
-      },
-      additionalProperties: false,
-    },
     outputSchema: ROWS_OUTPUT,
     annotations: { title: 'Recall memories', ...READ },
   };
 }
 
 /** What makes two recall calls run the same tree; their values are the text, the vector, then each tag. */
-function recallShape(args: Arguments): string {
+function recallShape(args: RecallArguments): string {
   return JSON.stringify([
     'recall',
-    args.text != null,
-    args.vector != null,
-    ((args.tags as unknown[] | undefined) ?? []).length,
+    args.text !== undefined,
+    args.vector !== undefined,
+    (args.tags ?? []).length,
     args.detail ?? null,
     args.limit ?? null,
   ]);
 }
 
-function recallParams(args: Arguments): unknown[] {
+function recallParams(args: RecallArguments): unknown[] {
   const values: unknown[] = [];
-  if (args.text != null) values.push(args.text);
-  if (args.vector != null) values.push(args.vector);
-  for (const tag of (args.tags as unknown[] | undefined) ?? []) values.push(tag);
+  if (args.text !== undefined) values.push(args.text);
+  if (args.vector !== undefined) values.push(args.vector);
+  for (const tag of args.tags ?? []) values.push(tag);
   return values;
 }
 
@@ -66,18 +69,17 @@ const RECALLED = Object.freeze(['text', 'tags', 'at']);
  * `get C select text, tags, at [match text $1] [near vector $2] [fuse] [where tags has $3 and …] [order at desc, id
  * desc] limit N`
  */
-function recallStatement(collection: string, args: Arguments): Bound<GetStmt> {
+function recallStatement(collection: string, args: RecallArguments): Bound<GetStmt> {
   const params = new Params(undefined);
-  const text = args.text == null ? undefined : params.add(args.text);
-  const vector = args.vector == null ? undefined : params.add(args.vector);
+  const text = args.text === undefined ? undefined : params.add(args.text);
+  const vector = args.vector === undefined ? undefined : params.add(args.vector);
   let where: Cond | undefined;
-  for (const tag of (args.tags as string[] | undefined) ?? [])
-    where = and(where, { kind: 'Has', left: field('tags'), right: params.add(tag) });
+  for (const tag of args.tags ?? []) where = and(where, { kind: 'Has', left: field('tags'), right: params.add(tag) });
   const ranked = text !== undefined || vector !== undefined;
   const statement: GetStmt = {
     kind: 'Get',
     collection,
-    select: detailSelect('recall', args, RECALLED),
+    select: detailSelect('recall', args.detail, false, RECALLED),
     ...(text === undefined ? {} : { match: { field: 'text', query: text } }),
     ...(vector === undefined ? {} : { near: { field: VECTOR_FIELD, vector } }),
     fuse: text !== undefined && vector !== undefined,
@@ -88,19 +90,19 @@ function recallStatement(collection: string, args: Arguments): Bound<GetStmt> {
           { field: 'at', direction: 'desc' },
           { field: 'id', direction: 'desc' },
         ],
-    limit: int((args.limit as number | undefined) ?? DEFAULT_RECALL_LIMIT),
+    limit: int(args.limit ?? DEFAULT_RECALL_LIMIT),
     count: false,
   };
   return { statement, params: params.values };
 }
 
-function run(args: Arguments, context: ToolContext): ToolOutcome {
-  const memory = context.setup.memory!;
+function run(args: RecallArguments, context: ToolContext): ToolOutcome {
+  const memory = memoryOf(context.setup);
   const narrowing: Narrowing = {
     choosesFields: false,
     call: (limit) => ({ name: 'recall', arguments: { ...args, limit } }),
   };
-  const recall = (a: Arguments): ToolOutcome => {
+  const recall = (a: RecallArguments): ToolOutcome => {
     const { read, params } = readOfShape(
       context,
       recallShape(a),
@@ -113,7 +115,7 @@ function run(args: Arguments, context: ToolContext): ToolOutcome {
     return recall(args);
   } catch (err) {
     // No memory has come with a vector yet: words alone still recall.
-    if (args.vector != null && args.text != null && isUnknownField(err, VECTOR_FIELD)) {
+    if (args.vector !== undefined && args.text !== undefined && isUnknownField(err, VECTOR_FIELD)) {
       const { vector, ...words } = args;
       return recall(words);
     }
@@ -122,12 +124,13 @@ function run(args: Arguments, context: ToolContext): ToolOutcome {
   }
 }
 
-export const recall: Tool<'recall'> = {
+export const recall = defineTool({
   name: 'recall',
-  define,
+  input: INPUT,
+  describe,
   switch: 'memory',
   instructions: 'recall finds memories by words, vector or tags.',
   audited: false,
   answersRows: true,
   run,
-};
+});

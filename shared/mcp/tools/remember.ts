@@ -3,48 +3,46 @@
  * first memory, and given a vector field at the first that brings one — by the server's token only;
  * a scoped token is told the statement to have run.
  */
+import * as z from 'zod';
 import type { ObjectEntry, Statement } from '../../fenecql/ast.js';
 import { Params } from '../../fenecql/bind.js';
 import { printStatement } from '../../fenecql/print.js';
 import { DURATION_PATTERN, parseDuration } from '../../duration.js';
 import { asFenecError, FenecError } from '../../errors.js';
 import { NO_NARROWING } from '../bounds.js';
-import { addMemoryVector, createMemories, isUnknownField, VECTOR_FIELD } from '../memory.js';
-import type {
-  Answer,
-  Arguments,
-  SchemaChangeStmt,
-  Tool,
-  ToolContext,
-  ToolDefinition,
-  ToolSetOptions,
+import { addMemoryVector, createMemories, isUnknownField, memoryOf, VECTOR_FIELD } from '../memory.js';
+import {
+  defineTool,
+  type Answer,
+  type ArgumentsOf,
+  type SchemaChangeStmt,
+  type ToolContext,
+  type ToolDescription,
+  type ToolSetOptions,
 } from '../tool.js';
 import { VECTOR, WRITTEN_OUTPUT } from '../tool-schemas.js';
 
-function define(options: ToolSetOptions): ToolDefinition<'remember'> {
+const INPUT = z.strictObject({
+  text: z.string().describe('The memory, one self-contained sentence.'),
+  tags: z.array(z.string()).describe('Words to group and recall it by.').optional(),
+  expires_in: z
+    .string()
+    .regex(new RegExp(DURATION_PATTERN))
+    .describe('How long it is kept: 30m, 12h, 7d. Default: for good.')
+    .optional(),
+  vector: VECTOR.describe('Its embedding, from the same model as the other memories.').optional(),
+});
+
+type RememberArguments = ArgumentsOf<typeof INPUT>;
+
+function describe(options: ToolSetOptions): ToolDescription {
   return {
-    name: 'remember',
     title: 'Remember a sentence',
     description:
       `Keeps a memory (a sentence worth recalling in a later conversation) in ${options.memory}. ` +
       'tags group memories, expires_in lets one go after a while (30m, 12h, 7d; kept for good without it), ' +
       'vector is its embedding if you have a model (all memories with vectors must share one model and length). ' +
       'Example: {"text": "the deploy runs on fridays", "tags": ["ops"]}. Answers its id.',
-    inputSchema: {
-      type: 'object',
-      properties: {
-        text: { type: 'string', description: 'The memory, one self-contained sentence.' },
-        tags: { type: 'array', items: { type: 'string' }, description: 'Words to group and recall it by.' },
-        expires_in: {
-          type: 'string',
-          pattern: DURATION_PATTERN,
-          description: 'How long it is kept: 30m, 12h, 7d. Default: for good.',
-        },
-        vector: { ...VECTOR, description: 'Its embedding, from the same model as the other memories.' },
-      },
-      required: ['text'],
-      additionalProperties: false,
-    },
     outputSchema: WRITTEN_OUTPUT,
     annotations: {
       title: 'Remember a sentence',
@@ -64,7 +62,10 @@ function durationMs(text: string): number {
 }
 
 /** `insert into C {text: $1, tags: $2, at: now(), expires: now() + $3 | null[, vector: $4]}` */
-function rememberStatement(collection: string, args: Arguments): { statement: Statement; params: readonly unknown[] } {
+function rememberStatement(
+  collection: string,
+  args: RememberArguments,
+): { statement: Statement; params: readonly unknown[] } {
   const params = new Params(undefined);
   const entries: ObjectEntry[] = [
     { key: 'text', value: params.add(args.text) },
@@ -73,17 +74,17 @@ function rememberStatement(collection: string, args: Arguments): { statement: St
     {
       key: 'expires',
       value:
-        args.expires_in == null
+        args.expires_in === undefined
           ? { kind: 'Literal', type: 'null', value: null }
           : {
               kind: 'Binary',
               op: '+',
               left: { kind: 'Call', fn: 'now', args: [] },
-              right: params.add(durationMs(args.expires_in as string)),
+              right: params.add(durationMs(args.expires_in)),
             },
     },
   ];
-  if (args.vector != null) entries.push({ key: VECTOR_FIELD, value: params.add(args.vector) });
+  if (args.vector !== undefined) entries.push({ key: VECTOR_FIELD, value: params.add(args.vector) });
   return {
     statement: { kind: 'Insert', collection, rows: [{ kind: 'Object', entries }], many: false },
     params: params.values,
@@ -91,10 +92,10 @@ function rememberStatement(collection: string, args: Arguments): { statement: St
 }
 
 /** Inserts the memory, making the collection or its vector field first when the insert finds either missing. */
-function keep(args: Arguments, context: ToolContext): Answer {
-  const memory = context.setup.memory!;
+function keep(args: RememberArguments, context: ToolContext): Answer {
+  const memory = memoryOf(context.setup);
   const insert = rememberStatement(memory, args);
-  const dims = args.vector == null ? undefined : (args.vector as unknown[]).length;
+  const dims = args.vector?.length;
   try {
     return context.execute(insert.statement, insert.params);
   } catch (err) {
@@ -141,12 +142,13 @@ function schemaNeeded(collection: string, change: SchemaChangeStmt): FenecError 
   );
 }
 
-export const remember: Tool<'remember'> = {
+export const remember = defineTool({
   name: 'remember',
-  define,
+  input: INPUT,
+  describe,
   switch: 'memory',
   instructions: 'remember keeps a sentence for later conversations.',
   audited: true,
   answersRows: false,
   run: (args, context) => context.bounded(keep(args, context), NO_NARROWING),
-};
+});

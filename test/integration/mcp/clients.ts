@@ -8,6 +8,7 @@ import { StdioClientTransport as V2Stdio } from '@modelcontextprotocol/client/st
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Http } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport as V1Stdio } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { expectFitsOutputSchema } from '../../helpers/tool-output.js';
 import { FENEC } from '../processes.js';
 
 export type ClientKind = 'sdk 1.x' | 'client 2.x';
@@ -23,7 +24,7 @@ export interface McpTestClient {
   /** The revision the client and server settled on. */
   readonly revision: string | undefined;
   listTools(): Promise<{ name: string; description?: string; inputSchema: unknown }[]>;
-  /** A tool's result; a JSON-RPC error is thrown, with its `code`. */
+  /** A tool's result, an answer held to the tool's outputSchema; a JSON-RPC error is thrown, with its `code`. */
   callTool(name: string, args: Record<string, unknown>): Promise<ToolResult>;
   close(): Promise<void>;
 }
@@ -64,7 +65,7 @@ export async function connect(kind: ClientKind, endpoint: Endpoint): Promise<Mcp
       kind,
       revision: endpoint.transport === 'http' ? '2025-11-25' : undefined,
       listTools: async () => (await client.listTools()).tools,
-      callTool: async (name, args) => (await client.callTool({ name, arguments: args })) as ToolResult,
+      callTool: async (name, args) => checked(name, (await client.callTool({ name, arguments: args })) as ToolResult),
       close: () => client.close(),
     };
   }
@@ -78,7 +79,14 @@ export async function connect(kind: ClientKind, endpoint: Endpoint): Promise<Mcp
     kind,
     revision: client.getNegotiatedProtocolVersion(),
     listTools: async () => (await client.listTools()).tools,
-    callTool: async (name, args) => (await client.callTool({ name, arguments: args })) as ToolResult,
+    callTool: async (name, args) => checked(name, (await client.callTool({ name, arguments: args })) as ToolResult),
     close: () => client.close(),
   };
+}
+
+/** A result, its answer (when it is not a refusal) held to the tool's outputSchema. */
+function checked(name: string, result: ToolResult): ToolResult {
+  if (result.isError !== true && result.structuredContent !== undefined)
+    expectFitsOutputSchema(name, result.structuredContent);
+  return result;
 }

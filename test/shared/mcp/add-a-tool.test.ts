@@ -1,35 +1,32 @@
 /**
  * Adding a tool is one new file plus its entry in the list: a tool defined here, as a file in
- * shared/mcp/tools/ would export it, appended to the list, is listed, called, audited, counted,
- * told of in the instructions and named at startup by the real endpoint — with no other edit.
+ * shared/mcp/tools/ would export it (its arguments a zod schema, typed from it), appended to the
+ * list, is listed with its input schema, called, audited, counted, told of in the instructions and
+ * named at startup by the real endpoint — with no other edit.
  */
 import { expect } from 'chai';
+import * as z from 'zod';
 import { pino } from 'pino';
 import { FenecDatabase } from '../../../node/database.js';
 import { mcpEndpoint, mcpText } from '../../../node/mcp/serve-mcp.js';
 import { Audit } from '../../../shared/audit.js';
 import { param } from '../../../shared/fenecql/bind.js';
 import { checkName } from '../../../shared/mcp/arguments.js';
-import type { Tool } from '../../../shared/mcp/tool.js';
+import { defineTool } from '../../../shared/mcp/tool.js';
 import { TOOLS } from '../../../shared/mcp/tools.js';
 import { tempDir } from '../../helpers/temp.js';
+import { expectFitsOutputSchema } from '../../helpers/tool-output.js';
 
 /** A tool that writes: it sets `seen` to the time now on one row, by id. */
-const stamp: Tool<'stamp'> = {
+const stamp = defineTool({
   name: 'stamp',
-  define: () => ({
-    name: 'stamp',
+  input: z.strictObject({
+    collection: z.string().describe('The collection.'),
+    id: z.int().describe("The row's id."),
+  }),
+  describe: () => ({
     title: 'Stamp a row',
     description: 'Sets seen to the time now on the row of that id. Answers {"count": 1}, or 0 when there was none.',
-    inputSchema: {
-      type: 'object',
-      properties: {
-        collection: { type: 'string', description: 'The collection.' },
-        id: { type: 'integer', description: "The row's id." },
-      },
-      required: ['collection', 'id'],
-      additionalProperties: false,
-    },
     outputSchema: { type: 'object', properties: { count: { type: 'integer' } } },
     annotations: {
       title: 'Stamp a row',
@@ -44,7 +41,8 @@ const stamp: Tool<'stamp'> = {
   audited: true,
   answersRows: false,
   run: (args, context) => {
-    const collection = checkName('stamp', 'collection', args.collection as string);
+    // The arguments are typed from the input schema: collection a string, id a number.
+    const collection = checkName('stamp', 'collection', args.collection);
     const changes = {
       kind: 'Object',
       entries: [{ key: 'seen', value: { kind: 'Call', fn: 'now', args: [] } }],
@@ -52,7 +50,7 @@ const stamp: Tool<'stamp'> = {
     const where = { kind: 'Compare', op: '=', left: { kind: 'Field', name: 'id' }, right: param(1) } as const;
     return context.bounded(context.execute({ kind: 'Set', collection, changes, where }, [args.id]));
   },
-};
+});
 
 const TOOLS_AND_STAMP = [...TOOLS, stamp];
 const SERVER = { options: {}, scoped: false };
@@ -92,6 +90,15 @@ describe('adding a tool', () => {
     const tools = send(endpoint({ write: true, readOnly: false }), 'tools/list', {}).result.tools;
     expect(tools.map((t: { name: string }) => t.name)).to.deep.equal(['query', 'search', 'schema', 'write', 'stamp']);
     expect(tools[4]).to.deep.equal(stamp.define({ write: true, memory: undefined, readOnly: false }));
+    expect(tools[4].inputSchema).to.deep.equal({
+      type: 'object',
+      properties: {
+        collection: { type: 'string', description: 'The collection.' },
+        id: { type: 'integer', description: "The row's id." },
+      },
+      required: ['collection', 'id'],
+      additionalProperties: false,
+    });
   });
 
   it('leaves it out without its switch, or on a read-only server (it writes), saying how it is offered', () => {
@@ -117,6 +124,7 @@ describe('adding a tool', () => {
     }).result;
     expect(result.isError).to.equal(false);
     expect(result.structuredContent).to.deep.equal({ count: 1 });
+    expectFitsOutputSchema(stamp.define({ write: true, memory: undefined, readOnly: false }), result.structuredContent);
     const rows = (db.execute('get notes select id, seen order id') as { rows: { id: number; seen: unknown }[] }).rows;
     expect(rows[0]!.seen).to.equal(null);
     expect(rows[1]!.seen).to.be.a('string');

@@ -5,6 +5,7 @@ import { printStatement } from '../../../shared/fenecql/print.js';
 import { createMemories } from '../../../shared/mcp/memory.js';
 import { ToolRunner, type ToolCaller, type ToolOutcome } from '../../../shared/mcp/tool-runner.js';
 import { bm25Term } from '../../helpers/bm25.js';
+import { expectFitsOutputSchema } from '../../helpers/tool-output.js';
 import { tempDir } from '../../helpers/temp.js';
 
 const SEED_MEMORIES =
@@ -29,6 +30,7 @@ describe('ToolRunner', () => {
     const outcome = call(name, args, caller);
     if (!outcome.ok) expect.fail(`${name} ${JSON.stringify(args)}: ${outcome.error.code}: ${outcome.error.message}`);
     expect(JSON.parse(outcome.text)).to.deep.equal(outcome.answer);
+    expectFitsOutputSchema(name, outcome.answer);
     return outcome.answer;
   };
   const refused = (name: string, args: unknown, caller = SERVER) => {
@@ -155,6 +157,21 @@ describe('ToolRunner', () => {
       expect(ok('query', { statement: 'get docs select title, emb where id = 1' }).rows).to.deep.equal([
         { id: 1, title: 'fox' },
       ]);
+    });
+
+    it('says that a vector field its select names is left out, and that include_vectors keeps it', () => {
+      for (const statement of [
+        'get docs select title, emb where id = 1',
+        'get docs select title, emb where year >= 2023',
+      ]) {
+        const answer = ok('query', { statement });
+        expect(answer.rows[0]).to.deep.equal({ id: 1, title: 'fox' });
+        expect(answer.note).to.be.a('string').that.contains('emb').and.contains('"include_vectors": true');
+      }
+      const kept = ok('query', { statement: 'get docs select title, emb where id = 1', include_vectors: true });
+      expect(kept).to.deep.equal({ rows: [{ id: 1, title: 'fox', emb: [1, 0, 0] }], count: 1 });
+      expect(ok('query', { statement: 'get docs select title where id = 1' })).not.to.have.property('note');
+      expect(ok('query', { statement: 'get docs where id = 1' })).not.to.have.property('note');
     });
 
     it('keeps vectors with include_vectors', () => {
@@ -401,6 +418,24 @@ describe('ToolRunner', () => {
       const answer = ok(next.name, next.arguments);
       expect(Buffer.byteLength(JSON.stringify(answer))).to.be.at.most(65536);
       expect(outcome.error.hint).to.contain('"limit":');
+    });
+
+    it('says that the call which fits pages (its answer carries next_cursor), and gives no figure it has not got', () => {
+      const outcome = refused('query', { statement: 'get docs select title where year >= $1', params: [1900] });
+      if (outcome.ok) return;
+      expect(outcome.error.hint).to.contain('next_cursor').and.contain('cursor');
+      expect(outcome.details).to.have.property('rows', 153);
+      expect(outcome.details).not.to.have.property('bytes');
+      // The call it names, then its next_cursor, read every row.
+      const next = (outcome.details as any).try;
+      const titles: string[] = [];
+      let page = ok(next.name, next.arguments);
+      titles.push(...page.rows.map((r: any) => r.title));
+      while (page.next_cursor !== undefined) {
+        page = ok(next.name, { ...next.arguments, cursor: page.next_cursor });
+        titles.push(...page.rows.map((r: any) => r.title));
+      }
+      expect(new Set(titles).size).to.equal(153);
     });
 
     it('answers 100 rows and up to 64 KB', () => {
