@@ -3,9 +3,14 @@
  * fenec-server and fenec processes, over real HTTP.
  */
 import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { FENEC, FENEC_SERVER, query, request, Sandbox } from './processes.js';
+
+const RUN_STACK = fileURLToPath(new URL('../../../scripts/run-stack.sh', import.meta.url));
 
 const SECRET = 'a-jwt-secret-of-at-least-32-bytes-0123456789';
 const TOKEN = 'new-user-token-4f1c';
@@ -149,6 +154,49 @@ describe('what a new user tripped over', function () {
       );
       expect(others.map((r) => r.snippet)).to.satisfy((s: unknown[]) => s.every((x) => x === null));
       await sandbox.kill(server.child);
+    });
+  });
+
+  describe("make run's banner", () => {
+    it('names the console, which the router serves', async function () {
+      this.timeout(150_000);
+      const data = sandbox.dir();
+      // Three ports in a row (the router's and the two nodes'), away from the ones the kernel hands out.
+      const port = 20_000 + Math.floor(Math.random() * 9_000) * 3;
+      const { FENEC_TOKEN: _token, FENEC_JWT_SECRET: _secret, ...env } = process.env;
+      const stack = spawn('bash', [RUN_STACK], {
+        env: { ...env, PORT: String(port), FENEC_STACK_DATA: data },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
+      let out = '';
+      stack.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      stack.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      try {
+        await new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`the stack did not start in time:\n${out}`)), 120_000);
+          stack.stdout.on('data', () => {
+            if (!out.includes('Ctrl-C stops all three.')) return;
+            clearTimeout(timer);
+            resolve();
+          });
+          stack.once('exit', () => {
+            clearTimeout(timer);
+            reject(new Error(`the stack exited:\n${out}`));
+          });
+        });
+        const router = `http://127.0.0.1:${port}`;
+        expect(out).to.include(`console: ${router}/_console/`);
+        const page = await request(router, { path: '/_console/' });
+        expect(page.status).to.equal(200);
+      } finally {
+        // The script's trap stops the router and both nodes; its process group is killed if it does not.
+        const exited = once(stack, 'exit');
+        if (stack.exitCode === null) process.kill(-stack.pid!, 'SIGTERM');
+        const timer = setTimeout(() => process.kill(-stack.pid!, 'SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(timer);
+      }
     });
   });
 });
