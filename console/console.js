@@ -34,7 +34,9 @@ function show(...children) {
 
 function errorBox(err, statement) {
   if (!(err instanceof ApiError)) return h('div', { class: 'error', role: 'alert' }, String(err));
-  const where = err.line !== undefined ? ` at line ${err.line}, column ${err.column}` : '';
+  // A syntax error's message names its position already; another error's position is added once.
+  const position = `at line ${err.line}, column ${err.column}`;
+  const where = err.line !== undefined && !err.message.includes(position) ? ` ${position}` : '';
   const box = h(
     'div',
     { class: 'error', role: 'alert', 'data-code': err.code },
@@ -161,13 +163,25 @@ function signInPage(next) {
 
 // ─── Collections ─────────────────────────────────────────────────────────────────────────────────
 
-/** Index state, as the schema answers it for a field (`index` on newer servers); shown as given. */
+/** What indexes a field: its annotations but `@ttl` (which indexes its field too) and `unique`. */
+const INDEXING = /^@(text|hnsw|hash|sorted|ttl)\b/;
+
+/**
+ * A field's index, in words: what indexes it, and for a vector index the state `schema` reports to the
+ * server's token (`{rows, pending, building}`; a JWT is told no state). Undefined for a field not indexed.
+ */
 function indexState(field) {
-  const index = field.index ?? field.indexState;
-  if (index === undefined || index === null) return undefined;
-  if (typeof index !== 'object') return h('span', { class: 'chip note' }, String(index));
-  const parts = Object.entries(index).map(([key, value]) => `${key} ${cellText(value)}`);
-  return h('span', { class: 'chip note', title: JSON.stringify(index) }, parts.join(' · '));
+  const kinds = field.annotations.filter((a) => INDEXING.test(a));
+  if (field.unique && field.name !== 'id') kinds.push('unique');
+  const index = field.index;
+  if (kinds.length === 0 && (index === undefined || index === null)) return undefined;
+  const parts = [kinds.join(' ')];
+  if (index !== undefined && index !== null) {
+    parts.push(`${index.rows} rows`);
+    if (index.building) parts.push('building');
+    else parts.push(index.pending > 0 ? `${index.pending} to index` : 'ready');
+  }
+  return h('span', { class: 'chip note', title: index ? JSON.stringify(index) : undefined }, parts.join(' · '));
 }
 
 async function collectionsPage() {
@@ -224,7 +238,6 @@ async function collectionsPage() {
                     const state = indexState(f);
                     return state && h('div', {}, `${f.name}: `, state);
                   }),
-                  c.index === undefined ? undefined : h('div', {}, cellText(c.index)),
                 ),
               ),
             ),
