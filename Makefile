@@ -16,7 +16,7 @@ help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
 	@echo "make install      install what is missing, build, and put fenec, fenec-server, fenec-router on your PATH"
 	@echo "make test         install what is missing, build, check the format and lint, run every test"
-	@echo "make lint         the format check (prettier) and the linter (typescript-eslint); make format rewrites"
+	@echo "make lint         the format check (prettier), the linter (typescript-eslint), the console's type-check; make format rewrites"
 	@echo "make timing-test  the timed checks: the event loop's delay beside index builds and snapshots"
 	@echo "make mcp-test     the MCP tests alone: tools, protocol, official clients, conformance suite, docs configs"
 	@echo "make reliability  kill -9 rounds, fuzzing of /query and MCP, the forged-token and policy-escape tables (under 10 minutes; make test runs a part)"
@@ -54,9 +54,11 @@ test: build lint mcp-conformance chromium
 	npx mocha
 
 # Prettier's format (.prettierrc.json) and typescript-eslint with a 120-column cap (eslint.config.js); `make format` rewrites.
+# The console's JavaScript is type-checked from its JSDoc (`// @ts-check`, console/tsconfig.json: checkJs, no output).
 lint: .install-stamp
 	npx prettier --check --log-level warn .
 	npx eslint .
+	npx tsc -p console/tsconfig.json
 
 format: .install-stamp
 	npx prettier --write --log-level warn .

@@ -1,7 +1,10 @@
+// @ts-check
 // The console's only way to the server: the same routes and tokens any client uses. The token lives
 // in this tab's sessionStorage and nowhere else; closing the tab forgets it.
 
-export const kind = document.querySelector('meta[name="fenec-kind"]')?.content ?? 'file';
+/** `file`, `node` or `router`: the server's kind, written into the page it serves. */
+export const kind =
+  /** @type {HTMLMetaElement | null} */ (document.querySelector('meta[name="fenec-kind"]'))?.content ?? 'file';
 
 const TOKEN = 'fenec.token';
 const TENANT = 'fenec.tenant';
@@ -86,21 +89,27 @@ export async function getText(path) {
   return res.text();
 }
 
+/** @typedef {{ name: string, labels: Record<string, string>, value: number }} Sample */
+
 /**
  * Prometheus text exposition → [{name, labels, value}]. Enough of the format for what our servers
  * write: comments skipped, label values unescaped, no timestamps.
+ * @param {string} text
+ * @returns {Sample[]}
  */
 export function parseMetrics(text) {
+  /** @type {Sample[]} */
   const samples = [];
   for (const line of text.split('\n')) {
     if (line === '' || line.startsWith('#')) continue;
     const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
     if (match === null) continue;
+    /** @type {Record<string, string>} */
     const labels = {};
     for (const [, key, value] of (match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) {
       labels[key] = value.replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
     }
-    samples.push({ name: match[1], labels, value: Number(match[3]) });
+    samples.push({ name: match[1] ?? '', labels, value: Number(match[3]) });
   }
   return samples;
 }

@@ -1,3 +1,4 @@
+// @ts-check
 // Line charts on a canvas, drawn from scratch on every refresh: a few series of a few hundred points.
 
 const COLORS = ['#0d6e6e', '#c05621', '#6b46c1', '#2b6cb0', '#b83280', '#2f855a', '#975a16', '#4a5568'];
@@ -56,12 +57,21 @@ export function drawChart(canvas, series, { spanMs, unit }) {
   });
 }
 
+/**
+ * The axis's top: the first of 1, 2, 5 and 10 times a power of ten at or above the value.
+ * @param {number} value
+ * @returns {number}
+ */
 function niceMax(value) {
   if (value <= 0) return 1;
   const power = 10 ** Math.floor(Math.log10(value));
-  return [1, 2, 5, 10].map((m) => m * power).find((m) => m >= value);
+  return [1, 2, 5].map((m) => m * power).find((m) => m >= value) ?? 10 * power;
 }
 
+/**
+ * @param {number} value
+ * @returns {string}
+ */
 function format(value) {
   if (value >= 1000) return `${+(value / 1000).toPrecision(3)}k`;
   return String(+value.toPrecision(3));

@@ -1,3 +1,4 @@
+// @ts-check
 // fenecdb's console: one page per route (#/collections, #/rows/NAME, #/query, #/search, #/memory,
 // #/metrics, #/tenants), each drawn from the answers of the routes any client calls, with the token
 // the user gave. It never builds a statement out of a value: values travel as parameters, and names
@@ -6,19 +7,40 @@
 import { ApiError, getJson, getText, kind, parseMetrics, query, session } from './api.js';
 import { colorOf, drawChart } from './chart.js';
 
-const main = document.getElementById('main');
-const nav = document.getElementById('nav');
+/**
+ * An element index.html holds: its absence is a broken page, said at once rather than as a null later.
+ * @param {string} id
+ * @returns {HTMLElement}
+ */
+function byId(id) {
+  const el = document.getElementById(id);
+  if (el === null) throw new Error(`index.html has no #${id}`);
+  return el;
+}
+
+const main = byId('main');
+const nav = byId('nav');
 const PAGE_SIZE = 50;
 const HISTORY = 'fenec.history';
 const HISTORY_SIZE = 50;
 
-/** `h('td', {class: 'cell'}, 'text', node)`: an element with attributes and children (text is never HTML). */
+/** @typedef {import('./api.js').Sample} Sample */
+/** @typedef {Node | string | number | null | undefined | false | unknown[]} Child a child, or a list of them */
+
+/**
+ * `h('td', {class: 'cell'}, 'text', node)`: an element with attributes and children (text is never HTML).
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Record<string, unknown>} [attrs] attributes; `on…` ones are listeners, `value` the property
+ * @param {...Child} children
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
     if (value === undefined || value === false) continue;
-    if (key.startsWith('on')) el.addEventListener(key.slice(2), value);
-    else if (key === 'value') el.value = value;
+    if (key.startsWith('on')) el.addEventListener(key.slice(2), /** @type {EventListener} */ (value));
+    else if (key === 'value') /** @type {HTMLInputElement} */ (el).value = String(value);
     else el.setAttribute(key, value === true ? '' : String(value));
   }
   for (const child of children.flat()) {
@@ -28,13 +50,22 @@ function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+/** @param {...(Node | string)} children the page's content */
 function show(...children) {
   main.replaceChildren(...children);
 }
 
+/**
+ * A refusal as the page shows it: its code, message, hint, and for a statement the line with a caret.
+ * @param {unknown} err
+ * @param {string} [statement]
+ * @returns {HTMLElement}
+ */
 function errorBox(err, statement) {
   if (!(err instanceof ApiError)) return h('div', { class: 'error', role: 'alert' }, String(err));
-  const where = err.line !== undefined ? ` at line ${err.line}, column ${err.column}` : '';
+  // A syntax error's message names its position already; another error's position is added once.
+  const position = `at line ${err.line}, column ${err.column}`;
+  const where = err.line !== undefined && !err.message.includes(position) ? ` ${position}` : '';
   const box = h(
     'div',
     { class: 'error', role: 'alert', 'data-code': err.code },
@@ -51,6 +82,10 @@ function errorBox(err, statement) {
   return box;
 }
 
+/**
+ * @param {unknown} value
+ * @returns {string}
+ */
 function cellText(value) {
   if (value === null || value === undefined) return '';
   return typeof value === 'object' ? JSON.stringify(value) : String(value);
@@ -161,13 +196,25 @@ function signInPage(next) {
 
 // ─── Collections ─────────────────────────────────────────────────────────────────────────────────
 
-/** Index state, as the schema answers it for a field (`index` on newer servers); shown as given. */
+/** What indexes a field: its annotations but `@ttl` (which indexes its field too) and `unique`. */
+const INDEXING = /^@(text|hnsw|hash|sorted|ttl)\b/;
+
+/**
+ * A field's index, in words: what indexes it, and for a vector index the state `schema` reports to the
+ * server's token (`{rows, pending, building}`; a JWT is told no state). Undefined for a field not indexed.
+ */
 function indexState(field) {
-  const index = field.index ?? field.indexState;
-  if (index === undefined || index === null) return undefined;
-  if (typeof index !== 'object') return h('span', { class: 'chip note' }, String(index));
-  const parts = Object.entries(index).map(([key, value]) => `${key} ${cellText(value)}`);
-  return h('span', { class: 'chip note', title: JSON.stringify(index) }, parts.join(' · '));
+  const kinds = field.annotations.filter((a) => INDEXING.test(a));
+  if (field.unique && field.name !== 'id') kinds.push('unique');
+  const index = field.index;
+  if (kinds.length === 0 && (index === undefined || index === null)) return undefined;
+  const parts = [kinds.join(' ')];
+  if (index !== undefined && index !== null) {
+    parts.push(`${index.rows} rows`);
+    if (index.building) parts.push('building');
+    else parts.push(index.pending > 0 ? `${index.pending} to index` : 'ready');
+  }
+  return h('span', { class: 'chip note', title: index ? JSON.stringify(index) : undefined }, parts.join(' · '));
 }
 
 async function collectionsPage() {
@@ -224,7 +271,6 @@ async function collectionsPage() {
                     const state = indexState(f);
                     return state && h('div', {}, `${f.name}: `, state);
                   }),
-                  c.index === undefined ? undefined : h('div', {}, cellText(c.index)),
                 ),
               ),
             ),
@@ -374,7 +420,8 @@ function queryPage() {
         values = JSON.parse(params.value);
         if (!Array.isArray(values)) throw new Error('the parameters are a JSON array: [1, "two"]');
       } catch (err) {
-        return output.replaceChildren(errorBox(new ApiError(0, { code: 'bad_params', message: String(err.message) })));
+        const message = err instanceof Error ? err.message : String(err);
+        return output.replaceChildren(errorBox(new ApiError(0, { code: 'bad_params', message })));
       }
     }
     const started = performance.now();
@@ -682,6 +729,13 @@ const SPAN_MS = 5 * 60_000;
 const snapshots = [];
 let poller;
 
+/**
+ * The total of the samples of one metric whose labels pass `where`.
+ * @param {Sample[]} samples
+ * @param {string} name
+ * @param {(labels: Record<string, string>) => boolean} [where]
+ * @returns {number}
+ */
 function sum(samples, name, where = () => true) {
   return samples.filter((s) => s.name === name && where(s.labels)).reduce((total, s) => total + s.value, 0);
 }
@@ -938,11 +992,11 @@ function drawHeader(current) {
       h('a', { href: `#/${p.path}`, class: p.path === current ? 'here' : undefined }, p.title),
     ),
   );
-  const who = document.getElementById('who');
+  const who = byId('who');
   who.textContent = session.signedIn
     ? `${kind}${session.tenant ? ` · tenant ${session.tenant}` : ''} · ${session.scoped ? 'JWT' : 'server token'}`
     : '';
-  const signOut = document.getElementById('sign-out');
+  const signOut = byId('sign-out');
   signOut.hidden = !session.signedIn;
   signOut.onclick = () => {
     session.signOut();

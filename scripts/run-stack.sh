@@ -3,22 +3,24 @@
 # tenant nodes on the next two ports, MCP on with writes and the memory tools, data in ./data —
 # then tenant `demo` (created when missing), an agent token for it, and the `claude mcp add` line.
 # Ctrl-C stops all three. The token and JWT secret are made once and kept in data/secrets.env.
+# FENEC_STACK_DATA names another folder for ./data (the test of this banner runs the stack in a temporary one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PORT=${PORT:-8080}
+data=${FENEC_STACK_DATA:-data}
 ROUTER=http://127.0.0.1:$PORT
 NODE_A=$((PORT + 1))
 NODE_B=$((PORT + 2))
-mkdir -p data/node-a data/node-b
-if [ ! -f data/secrets.env ]; then
+mkdir -p "$data/node-a" "$data/node-b"
+if [ ! -f "$data/secrets.env" ]; then
   ( umask 077
-    node -e 'const r = () => require("crypto").randomBytes(32).toString("hex"); console.log(`FENEC_TOKEN=${r()}\nFENEC_JWT_SECRET=${r()}`)' > data/secrets.env )
+    node -e 'const r = () => require("crypto").randomBytes(32).toString("hex"); console.log(`FENEC_TOKEN=${r()}\nFENEC_JWT_SECRET=${r()}`)' > "$data/secrets.env" )
 fi
-set -a; . data/secrets.env; set +a
-touch data/placement.txt
+set -a; . "$data/secrets.env"; set +a
+touch "$data/placement.txt"
 # What an agent's token reaches: its own memories, and the notes it writes.
-[ -f data/policy.txt ] || printf '%s\n' 'memories read,write where owner = $jwt.sub' 'notes read,write where owner = $jwt.sub' > data/policy.txt
+[ -f "$data/policy.txt" ] || printf '%s\n' 'memories read,write where owner = $jwt.sub' 'notes read,write where owner = $jwt.sub' > "$data/policy.txt"
 
 pids=()
 stop() {
@@ -30,16 +32,16 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-node_flags=(--host 127.0.0.1 --mcp-write --mcp-memory memories --policy data/policy.txt)
-node dist/node/cli/fenec-server.js --data-dir data/node-a --port "$NODE_A" "${node_flags[@]}" 2>>data/node-a.log & pids+=($!)
-node dist/node/cli/fenec-server.js --data-dir data/node-b --port "$NODE_B" "${node_flags[@]}" 2>>data/node-b.log & pids+=($!)
-node dist/router/cli.js --host 127.0.0.1 --port "$PORT" --placement data/placement.txt \
-  --nodes "node-a=http://127.0.0.1:$NODE_A,node-b=http://127.0.0.1:$NODE_B" 2>>data/router.log & pids+=($!)
+node_flags=(--host 127.0.0.1 --mcp-write --mcp-memory memories --policy "$data/policy.txt")
+node dist/node/cli/fenec-server.js --data-dir "$data/node-a" --port "$NODE_A" "${node_flags[@]}" 2>>"$data/node-a.log" & pids+=($!)
+node dist/node/cli/fenec-server.js --data-dir "$data/node-b" --port "$NODE_B" "${node_flags[@]}" 2>>"$data/node-b.log" & pids+=($!)
+node dist/router/cli.js --host 127.0.0.1 --port "$PORT" --placement "$data/placement.txt" \
+  --nodes "node-a=http://127.0.0.1:$NODE_A,node-b=http://127.0.0.1:$NODE_B" 2>>"$data/router.log" & pids+=($!)
 
 for url in "http://127.0.0.1:$NODE_A" "http://127.0.0.1:$NODE_B" "$ROUTER"; do
   for _ in $(seq 100); do
     node -e 'fetch(process.argv[1] + "/_health").then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "$url" && break
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null || { echo "a process of the stack exited; see data/*.log" >&2; tail -n 3 data/*.log >&2; exit 1; }; done
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null || { echo "a process of the stack exited; see $data/*.log" >&2; tail -n 3 "$data"/*.log >&2; exit 1; }; done
     sleep 0.1
   done
 done
@@ -57,13 +59,14 @@ node dist/node/cli/fenec.js query --url "$ROUTER/t/demo" 'create collection if n
 agent=$(node dist/node/cli/fenec.js token --tenant demo --sub agent --ttl 30d)
 
 cat <<INFO
-fenecdb is running: router $ROUTER (nodes on ports $NODE_A and $NODE_B; data and logs in ./data)
+fenecdb is running: router $ROUTER (nodes on ports $NODE_A and $NODE_B; data and logs in $data)
 tenant demo, agent token (30 days):
   $agent
 add it to Claude Code:
   claude mcp add --transport http fenecdb $ROUTER/t/demo/_mcp --header "Authorization: Bearer $agent"
-server token: FENEC_TOKEN in data/secrets.env (fenec tenant create NAME --url $ROUTER)
+server token: FENEC_TOKEN in $data/secrets.env (fenec tenant create NAME --url $ROUTER)
+console: $ROUTER/_console/ (sign in with the agent token and tenant demo, or the server token)
 Ctrl-C stops all three.
 INFO
 wait -n "${pids[@]}" || true
-echo "a process of the stack exited; see data/*.log" >&2
+echo "a process of the stack exited; see $data/*.log" >&2

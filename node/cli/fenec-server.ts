@@ -71,6 +71,7 @@ interface Options {
 async function main(): Promise<void> {
   let config: ServerConfig | undefined;
   let tenants: TenantNodeOptions | undefined;
+  let authSources: AuthSources = {};
   const program = createProgram(NAME)
     .description(
       'Serve one .fenec file over HTTP (POST /query, POST /_mcp with --mcp, GET /_health, GET /_metrics), ' +
@@ -188,12 +189,20 @@ async function main(): Promise<void> {
       const jwtSecret =
         options.jwtSecret ??
         (options.jwtPublicKey === undefined ? process.env.FENEC_JWT_SECRET || undefined : undefined);
-      if ((options.file === undefined) === (options.dataDir === undefined)) {
-        throw new FenecError(
-          'invalid_option',
-          '--file F (one file) or --data-dir D (a tenant node) is required, not both',
-        );
-      }
+      // An empty FENEC_TOKEN is how shells and compose files say "unset"; an empty flag is an error.
+      const httpToken = options.httpToken ?? (process.env.FENEC_TOKEN || undefined);
+      authSources = {
+        token: httpToken === undefined ? undefined : options.httpToken !== undefined ? '--http-token' : '$FENEC_TOKEN',
+        jwt:
+          options.jwtPublicKey !== undefined
+            ? `--jwt-public-key ${options.jwtPublicKey}`
+            : jwtSecret === undefined
+              ? undefined
+              : options.jwtSecret !== undefined
+                ? '--jwt-secret'
+                : '$FENEC_JWT_SECRET',
+      };
+      checkWhere(options);
       const statementTimeoutMs = parseDurationOption('--statement-timeout', options.statementTimeout);
       const maxAnswerBytes = parseByteSize(options.maxAnswer, '--max-answer');
       if (options.dataDir !== undefined) {
@@ -215,8 +224,7 @@ async function main(): Promise<void> {
         ...(options.dataDir === undefined ? { file: options.file! } : { dataDir: options.dataDir }),
         host: options.host,
         port: parsePort(options.port),
-        // An empty FENEC_TOKEN is how shells and compose files say "unset"; an empty flag is an error.
-        httpToken: options.httpToken ?? (process.env.FENEC_TOKEN || undefined),
+        httpToken,
         httpReadOnly: options.httpReadOnly === true,
         readOnly: options.readOnly === true,
         maxBodyBytes: parseByteSize(options.maxBody),
@@ -240,14 +248,39 @@ async function main(): Promise<void> {
     });
   await parseCommandLine(program, process.argv);
   if (config === undefined) return;
-  if (isTenantNode(config)) await serveTenants(config, tenants!);
-  else if (config.where.kind === 'file') await serve(config, config.where.file);
+  if (isTenantNode(config)) await serveTenants(config, tenants!, authSources);
+  else if (config.where.kind === 'file') await serve(config, config.where.file, authSources);
+}
+
+/** One of --file and --data-dir, each case refused in its own words. */
+function checkWhere(options: Options): void {
+  if (options.file === undefined && options.dataDir === undefined) {
+    throw new FenecError(
+      'invalid_option',
+      'give --file F to serve one file (created when missing), or --data-dir D to be a tenant node',
+    );
+  }
+  if (options.file !== undefined && options.dataDir !== undefined) {
+    throw new FenecError(
+      'invalid_option',
+      '--file and --data-dir were both given: --file serves one file, --data-dir is a tenant node; give one',
+    );
+  }
+}
+
+/**
+ * Where each credential the server takes came from: a flag, or an environment variable exported for
+ * the CLIs (fenec query reads FENEC_TOKEN too), which would otherwise change the start unseen.
+ */
+interface AuthSources {
+  readonly token?: string;
+  readonly jwt?: string;
 }
 
 const DEFAULT_MAX_OPEN_TENANTS = 256;
 
 /** A tenant node: tenants' files under --data-dir, opened as requests come, closed on the way out. */
-async function serveTenants(config: TenantNodeConfig, tenants: TenantNodeOptions): Promise<void> {
+async function serveTenants(config: TenantNodeConfig, tenants: TenantNodeOptions, sources: AuthSources): Promise<void> {
   const logger = createLogger(NAME);
   const audit = openAudit(NAME, config.audit, logger);
   const tracing = await startTracing(config.otel, NAME, logger);
@@ -272,7 +305,8 @@ async function serveTenants(config: TenantNodeConfig, tenants: TenantNodeOptions
       maxOpenTenants: tenants.maxOpenTenants,
       quotas: tenants.quotas,
       workers: config.workers,
-      auth: authText(config),
+      ...authFields(config, sources),
+      console: `${server.url}/_console/`,
       mcp: config.mcp === undefined ? undefined : mcpText(config),
       traces: config.otel?.endpoint,
     },
@@ -294,7 +328,7 @@ function readPolicy(file: string): Policy {
   return parsePolicy(readOptionFile('--policy', file), file);
 }
 
-async function serve(config: ServerConfig, file: string): Promise<void> {
+async function serve(config: ServerConfig, file: string, sources: AuthSources): Promise<void> {
   const logger = createLogger(NAME);
   const audit = openAudit(NAME, config.audit, logger);
   const tracing = await startTracing(config.otel, NAME, logger);
@@ -352,7 +386,8 @@ async function serve(config: ServerConfig, file: string): Promise<void> {
       file,
       readOnly: config.readOnly,
       httpReadOnly: config.httpReadOnly,
-      auth: authText(config),
+      ...authFields(config, sources),
+      console: `${server.url}/_console/`,
       policy:
         config.jwt === undefined
           ? undefined
@@ -369,14 +404,21 @@ async function serve(config: ServerConfig, file: string): Promise<void> {
   );
 }
 
-/** What the startup line says of credentials: never a token or a secret. */
-function authText(config: ServerConfig): string {
+/**
+ * What the startup line says of credentials, never a token or a secret: which are taken (`auth`), the
+ * flag or environment variable each came from (`authFrom`), and what a request without a token gets.
+ */
+function authFields(config: ServerConfig, sources: AuthSources): Record<string, unknown> {
   const kinds = [
     config.httpToken === undefined ? undefined : 'token',
     config.jwt === undefined ? undefined : `JWT ${config.jwt.algorithm}`,
   ];
   const given = kinds.filter((kind) => kind !== undefined);
-  return given.length === 0 ? 'local Host only' : given.join(' + ');
+  if (given.length === 0) return { auth: 'local Host only', withoutToken: 'answered when its Host names this machine' };
+  const from: Record<string, string> = {};
+  if (config.httpToken !== undefined && sources.token !== undefined) from.token = sources.token;
+  if (config.jwt !== undefined && sources.jwt !== undefined) from[`JWT ${config.jwt.algorithm}`] = sources.jwt;
+  return { auth: given.join(' + '), authFrom: from, withoutToken: '401, but for /_health and the console page' };
 }
 
 /** A start refused (the lock held, the port taken): one line naming the code, and exit status 1. */

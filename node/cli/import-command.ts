@@ -14,6 +14,7 @@ import { FenecError } from '../../shared/errors.js';
 import { isName } from '../../shared/fenecql/lexer.js';
 import { FenecDatabase } from '../database.js';
 import { localError, onExit, usageError } from '../../shared/cli/command-line.js';
+import { createCollectionFor, SAMPLE_ROWS } from './infer-schema.js';
 import { duration, figure, Progress } from './progress.js';
 import { readRows, rowValue, type SourceRow } from './row-source.js';
 import { postQuery, queryUrl, tokenOf, type Outcome } from './server-client.js';
@@ -83,7 +84,11 @@ export function addImportCommand(program: Command): void {
         options.url !== undefined
           ? serverTarget(queryUrl(options.url), tokenOf(options.token))
           : fileTarget(options.file!);
-      process.exitCode = await runImport(target, collection, source, batchBytes, options.wait);
+      const create = (statement: string): string =>
+        options.url !== undefined
+          ? `fenec query --url ${options.url} '${statement}'`
+          : `fenec query --file ${options.file!} '${statement}'`;
+      process.exitCode = await runImport(target, collection, source, batchBytes, options.wait, create);
     });
 }
 
@@ -93,6 +98,7 @@ async function runImport(
   source: string,
   batchBytes: number,
   wait: boolean,
+  create: (statement: string) => string,
 ): Promise<number> {
   const tty = process.stderr.isTTY === true;
   const write = (text: string): void => void process.stderr.write(text);
@@ -119,6 +125,7 @@ async function runImport(
       err instanceof ImportRefused
         ? err
         : new ImportRefused(localError(err).toJSON().error, lineOf(err), loader.committed);
+    if (refused.error.code === 'unknown_collection') offerCreate(refused, collection, loader.sample, create);
     if (tty)
       write(
         `${NAME} import: ${refused.message}; ${figure(refused.committed)} rows were committed before it, none after\n`,
@@ -160,9 +167,34 @@ async function runImport(
   return 0;
 }
 
+/**
+ * A collection that does not exist: the hint becomes the `create collection` that fits the file's first
+ * rows (infer-schema.ts), as a command to run, rather than the server's "schema lists the collections".
+ */
+function offerCreate(
+  refused: ImportRefused,
+  collection: string,
+  sample: readonly SourceRow[],
+  create: (statement: string) => string,
+): void {
+  let rows: Record<string, unknown>[];
+  try {
+    rows = sample.map(rowValue);
+  } catch {
+    return;
+  }
+  const statement = createCollectionFor(collection, rows);
+  if (statement === undefined) return;
+  refused.error.hint =
+    `create it first, with the fields the first rows hold: ${create(statement)} ` +
+    '(add @text to a field to search it by words, @hnsw(cosine) to a vector for near)';
+}
+
 /** Batches the rows under the byte budget and sends them in order, one in flight while the next is read. */
 class Loader {
   committed = 0;
+  /** The file's first rows, from which a missing collection's fields are inferred. */
+  readonly sample: SourceRow[] = [];
   #budget: number;
   readonly #target: Target;
   readonly #statement: string;
@@ -192,6 +224,7 @@ class Loader {
     try {
       for await (const row of rows) {
         if (failure !== undefined) break;
+        if (this.sample.length < SAMPLE_ROWS) this.sample.push(row);
         const size = row.bytes.length + 1;
         if (batch.length > 0 && bytes + size > this.#budget) await flush();
         batch.push(row);

@@ -212,6 +212,12 @@ export function textTopSql(
   return `SELECT ${fts}.rowid AS r, ${rank.score} AS s FROM ${matches} WHERE ${search.match}${rank.match} ORDER BY ${options.order ?? 's, r'}${page}`;
 }
 
+/** The rows among some ids (a JSON array, bound second) that a MATCH expression (bound first) matches. */
+export function textMatchAmongSql(collection: string): string {
+  const fts = textIndexName(collection);
+  return `SELECT rowid FROM ${fts} WHERE ${fts} MATCH ? AND rowid IN (SELECT value FROM json_each(?))`;
+}
+
 /**
  * The snippet of `match FIELD` (that field) or `match *` (the best passage of every @text field) for
  * the row `row` (`c`, or the table's name), the words bound at its one `?` (matchTerms): fenec_snippet,

@@ -190,6 +190,20 @@ describe('the console (/_console) in headless Chromium', function () {
     await shoot(tab, 'collections');
   });
 
+  it("shows each index's state in words, never a raw `building false`", async () => {
+    const tab = await signIn(server.url, TOKEN);
+    const indexes = (await tab.page.locator('tr[data-collection=notes] td').nth(3).textContent()) ?? '';
+    expect(indexes).to.not.match(/building (true|false)|pending \d/);
+    expect(indexes).to.match(/vec: @hnsw\(cosine\) · 60 rows · (ready|\d+ to index|building)/);
+    expect(indexes).to.include('body: @text').and.include('owner: @hash');
+  });
+
+  it('lists the indexed fields under a JWT too, which schema tells no index state', async () => {
+    const tab = await signIn(server.url, ada());
+    const indexes = (await tab.page.locator('tr[data-collection=notes] td').nth(3).textContent()) ?? '';
+    expect(indexes).to.include('vec: @hnsw(cosine)').and.include('body: @text').and.include('owner: @hash');
+  });
+
   it('pages through rows by id, 50 at a time', async () => {
     const tab = await signIn(server.url, TOKEN);
     await visit(tab, '#/rows/notes', 'rows');
@@ -242,7 +256,9 @@ describe('the console (/_console) in headless Chromium', function () {
       error: { code: string; line: number; column: number };
     };
     expect(await error.getAttribute('data-code')).to.equal(direct.error.code);
-    expect(await error.textContent()).to.include(`at line ${direct.error.line}, column ${direct.error.column}`);
+    const position = `at line ${direct.error.line}, column ${direct.error.column}`;
+    expect(await error.textContent()).to.include(position);
+    expect((await error.textContent())!.split(position), 'the position, shown once').to.have.length(2);
     expect(await tab.page.textContent('#output pre.caret')).to.equal(
       `where title = = "x"\n${' '.repeat(direct.error.column - 1)}^`,
     );

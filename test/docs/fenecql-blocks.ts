@@ -4,20 +4,35 @@
  *
  * A statement starts on a line that starts with a letter; lines that start otherwise (indented, or a
  * closing `)` or `]`) continue it. Its comment is `-- [params: JSON] (→ JSON | ✗ CODE | ✓ JSON)`:
- * → the exact answer, ✗ the code it is refused with, ✓ the answer but for its figures (see figureless).
+ * → the whole answer POST /query sends, ✗ the code it is refused with, ✓ the answer but for its figures
+ * (see figureless). The one value no page can show as sent is a page's `next_cursor`, signed with a key
+ * the server makes at start: a page shows it as "…", and the test checks that the server sent one there.
  */
 
 /** Keys whose values are figures that vary from run to run: scores and file sizes. */
 const FIGURES = new Set(['_score', 'bytes_before', 'bytes_after']);
+const CURSOR = new Set(['next_cursor']);
 
 /** An answer with every figure replaced by "…", so that two answers compare on everything else. */
 export function figureless(answer: unknown): unknown {
-  if (Array.isArray(answer)) return answer.map(figureless);
+  return replaced(answer, FIGURES);
+}
+
+/** An answer as a page shows it: a `next_cursor` as "…", everything else as sent. */
+export function asShown(answer: unknown): unknown {
+  return replaced(answer, CURSOR);
+}
+
+function replaced(answer: unknown, keys: ReadonlySet<string>): unknown {
+  if (Array.isArray(answer)) return answer.map((value) => replaced(value, keys));
   if (answer !== null && typeof answer === 'object') {
-    return Object.fromEntries(Object.entries(answer).map(([key, value]) => [key, FIGURES.has(key) ? '…' : figureless(value)]));
+    return Object.fromEntries(
+      Object.entries(answer).map(([key, value]) => [key, keys.has(key) ? '…' : replaced(value, keys)]),
+    );
   }
   return answer;
 }
+
 export interface Example {
   readonly page: string;
   readonly line: number;

@@ -1,53 +1,51 @@
+/**
+ * Every FenecQL example in docs/ sent as a reader would send it: POST /query to a real fenec-server
+ * (one per page, on a fresh file), its whole answer compared with the one the page shows — a page's
+ * `next_cursor` included, shown as "…" (fenecql-blocks.ts).
+ */
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
-import { FenecDatabase } from '../../node/database.js';
-import { FenecError } from '../../shared/errors.js';
-import { tempDir } from '../helpers/temp.js';
-import { fenecqlExamples, figureless } from './fenecql-blocks.js';
+import * as path from 'node:path';
+import { query, Sandbox, type ServerProcess } from '../integration/processes.js';
+import { asShown, fenecqlExamples, figureless } from './fenecql-blocks.js';
 
 const DOCS = new URL('../../../docs/', import.meta.url);
 const pages = readdirSync(DOCS).filter((name) => name.endsWith('.md'));
 
-describe('the FenecQL examples in docs/', () => {
+describe('the FenecQL examples in docs/', function () {
+  this.timeout(60_000);
+  const sandbox = new Sandbox();
+  after(() => sandbox.cleanUp());
+
   for (const page of pages) {
     const examples = fenecqlExamples(page, readFileSync(new URL(page, DOCS), 'utf8'));
     if (examples.length === 0) continue;
 
     describe(page, () => {
-      let temp: ReturnType<typeof tempDir>;
-      let db: FenecDatabase;
-      before(() => {
-        temp = tempDir();
-        db = FenecDatabase.open({ file: temp.file('docs.fenec'), readOnly: false, program: 'docs-test' });
-      });
-      after(() => {
-        db.close();
-        temp.remove();
+      let server: ServerProcess;
+      before(async () => {
+        server = await sandbox.startServer(['--file', path.join(sandbox.dir(), 'docs.fenec')]);
       });
 
       for (const example of examples) {
-        it(`line ${example.line}: ${example.statement.split('\n')[0]}`, () => {
-          const run = () => db.execute(example.statement, example.params);
+        it(`line ${example.line}: ${example.statement.split('\n')[0]}`, async () => {
+          const reply = await query(server.url, example.statement, example.params);
+          const refused = (reply.json as { error?: { code: string } } | undefined)?.error;
           switch (example.expect.kind) {
-            case 'error': {
-              let code: string | undefined;
-              try {
-                run();
-              } catch (err) {
-                expect(err).to.be.instanceOf(FenecError);
-                code = (err as FenecError).code;
-              }
-              expect(code, 'the code it is refused with').to.equal(example.expect.code);
+            case 'error':
+              expect(reply.status, reply.text).to.be.at.least(400);
+              expect(refused?.code, 'the code it is refused with').to.equal(example.expect.code);
               break;
-            }
             case 'answer':
-              expect(JSON.parse(JSON.stringify(run()))).to.deep.equal(example.expect.answer);
+              expect(reply.status, reply.text).to.equal(200);
+              expect(asShown(reply.json)).to.deep.equal(example.expect.answer);
               break;
             case 'shape':
-              expect(figureless(JSON.parse(JSON.stringify(run())))).to.deep.equal(figureless(example.expect.answer));
+              expect(reply.status, reply.text).to.equal(200);
+              expect(figureless(asShown(reply.json))).to.deep.equal(figureless(example.expect.answer));
               break;
             case 'ok':
-              run();
+              expect(reply.status, reply.text).to.equal(200);
               break;
           }
         });
@@ -56,6 +54,8 @@ describe('the FenecQL examples in docs/', () => {
   }
 
   it('finds examples to run', () => {
-    expect(pages.flatMap((page) => fenecqlExamples(page, readFileSync(new URL(page, DOCS), 'utf8')))).to.have.length.above(20);
+    expect(
+      pages.flatMap((page) => fenecqlExamples(page, readFileSync(new URL(page, DOCS), 'utf8'))),
+    ).to.have.length.above(20);
   });
 });

@@ -3,6 +3,7 @@
  * fused with the text ranking when the statement says `fuse`, then one read of the rows chosen.
  */
 import { FenecError } from '../../../shared/errors.js';
+import { textMatchAmongSql } from '../../search/text-index.js';
 import type { SqlValue } from '../../storage/codec.js';
 import { exactSearch, queryVector, type ScoredRow, type VectorStore } from '../../vector/store.js';
 import type { StatementCache } from './statement-cache.js';
@@ -118,6 +119,27 @@ function readRows(
   return rows.sort((a, b) => rank.get(a.id as number)! - rank.get(b.id as number)!);
 }
 
+/**
+ * Adds to `found` the chosen rows the text matches that its ranking did not bring: cut at its depth, it
+ * leaves out a row far down by its words (a long text) that the vector brought, and that row holds the
+ * words as well, so it has a snippet. One lookup of the index, for the rows answered alone.
+ */
+function matchedAmong(
+  collection: string,
+  match: string,
+  chosen: readonly ScoredRow[],
+  found: Set<number>,
+  runner: VectorRunner,
+): void {
+  const rest = chosen.filter((r) => !found.has(r.rowId)).map((r) => r.rowId);
+  if (rest.length === 0) return;
+  const matched = runner.statements
+    .get(textMatchAmongSql(collection))
+    .pluck(true)
+    .all([match, JSON.stringify(rest)]) as number[];
+  for (const id of matched) found.add(id);
+}
+
 function toRow(
   columns: readonly OutputColumn[],
   values: unknown[],
@@ -129,7 +151,7 @@ function toRow(
     row[column.key] = column.decode === null ? values[c] : column.decode(values[c]);
   });
   const id = values[0] as number;
-  // Fused rows found by their vector alone have no passage to show.
+  // Fused rows the text does not match (found by their vector alone) have no passage to show.
   if (found !== undefined) row.snippet = found.has(id) ? values[columns.length] : null;
   row._score = scores.get(id);
   return row;
@@ -142,11 +164,12 @@ export function runVector(plan: VectorPlan, ctx: BindContext, runner: VectorRunn
   const wanted = limit + offset;
   let chosen: ScoredRow[];
   let found: Set<number> | undefined;
+  let match: string | null = null;
   if (plan.text === undefined) {
     chosen = vectorRanking(plan, query, wanted, runner, ctx);
   } else {
     const depth = Math.max(FUSE_MIN, FUSE_DEPTH * wanted);
-    const match = plan.text.query(ctx);
+    match = plan.text.query(ctx);
     let textRows: number[] = [];
     if (match !== null) {
       const { rank: scoring } = plan.text;
@@ -163,6 +186,7 @@ export function runVector(plan: VectorPlan, ctx: BindContext, runner: VectorRunn
   chosen = chosen.slice(offset, wanted);
   if (plan.count) return { count: chosen.length };
   if (chosen.length === 0) return { rows: [], count: 0 };
+  if (found !== undefined && match !== null) matchedAmong(plan.collection, match, chosen, found, runner);
   const rows = readRows(plan, chosen, found, runner, ctx);
   return { rows, count: rows.length };
 }
