@@ -66,6 +66,19 @@ export class FrontDoor {
     if (refusal !== undefined) return refusal;
     if (this.#tokenDigest === undefined && this.#jwt === undefined)
       return this.#hostRefusal(req.headers.host) ?? SERVER_CALLER;
+    // Started with JWTs alone, the server has no token that could open an operator's route: say so, whatever is sent.
+    if (access === 'server' && this.#tokenDigest === undefined) {
+      return this.#refuse(
+        'not_server_token',
+        req,
+        route,
+        new FenecError(
+          'unauthorized',
+          `${route} takes the server's token only, and this server was started without one (JWTs alone)`,
+          { hint: 'start it with --http-token (or FENEC_TOKEN) and call it with that token' },
+        ),
+      );
+    }
     const authorization = req.headers.authorization;
     if (authorization === undefined || authorization === '') {
       return this.#refuse(
