@@ -1,11 +1,12 @@
 /**
  * The front door of fenec-server and fenec-router alike: who may ask, checked before a body is
- * read, in the order SPEC gives — where it comes from (Origin) before what it carries (the token) —
+ * read, where it comes from (Origin) before what it carries (the token) —
  * and who the caller is once they pass: the server's token (everything), or a JSON Web Token (its
  * policy; on a tenant's route, the tenant its `tenant` claim names).
  *
  * A server with neither a token nor a JWT key answers without credentials, but only a Host naming
- * this machine (DNS rebinding reaches nothing); the router always has one. Each refused credential
+ * this machine (DNS rebinding reaches nothing); the router always has one or the other. A route of the
+ * route table's `public` kind never comes here. Each refused credential
  * is an audit line (`"event":"auth"`), never the token itself. The router and a node refuse the same
  * request with the same answer: they share this module and shared/http/reply.ts.
  */
