@@ -11,8 +11,11 @@ import { tracedListener } from '../../shared/tracing.js';
 import type { ServerConfig } from '../config.js';
 import { ONE_FILE, type TenantLimits } from '../workers/protocol.js';
 import type { WorkerPool } from '../workers/worker-pool.js';
-import { FenecRequest, HttpHandler } from './handler.js';
+import { RouteTable } from '../../shared/http/route-table.js';
+import { HttpHandler } from './handler.js';
 import { HttpMetrics } from './metrics.js';
+import { FenecRequest, type NodeRoute } from './request.js';
+import { ownRoutes, workRoutes } from './routes.js';
 
 /** How long close() lets open requests finish past their time limit before it cuts their connections. */
 export const CLOSE_GRACE_MS = 1_000;
@@ -43,17 +46,23 @@ export function startServer(
   logger: Logger,
   audit: Audit = Audit.off,
 ): Promise<RunningServer> {
+  const metrics = new HttpMetrics();
   const handler = new HttpHandler(
     config,
+    new RouteTable('this server', fileRoutes(config, metrics)),
     (_req, work) => pool.run(ONE_FILE, limits, work),
     new FrontDoor(config, audit),
-    new HttpMetrics(),
+    metrics,
     logger,
-    config.mcp !== undefined,
   );
   const server = createServer(config, handler.handle);
   return listen(server, config, logger, () => {
     handler.stop();
     return closeServer(server, limits.statementTimeoutMs + CLOSE_GRACE_MS);
   });
+}
+
+/** A one-file server's routes: its file's work routes, and its own. */
+export function fileRoutes(config: ServerConfig, metrics: HttpMetrics): NodeRoute[] {
+  return [...workRoutes('', config.maxBodyBytes, config.mcp !== undefined), ...ownRoutes(metrics, 'file')];
 }

@@ -5,7 +5,8 @@
  * policy; on a tenant's route, the tenant its `tenant` claim names).
  *
  * A server with neither a token nor a JWT key answers without credentials, but only a Host naming
- * this machine (DNS rebinding reaches nothing); the router always has one. Each refused credential
+ * this machine (DNS rebinding reaches nothing); the router always has one or the other. A route of the
+ * route table's `public` kind never comes here. Each refused credential
  * is an audit line (`"event":"auth"`), never the token itself. The router and a node refuse the same
  * request with the same answer: they share this module and shared/http/reply.ts.
  */
@@ -66,6 +67,19 @@ export class FrontDoor {
     if (refusal !== undefined) return refusal;
     if (this.#tokenDigest === undefined && this.#jwt === undefined)
       return this.#hostRefusal(req.headers.host) ?? SERVER_CALLER;
+    // Started with JWTs alone, the server has no token that could open an operator's route: say so, whatever is sent.
+    if (access === 'server' && this.#tokenDigest === undefined) {
+      return this.#refuse(
+        'not_server_token',
+        req,
+        route,
+        new FenecError(
+          'unauthorized',
+          `${route} takes the server's token only, and this server was started without one (JWTs alone)`,
+          { hint: 'start it with --http-token (or FENEC_TOKEN) and call it with that token' },
+        ),
+      );
+    }
     const authorization = req.headers.authorization;
     if (authorization === undefined || authorization === '') {
       return this.#refuse(

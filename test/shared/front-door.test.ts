@@ -87,6 +87,21 @@ describe('the front door (router and node alike)', () => {
     expect(audited()).to.deep.equal(['not_server_token']);
   });
 
+  it('refuses a route of the server token to every caller where JWTs alone are taken, saying to start with --http-token', () => {
+    const jwtOnly = new FrontDoor(
+      { httpToken: undefined, jwt: JwtVerifier.create({ secret: SECRET }), host: '127.0.0.1' },
+      Audit.toSink((line) => lines.push(line)),
+    );
+    for (const token of [undefined, jwtOf('acme'), 'guess']) {
+      const refusal = jwtOnly.caller(bearer(token), '/_metrics', 'server') as FenecError;
+      expect(refusal.code, String(token)).to.equal('unauthorized');
+      expect(refusal.message).to.include('started without one');
+      expect(refusal.hint).to.include('--http-token');
+    }
+    expect(audited()).to.deep.equal(['not_server_token', 'not_server_token', 'not_server_token']);
+    expect(jwtOnly.caller(bearer(jwtOf('acme')), ROUTE)).to.have.property('kind', 'jwt');
+  });
+
   it("refuses a foreign Origin before the token, and takes the page's own origin and the --http-cors one", () => {
     const foreign = door.caller(
       requestWith({ origin: 'https://evil.example', authorization: 'Bearer server-token' }),
