@@ -41,11 +41,16 @@ function describeExpr(expr: Expr, type: ExprType): string {
   return type.kind === 'unknown' || type.kind === 'null' ? printExpr(expr) : `${printExpr(expr)} (${typeName(type)})`;
 }
 
-/** Binds a value expression, converted to the storage form of `type` when it has one. */
-export function bindValue(expr: Expr, type: ExprType, label = printExpr(expr)): ArgSource {
+/**
+ * Binds a value expression, converted to the storage form of `type` when it has one. `compared`: the
+ * value meets an int (or [int]) in a comparison, where any number will do (`price > 9.5`); any other
+ * value is refused as the int it is compared with, never as a float it was never asked to be.
+ */
+export function bindValue(expr: Expr, type: ExprType, label = printExpr(expr), compared = false): ArgSource {
   const convert = (value: unknown): SqlValue => {
     if (value === null || value === undefined) return null;
-    if (type.kind === 'scalar' || type.kind === 'vector' || type.kind === 'array') return toSql(type, value, label);
+    if (type.kind === 'scalar' || type.kind === 'vector' || type.kind === 'array')
+      return compared ? comparedToSql(type, value, label) : toSql(type, value, label);
     return rawSql(value, label);
   };
   if (expr.kind === 'Literal' || (expr.kind === 'Array' && expr.items.every((i) => i.kind === 'Literal'))) {
@@ -54,6 +59,23 @@ export function bindValue(expr: Expr, type: ExprType, label = printExpr(expr)): 
     return () => constant;
   }
   return (ctx: BindContext) => convert(evaluate(expr, ctx));
+}
+
+const FLOAT: FieldType = { kind: 'scalar', scalar: 'float' };
+const FLOATS: FieldType = { kind: 'array', element: 'float' };
+
+/** A value compared with an int field (or an in-list of ints: `type` [int]): numbers as floats, else refused as int. */
+function comparedToSql(type: FieldType, value: unknown, label: string): SqlValue {
+  if (type.kind === 'scalar') return toSql(typeof value === 'number' ? FLOAT : type, value, label);
+  if (!Array.isArray(value) || !value.every((item) => typeof item === 'number')) {
+    // Refused: its numbers stand in as 0 so that the refusal names the first element that is not one.
+    return toSql(
+      type,
+      Array.isArray(value) ? value.map((item) => (typeof item === 'number' ? 0 : item)) : value,
+      label,
+    );
+  }
+  return toSql(FLOATS, value, label);
 }
 
 /** A value of no known type (`$1 = $2`), bound as SQLite takes it. */
@@ -75,11 +97,6 @@ function rawSql(value: unknown, label: string): SqlValue {
 /** How a value is named in a message: after the field it meets (`field year takes int; …`), else by itself. */
 function labelFor(other: Expr, value: Expr): string {
   return other.kind === 'Field' ? `field ${other.name}` : printExpr(value);
-}
-
-/** Converts for comparison: numbers meet numbers whatever their kind (`price > 9.5` on an int field). */
-function comparisonType(type: ExprType): ExprType {
-  return isScalar(type, 'int') ? scalar('float') : type;
 }
 
 function comparable(a: ExprType, b: ExprType): boolean {
@@ -161,10 +178,10 @@ export class Compiler {
   }
 
   /** An operand's SQL: a value bound as `type`, anything else as it compiled. */
-  #as(operand: Operand, type: ExprType, label?: string): Fragment {
+  #as(operand: Operand, type: ExprType, label?: string, compared = false): Fragment {
     if (operand.fragment !== undefined) return operand.fragment;
     this.#term(operand.expr.pos);
-    return { sql: '?', args: [bindValue(operand.expr, type, label)], type };
+    return { sql: '?', args: [bindValue(operand.expr, type, label, compared)], type };
   }
 
   #term(pos: Position | undefined): void {
@@ -314,10 +331,9 @@ export class Compiler {
     const rightType = rightOperand.type;
     const leftIsValue = leftOperand.fragment === undefined;
     const rightIsValue = rightOperand.fragment === undefined;
-    const leftTarget =
-      leftIsValue && rightType.kind !== 'unknown' && rightType.kind !== 'null' ? comparisonType(rightType) : leftType;
-    const rightTarget =
-      rightIsValue && leftType.kind !== 'unknown' && leftType.kind !== 'null' ? comparisonType(leftType) : rightType;
+    // A value takes the other side's type; numbers meet numbers whatever their kind (`price > 9.5` on an int field).
+    const leftTarget = leftIsValue && rightType.kind !== 'unknown' && rightType.kind !== 'null' ? rightType : leftType;
+    const rightTarget = rightIsValue && leftType.kind !== 'unknown' && leftType.kind !== 'null' ? leftType : rightType;
     if (!comparable(leftType, rightType) && !(leftIsValue && rightIsValue)) {
       const stringMeetsTimestamp =
         (isScalar(leftType, 'timestamp') && isScalar(rightType, 'text') && rightIsValue) ||
@@ -331,8 +347,8 @@ export class Compiler {
       }
     }
     return [
-      this.#as(leftOperand, leftTarget, labelFor(right, left)),
-      this.#as(rightOperand, rightTarget, labelFor(left, right)),
+      this.#as(leftOperand, leftTarget, labelFor(right, left), true),
+      this.#as(rightOperand, rightTarget, labelFor(left, right), true),
     ];
   }
 
@@ -472,8 +488,7 @@ export class Compiler {
         );
       }
       const element = item.type.kind === 'scalar' && item.type.scalar !== 'json' ? item.type.scalar : undefined;
-      const arrayType: ExprType =
-        element === undefined ? UNKNOWN : { kind: 'array', element: element === 'int' ? 'float' : element };
+      const arrayType: ExprType = element === undefined ? UNKNOWN : { kind: 'array', element };
       const label = printExpr(cond.right);
       const right = cond.right;
       // An array of unknown element type (`$1 in $2`) is bound as the JSON it came as.
@@ -485,7 +500,7 @@ export class Compiler {
                 throw new FenecError('type_mismatch', `in takes an array; ${label} is not one`);
               return value === null ? null : JSON.stringify(value);
             }
-          : bindValue(right, arrayType, `the array after in`);
+          : bindValue(right, arrayType, `the array after in`, true);
       list = { sql: '?', args: [source], type: arrayType };
     } else {
       list = this.expr(cond.right);
