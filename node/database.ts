@@ -32,6 +32,7 @@ import type { Plan } from './query/plan/plan-types.js';
 import { plan } from './query/plan/row-statement.js';
 import { runSchemaStatement, type IndexState } from './query/execute/schema-statements.js';
 import type { BindContext } from './query/compile/evaluate.js';
+import { bindArgs } from './query/compile/args.js';
 
 export type { Answer };
 
@@ -421,7 +422,7 @@ export class FenecDatabase {
     const step = p.kind === 'read' || p.kind === 'count' ? p.step : undefined;
     if (step === undefined) return [];
     const ctx: BindContext = { params, now: Date.now(), jwt: undefined };
-    const rows = this.#db.prepare(`EXPLAIN QUERY PLAN ${step.sql}`).all(step.args.map((a) => a(ctx))) as {
+    const rows = this.#db.prepare(`EXPLAIN QUERY PLAN ${step.sql}`).all(bindArgs(step.args, ctx)) as {
       detail: string;
     }[];
     return rows.map((r) => r.detail);

@@ -7,7 +7,6 @@ import type { Expr } from '../../../shared/fenecql/ast.js';
 import { FenecError } from '../../../shared/errors.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
 import { walk, type NodeKind } from '../../../shared/fenecql/walk.js';
-import type { SqlValue } from '../../storage/codec.js';
 
 /** What one execution of a plan binds: the request's params, one clock reading, the caller's claims. */
 export interface BindContext {
@@ -19,9 +18,6 @@ export interface BindContext {
    */
   readonly rank?: string;
 }
-
-/** Produces one SQL argument of a plan at run time. */
-export type ArgSource = (ctx: BindContext) => SqlValue;
 
 /**
  * True for expressions whose value is known without reading a row: literals, parameters, claims, and arrays or objects
