@@ -265,7 +265,14 @@ export interface CompactStmt {
   readonly collection?: string;
 }
 
+/** `explain STATEMENT`: what the statement would run, without running it. */
+export interface ExplainStmt {
+  readonly kind: 'Explain';
+  readonly statement: Exclude<Statement, ExplainStmt>;
+}
+
 export type Statement =
+  | ExplainStmt
   | CreateCollectionStmt
   | DropCollectionStmt
   | AlterAddStmt

@@ -9,9 +9,10 @@ import type { ObjectExpr, ParamExpr, Statement, StatementKind } from './ast.js';
 
 /**
  * What a statement is about. `read` and `write` are row statements, planned into SQL over one
- * collection; `schema` changes the collections, `describe` reads them, `maintenance` rewrites the file.
+ * collection; `schema` changes the collections, `describe` reads them, `maintenance` rewrites the file,
+ * `explain` tells what another statement would run (under the rules that statement runs under).
  */
-export type Family = 'read' | 'write' | 'schema' | 'describe' | 'maintenance';
+export type Family = 'read' | 'write' | 'schema' | 'describe' | 'maintenance' | 'explain';
 
 /**
  * How a statement may change the file's size, which is the room it has at a byte quota
@@ -115,6 +116,7 @@ export const STATEMENT_KINDS = {
     audit: 'compact',
     mcp: null,
   },
+  Explain: { family: 'explain', writes: false, size: 'none', serverOnly: false, adds: null, audit: null, mcp: null },
 } as const satisfies Table;
 
 /** A statement's row of the table, typed for its own kind. */
@@ -168,7 +170,11 @@ export interface AuditedChange {
 export function auditedChange(statement: Statement): AuditedChange | undefined {
   const as = STATEMENT_KINDS[statement.kind].audit;
   if (as === null) return undefined;
-  return { statement: as, collection: 'name' in statement ? statement.name : (statement.collection ?? null) };
+  return {
+    statement: as,
+    collection:
+      'name' in statement ? statement.name : 'collection' in statement ? (statement.collection ?? null) : null,
+  };
 }
 
 /** For the compiler: a switch over kinds that reaches here has missed one. */

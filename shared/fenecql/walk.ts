@@ -56,6 +56,7 @@ export const CHILDREN: ChildTable = {
   Get: (node) => [node.match?.query, node.near?.vector, node.where, node.limit, node.offset],
   Schema: none,
   Compact: none,
+  Explain: (node) => [node.statement],
 };
 
 /** The children of a node, as the table lists them. */

@@ -43,6 +43,7 @@ const SAMPLES: Readonly<Record<NodeKind, string>> = {
   Get: 'get c match b $1 where a = $2 limit $3 offset $4',
   Schema: 'schema',
   Compact: 'compact',
+  Explain: 'explain get c where a = $1',
 };
 
 /** Every object with a `kind` anywhere in a tree, found by reading every property (not through the table). */
