@@ -286,3 +286,6 @@ export type Statement =
   | CompactStmt;
 
 export type StatementKind = Statement['kind'];
+
+/** A node of the tree: what has a `kind` the tree walk lists (walk.ts). */
+export type Node = Expr | Cond | Statement;

@@ -5,7 +5,7 @@
  * here; each classification elsewhere is read from this table, never written again.
  */
 import type { SchemaChange } from '../audit.js';
-import type { ObjectExpr, ParamExpr, Statement, StatementKind } from './ast.js';
+import type { Node, ObjectExpr, ParamExpr, Statement, StatementKind } from './ast.js';
 
 /**
  * What a statement is about. `read` and `write` are row statements, planned into SQL over one
@@ -41,12 +41,23 @@ export interface KindInfo<S extends Statement = Statement> {
   readonly audit: SchemaChange | null;
   /** The MCP tool that runs it for a caller, or null: never over MCP. */
   readonly mcp: McpTool | null;
+  /** Its children in the tree, in the order written (undefined: a clause left out), for the tree walk (walk.ts). */
+  readonly children: (statement: S) => readonly (Node | undefined)[];
 }
 
 type Table = { readonly [K in StatementKind]: KindInfo<Extract<Statement, { kind: K }>> };
 
 export const STATEMENT_KINDS = {
-  Get: { family: 'read', writes: false, size: 'none', serverOnly: false, adds: null, audit: null, mcp: 'query' },
+  Get: {
+    family: 'read',
+    writes: false,
+    size: 'none',
+    serverOnly: false,
+    adds: null,
+    audit: null,
+    mcp: 'query',
+    children: (s) => [s.match?.query, s.near?.vector, s.where, s.limit, s.offset],
+  },
   Insert: {
     family: 'write',
     writes: true,
@@ -55,6 +66,7 @@ export const STATEMENT_KINDS = {
     adds: { rows: (s) => s.rows },
     audit: null,
     mcp: 'write',
+    children: (s) => (Array.isArray(s.rows) ? s.rows : [s.rows as Node]),
   },
   Put: {
     family: 'write',
@@ -64,12 +76,40 @@ export const STATEMENT_KINDS = {
     adds: { rows: (s) => s.row },
     audit: null,
     mcp: 'write',
+    children: (s) => [s.row],
   },
   // A set may grow its rows or shrink them: it is held to the quota, and the database lets one that does not grow take
   // the headroom.
-  Set: { family: 'write', writes: true, size: 'grows', serverOnly: false, adds: null, audit: null, mcp: 'write' },
-  Del: { family: 'write', writes: true, size: 'frees', serverOnly: false, adds: null, audit: null, mcp: 'write' },
-  Schema: { family: 'describe', writes: false, size: 'none', serverOnly: false, adds: null, audit: null, mcp: 'query' },
+  Set: {
+    family: 'write',
+    writes: true,
+    size: 'grows',
+    serverOnly: false,
+    adds: null,
+    audit: null,
+    mcp: 'write',
+    children: (s) => [s.changes, s.where],
+  },
+  Del: {
+    family: 'write',
+    writes: true,
+    size: 'frees',
+    serverOnly: false,
+    adds: null,
+    audit: null,
+    mcp: 'write',
+    children: (s) => [s.where],
+  },
+  Schema: {
+    family: 'describe',
+    writes: false,
+    size: 'none',
+    serverOnly: false,
+    adds: null,
+    audit: null,
+    mcp: 'query',
+    children: () => [],
+  },
   CreateCollection: {
     family: 'schema',
     writes: true,
@@ -78,6 +118,7 @@ export const STATEMENT_KINDS = {
     adds: { collection: (s) => s.name },
     audit: 'create',
     mcp: null,
+    children: (s) => s.fields.map((field) => field.default),
   },
   DropCollection: {
     family: 'schema',
@@ -87,6 +128,7 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: 'drop',
     mcp: null,
+    children: () => [],
   },
   // Adding a field fills it in every row there is, with its default.
   AlterAdd: {
@@ -97,6 +139,7 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: 'alter add',
     mcp: null,
+    children: (s) => [s.field.default],
   },
   AlterDrop: {
     family: 'schema',
@@ -106,6 +149,7 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: 'alter drop',
     mcp: null,
+    children: () => [],
   },
   Compact: {
     family: 'maintenance',
@@ -115,8 +159,18 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: 'compact',
     mcp: null,
+    children: () => [],
   },
-  Explain: { family: 'explain', writes: false, size: 'none', serverOnly: false, adds: null, audit: null, mcp: null },
+  Explain: {
+    family: 'explain',
+    writes: false,
+    size: 'none',
+    serverOnly: false,
+    adds: null,
+    audit: null,
+    mcp: null,
+    children: (s) => [s.statement],
+  },
 } as const satisfies Table;
 
 /** A statement's row of the table, typed for its own kind. */

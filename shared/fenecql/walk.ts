@@ -3,19 +3,28 @@
  * them with a stack of its own (never recursion), so that it holds on a tree of any depth or size.
  *
  * The table is keyed by every `kind` of the AST's expressions, conditions and statements: a new kind
- * does not compile until its row says where its children are (as graphql-js's QueryDocumentKeys).
+ * does not compile until its row says where its children are (as graphql-js's QueryDocumentKeys); a
+ * statement kind's row is its `children` in the statement kinds' table (kinds.ts).
  * Whatever searches a tree (its parameters, its depth, whether it is a value) asks `walk`, rather
  * than writing a recursion over the kinds again.
  */
-import type { Cond, Expr, Statement } from './ast.js';
+import type { Node, StatementKind } from './ast.js';
+import { STATEMENT_KINDS } from './kinds.js';
 
-/** A node of the tree: what has a `kind` the table lists. */
-export type Node = Expr | Cond | Statement;
+export type { Node };
 export type NodeKind = Node['kind'];
 
 type ChildTable = {
   readonly [K in NodeKind]: (node: Extract<Node, { kind: K }>) => readonly (Node | undefined)[];
 };
+
+/**
+ * The statements' rows, read from the statement kinds' table (kinds.ts), where a kind's children are
+ * one of its columns: that table already refuses to compile without a row for each statement kind.
+ */
+const STATEMENT_CHILDREN = Object.fromEntries(
+  Object.entries(STATEMENT_KINDS).map(([kind, info]) => [kind, info.children]),
+) as unknown as Pick<ChildTable, StatementKind>;
 
 const NONE: readonly Node[] = [];
 const none = (): readonly Node[] => NONE;
@@ -44,19 +53,8 @@ export const CHILDREN: ChildTable = {
   IsNull: operand,
   Like: operand,
   Truth: (node) => [node.expr],
-  // Statements
-  CreateCollection: (node) => node.fields.map((field) => field.default),
-  DropCollection: none,
-  AlterAdd: (node) => [node.field.default],
-  AlterDrop: none,
-  Insert: (node) => (Array.isArray(node.rows) ? node.rows : [node.rows as Node]),
-  Put: (node) => [node.row],
-  Set: (node) => [node.changes, node.where],
-  Del: (node) => [node.where],
-  Get: (node) => [node.match?.query, node.near?.vector, node.where, node.limit, node.offset],
-  Schema: none,
-  Compact: none,
-  Explain: (node) => [node.statement],
+  // Statements: each kind's row of the statement kinds' table says where its children are.
+  ...STATEMENT_CHILDREN,
 };
 
 /** The children of a node, as the table lists them. */
