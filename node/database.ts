@@ -2,7 +2,7 @@
  * One open `.fenec` file: the door every statement goes through, whatever brought it
  * (/query, MCP, `fenec query --file`, `fenec mcp --file`). One path from statement to rows.
  */
-import type { Statement } from '../shared/fenecql/ast.js';
+import type { ExplainStmt, Statement } from '../shared/fenecql/ast.js';
 import {
   isRowStatement,
   kindOf,
@@ -32,6 +32,7 @@ import type { Plan } from './query/plan/plan-types.js';
 import { plan } from './query/plan/row-statement.js';
 import { runSchemaStatement, type IndexState } from './query/execute/schema-statements.js';
 import type { BindContext } from './query/compile/evaluate.js';
+import { explainOther, explainPlan, type ExplainedPlan } from './query/execute/explain.js';
 
 export type { Answer };
 
@@ -248,6 +249,7 @@ export class FenecDatabase {
     params.forEach((value, i) => checkJsonValue(value, `$${i + 1}`));
     const ctx: BindContext = { params, now: Date.now(), jwt: options.jwt };
     try {
+      if (statement.kind === 'Explain') return this.#explain(statement.statement, options.policy);
       if (!isRowStatement(statement))
         return this.#room(ROOM[kind.size], () => this.#runSchemaStatement(statement, ctx, options.policy));
       const rowPlan = this.#planFor(prepared, statement, options.policy);
@@ -334,7 +336,8 @@ export class FenecDatabase {
     return rule;
   }
 
-  #runSchemaStatement(statement: SchemaStatement, ctx: BindContext, policy: Policy | undefined): Answer {
+  /** Refuses a statement only the server's token runs (a schema change, compact) to a JSON Web Token. */
+  #serverOnly(statement: Statement, policy: Policy | undefined): void {
     if (policy !== undefined && STATEMENT_KINDS[statement.kind].serverOnly) {
       throw new FenecError(
         'forbidden',
@@ -344,6 +347,19 @@ export class FenecDatabase {
         },
       );
     }
+  }
+
+  /** `explain`: the plan the statement would run under the same rules (the token's policy), without running it. */
+  #explain(statement: ExplainStmt['statement'], policy: Policy | undefined): Answer {
+    this.#serverOnly(statement, policy);
+    const text = printStatement(statement);
+    if (!isRowStatement(statement)) return explainOther(text, statement);
+    const where = policy === undefined ? undefined : this.#ruleFor(statement, policy).where;
+    return explainPlan(text, plan(statement, this.#catalog, where), this.#db);
+  }
+
+  #runSchemaStatement(statement: SchemaStatement, ctx: BindContext, policy: Policy | undefined): Answer {
+    this.#serverOnly(statement, policy);
     const visible = policy === undefined ? undefined : (name: string) => policy.rules.get(name)?.read === true;
     // The index state counts rows, the policy's or not: for the server token only.
     const indexes =
@@ -414,18 +430,12 @@ export class FenecDatabase {
     this.#prepared.set(key, prepared);
   }
 
-  /** The SQLite plan of a read, for tests and `explain`-style diagnostics. */
-  explain(text: string, params: readonly unknown[] = []): string[] {
+  /** SQLite's plan of a read's last step (what `explain` answers of it), for tests. */
+  explain(text: string): string[] {
     const statement = this.#prepare(text).statement;
     if (statement.kind !== 'Get') throw new FenecError('invalid_statement', 'only get statements are explained');
-    const p = plan(statement, this.#catalog);
-    const step = p.kind === 'read' || p.kind === 'count' ? p.step : undefined;
-    if (step === undefined) return [];
-    const ctx: BindContext = { params, now: Date.now(), jwt: undefined };
-    const rows = this.#db.prepare(`EXPLAIN QUERY PLAN ${step.sql}`).all(step.args.map((a) => a(ctx))) as {
-      detail: string;
-    }[];
-    return rows.map((r) => r.detail);
+    const { steps } = (explainPlan(text, plan(statement, this.#catalog), this.#db) as { plan: ExplainedPlan }).plan;
+    return [...steps[steps.length - 1]!.sqlite];
   }
 
   close(): void {

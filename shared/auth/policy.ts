@@ -6,9 +6,10 @@
  * `memories  read,write  where owner = $jwt.sub`, and at most one `tools NAME, …` line: the MCP tools
  * a token may see and call. `#` starts a comment.
  */
-import type { Cond, Expr } from '../fenecql/ast.js';
+import type { Cond } from '../fenecql/ast.js';
 import { isName } from '../fenecql/lexer.js';
 import { parseCondition } from '../fenecql/parser.js';
+import { firstParam } from '../fenecql/walk.js';
 import { FenecError } from '../errors.js';
 import { TOOL_NAMES } from '../mcp/tools.js';
 
@@ -157,7 +158,7 @@ function parseWhere(rest: string, line: string, where: string): Cond {
     const message = err.message.replace(/ at line \d+, column \d+$/, '');
     throw lineError(column === undefined ? where : `${where}:${column}`, message, err);
   }
-  const param = findParam(cond);
+  const param = firstParam(cond);
   if (param !== undefined) {
     throw lineError(
       where,
@@ -165,59 +166,6 @@ function parseWhere(rest: string, line: string, where: string): Cond {
     );
   }
   return cond;
-}
-
-/** The index of the first `$N` in a condition, if any. */
-function findParam(cond: Cond): number | undefined {
-  switch (cond.kind) {
-    case 'And':
-    case 'Or':
-      return findParam(cond.left) ?? findParam(cond.right);
-    case 'Not':
-      return findParam(cond.operand);
-    case 'Compare':
-    case 'Has':
-    case 'In':
-      return paramIn(cond.left) ?? paramIn(cond.right);
-    case 'IsNull':
-    case 'Like':
-      return paramIn(cond.operand);
-    case 'Truth':
-      return paramIn(cond.expr);
-    default: {
-      const never: never = cond;
-      return never;
-    }
-  }
-}
-
-function paramIn(expr: Expr): number | undefined {
-  switch (expr.kind) {
-    case 'Param':
-      return expr.index;
-    case 'Literal':
-    case 'Jwt':
-    case 'Field':
-      return undefined;
-    case 'Array':
-      return first(expr.items.map(paramIn));
-    case 'Object':
-      return first(expr.entries.map((entry) => paramIn(entry.value)));
-    case 'Call':
-      return first(expr.args.map(paramIn));
-    case 'Binary':
-      return paramIn(expr.left) ?? paramIn(expr.right);
-    case 'Negate':
-      return paramIn(expr.operand);
-    default: {
-      const never: never = expr;
-      return never;
-    }
-  }
-}
-
-function first(values: ReadonlyArray<number | undefined>): number | undefined {
-  return values.find((value) => value !== undefined);
 }
 
 /** The line up to its first `#` outside a string literal. */

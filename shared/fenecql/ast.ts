@@ -265,7 +265,14 @@ export interface CompactStmt {
   readonly collection?: string;
 }
 
+/** `explain STATEMENT`: what the statement would run, without running it. */
+export interface ExplainStmt {
+  readonly kind: 'Explain';
+  readonly statement: Exclude<Statement, ExplainStmt>;
+}
+
 export type Statement =
+  | ExplainStmt
   | CreateCollectionStmt
   | DropCollectionStmt
   | AlterAddStmt
@@ -279,3 +286,6 @@ export type Statement =
   | CompactStmt;
 
 export type StatementKind = Statement['kind'];
+
+/** A node of the tree: what has a `kind` the tree walk lists (walk.ts). */
+export type Node = Expr | Cond | Statement;

@@ -5,13 +5,14 @@
  * here; each classification elsewhere is read from this table, never written again.
  */
 import type { SchemaChange } from '../audit.js';
-import type { ObjectExpr, ParamExpr, Statement, StatementKind } from './ast.js';
+import type { Node, ObjectExpr, ParamExpr, Statement, StatementKind } from './ast.js';
 
 /**
  * What a statement is about. `read` and `write` are row statements, planned into SQL over one
- * collection; `schema` changes the collections, `describe` reads them, `maintenance` rewrites the file.
+ * collection; `schema` changes the collections, `describe` reads them, `maintenance` rewrites the file,
+ * `explain` tells what another statement would run (under the rules that statement runs under).
  */
-export type Family = 'read' | 'write' | 'schema' | 'describe' | 'maintenance';
+export type Family = 'read' | 'write' | 'schema' | 'describe' | 'maintenance' | 'explain';
 
 /**
  * How a statement may change the file's size, which is the room it has at a byte quota
@@ -40,12 +41,23 @@ export interface KindInfo<S extends Statement = Statement> {
   readonly audit: SchemaChange | null;
   /** The MCP tool that runs it for a caller, or null: never over MCP. */
   readonly mcp: McpTool | null;
+  /** Its children in the tree, in the order written (undefined: a clause left out), for the tree walk (walk.ts). */
+  readonly children: (statement: S) => readonly (Node | undefined)[];
 }
 
 type Table = { readonly [K in StatementKind]: KindInfo<Extract<Statement, { kind: K }>> };
 
 export const STATEMENT_KINDS = {
-  Get: { family: 'read', writes: false, size: 'none', serverOnly: false, adds: null, audit: null, mcp: 'query' },
+  Get: {
+    family: 'read',
+    writes: false,
+    size: 'none',
+    serverOnly: false,
+    adds: null,
+    audit: null,
+    mcp: 'query',
+    children: (s) => [s.match?.query, s.near?.vector, s.where, s.limit, s.offset],
+  },
   Insert: {
     family: 'write',
     writes: true,
@@ -54,6 +66,7 @@ export const STATEMENT_KINDS = {
     adds: { rows: (s) => s.rows },
     audit: null,
     mcp: 'write',
+    children: (s) => (Array.isArray(s.rows) ? s.rows : [s.rows as Node]),
   },
   Put: {
     family: 'write',
@@ -63,12 +76,40 @@ export const STATEMENT_KINDS = {
     adds: { rows: (s) => s.row },
     audit: null,
     mcp: 'write',
+    children: (s) => [s.row],
   },
   // A set may grow its rows or shrink them: it is held to the quota, and the database lets one that does not grow take
   // the headroom.
-  Set: { family: 'write', writes: true, size: 'grows', serverOnly: false, adds: null, audit: null, mcp: 'write' },
-  Del: { family: 'write', writes: true, size: 'frees', serverOnly: false, adds: null, audit: null, mcp: 'write' },
-  Schema: { family: 'describe', writes: false, size: 'none', serverOnly: false, adds: null, audit: null, mcp: 'query' },
+  Set: {
+    family: 'write',
+    writes: true,
+    size: 'grows',
+    serverOnly: false,
+    adds: null,
+    audit: null,
+    mcp: 'write',
+    children: (s) => [s.changes, s.where],
+  },
+  Del: {
+    family: 'write',
+    writes: true,
+    size: 'frees',
+    serverOnly: false,
+    adds: null,
+    audit: null,
+    mcp: 'write',
+    children: (s) => [s.where],
+  },
+  Schema: {
+    family: 'describe',
+    writes: false,
+    size: 'none',
+    serverOnly: false,
+    adds: null,
+    audit: null,
+    mcp: 'query',
+    children: () => [],
+  },
   CreateCollection: {
     family: 'schema',
     writes: true,
@@ -77,6 +118,7 @@ export const STATEMENT_KINDS = {
     adds: { collection: (s) => s.name },
     audit: 'create',
     mcp: null,
+    children: (s) => s.fields.map((field) => field.default),
   },
   DropCollection: {
     family: 'schema',
@@ -86,6 +128,7 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: 'drop',
     mcp: null,
+    children: () => [],
   },
   // Adding a field fills it in every row there is, with its default.
   AlterAdd: {
@@ -96,6 +139,7 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: 'alter add',
     mcp: null,
+    children: (s) => [s.field.default],
   },
   AlterDrop: {
     family: 'schema',
@@ -105,6 +149,7 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: 'alter drop',
     mcp: null,
+    children: () => [],
   },
   Compact: {
     family: 'maintenance',
@@ -114,6 +159,17 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: 'compact',
     mcp: null,
+    children: () => [],
+  },
+  Explain: {
+    family: 'explain',
+    writes: false,
+    size: 'none',
+    serverOnly: false,
+    adds: null,
+    audit: null,
+    mcp: null,
+    children: (s) => [s.statement],
   },
 } as const satisfies Table;
 
@@ -168,7 +224,11 @@ export interface AuditedChange {
 export function auditedChange(statement: Statement): AuditedChange | undefined {
   const as = STATEMENT_KINDS[statement.kind].audit;
   if (as === null) return undefined;
-  return { statement: as, collection: 'name' in statement ? statement.name : (statement.collection ?? null) };
+  return {
+    statement: as,
+    collection:
+      'name' in statement ? statement.name : 'collection' in statement ? (statement.collection ?? null) : null,
+  };
 }
 
 /** For the compiler: a switch over kinds that reaches here has missed one. */

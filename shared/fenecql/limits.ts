@@ -7,6 +7,7 @@
  * The checks here are loops, never recursion, so that they hold on any input they are given.
  */
 import { FenecError, type Position } from '../errors.js';
+import { walk, type Node } from './walk.js';
 
 /**
  * The deepest a statement or a JSON value may nest. SQLite refuses expressions deeper than 1000 and
@@ -56,27 +57,14 @@ export function checkStatementLength(text: string): void {
 }
 
 /**
- * Refuses a syntax tree deeper than MAX_DEPTH, counting its nodes (the objects with a `kind`) from the
- * root, and pointing at the first node found past the limit. The parser counts levels as it reads;
- * this counts the tree it built, where `a + b + c` put `a` two levels down, and where trees joined
- * later (a policy ANDed in) must be measured whole.
+ * Refuses a syntax tree deeper than MAX_DEPTH, counting its nodes from the root (walk.ts), and pointing
+ * at the first node found past the limit. The parser counts levels as it reads; this counts the tree it
+ * built, where `a + b + c` put `a` two levels down, and where trees joined later (a policy ANDed in) must
+ * be measured whole.
  */
-export function checkTreeDepth(root: object): void {
-  const stack: [unknown, number][] = [[root, 0]];
-  while (stack.length > 0) {
-    const [value, depth] = stack.pop()!;
-    if (Array.isArray(value)) {
-      for (const item of value) if (typeof item === 'object' && item !== null) stack.push([item, depth]);
-      continue;
-    }
-    const node = value as Record<string, unknown>;
-    const level = typeof node.kind === 'string' ? depth + 1 : depth;
-    if (level > MAX_DEPTH) throw tooDeep(node.pos as Position | undefined);
-    for (const key in node) {
-      const child = node[key];
-      if (key !== 'pos' && typeof child === 'object' && child !== null) stack.push([child, level]);
-    }
-  }
+export function checkTreeDepth(root: Node): void {
+  const past = walk(root, (node, depth) => (depth > MAX_DEPTH ? node : undefined));
+  if (past !== undefined) throw tooDeep('pos' in past ? past.pos : undefined);
 }
 
 interface Visit {

@@ -90,7 +90,7 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 /** A parenthesis can hold a condition or a value; which one is only known from what follows it. */
 type Term = Expr | Cond;
 
-const STATEMENTS = 'create, drop, alter, insert, put, set, del, get, schema, compact';
+const STATEMENTS = 'create, drop, alter, insert, put, set, del, get, schema, compact, explain';
 const GET_CLAUSES = ['select', 'match', 'near', 'fuse', 'where', 'order', 'limit', 'offset', 'count'] as const;
 type GetClause = (typeof GET_CLAUSES)[number];
 const SCALAR_TYPES: readonly ScalarType[] = ['text', 'int', 'float', 'bool', 'timestamp', 'json'];
@@ -202,9 +202,18 @@ class Parser {
       case 'schema':
       case 'compact':
         return this.parseCatalogue();
+      case 'explain':
+        return this.parseExplain();
       default:
         throw this.#expected(`a statement (${STATEMENTS})`);
     }
+  }
+
+  /** Explain : "explain" Statement, which is not itself an explain */
+  parseExplain(): Statement {
+    this.#advance();
+    if (this.#keyword() === 'explain') throw this.#expected('the statement to explain (one explain is enough)');
+    return { kind: 'Explain', statement: this.parseStatement() as Exclude<Statement, { kind: 'Explain' }> };
   }
 
   /** End : ";"? EOF for a statement; EOF alone for a condition */

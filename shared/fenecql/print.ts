@@ -35,6 +35,8 @@ export function printStatement(stmt: Statement): string {
       return stmt.collection === undefined ? 'schema' : `schema ${stmt.collection}`;
     case 'Compact':
       return stmt.collection === undefined ? 'compact' : `compact ${stmt.collection}`;
+    case 'Explain':
+      return `explain ${printStatement(stmt.statement)}`;
   }
 }
 

@@ -7,6 +7,7 @@
 import type { Cond, Expr, GetStmt, Statement } from '../fenecql/ast.js';
 import { MAX_PARAMS } from '../fenecql/bind.js';
 import { parseCondition } from '../fenecql/parser.js';
+import { highestParam } from '../fenecql/walk.js';
 import { FenecError } from '../errors.js';
 import type { PreparedRead, ToolContext } from './tool.js';
 import type { Detail } from './tool-schemas.js';
@@ -58,37 +59,6 @@ export function parseFilter(tool: string, filter: string, params: number): Cond 
     );
   }
   return cond;
-}
-
-function highestParam(node: Cond | Expr): number {
-  switch (node.kind) {
-    case 'And':
-    case 'Or':
-    case 'Compare':
-    case 'Has':
-    case 'In':
-    case 'Binary':
-      return Math.max(highestParam(node.left), highestParam(node.right));
-    case 'Not':
-    case 'Negate':
-    case 'IsNull':
-    case 'Like':
-      return highestParam(node.operand);
-    case 'Truth':
-      return highestParam(node.expr);
-    case 'Param':
-      return node.index;
-    case 'Array':
-      return Math.max(0, ...node.items.map(highestParam));
-    case 'Object':
-      return Math.max(0, ...node.entries.map((e) => highestParam(e.value)));
-    case 'Call':
-      return Math.max(0, ...node.args.map(highestParam));
-    case 'Literal':
-    case 'Jwt':
-    case 'Field':
-      return 0;
-  }
 }
 
 /**

@@ -213,7 +213,7 @@ describe('FenecDatabase', () => {
       expect(db.explain('get docs where owner = "ann"').join('\n')).to.match(/USING INDEX i\.docs\.owner/);
       expect(db.explain('get docs where year > 2020').join('\n')).to.match(/USING INDEX i\.docs\.year/);
       expect(db.explain('get docs where code = "x"').join('\n')).to.match(/USING INDEX u\.docs\.code/);
-      expect(db.explain('get docs where id = $1', [1]).join('\n')).to.match(/USING INTEGER PRIMARY KEY/);
+      expect(db.explain('get docs where id = $1').join('\n')).to.match(/USING INTEGER PRIMARY KEY/);
     });
   });
 

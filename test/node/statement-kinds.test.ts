@@ -24,6 +24,7 @@ const SAMPLES: Readonly<Record<StatementKind, string>> = {
   AlterAdd: 'alter collection notes add tag text',
   AlterDrop: 'alter collection notes drop year',
   Compact: 'compact notes',
+  Explain: 'explain del notes where year = 1',
 };
 
 const KINDS = Object.keys(SAMPLES) as StatementKind[];

@@ -9,14 +9,15 @@ import type { CompareOp, Cond, Expr, FieldType } from '../../../shared/fenecql/a
 import { FenecError, type Position } from '../../../shared/errors.js';
 import { MAX_TERMS } from '../../../shared/fenecql/limits.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
-import { toSql, type NumberKind, type SqlValue } from '../../storage/codec.js';
+import type { NumberKind } from '../../storage/codec.js';
 import { fieldSql, ID_TYPE, type Collection } from '../../schema/catalog.js';
-import { evaluate, isValue, type ArgSource, type BindContext } from './evaluate.js';
+import { isValue } from './evaluate.js';
+import { valueArg, type Arg } from './args.js';
 import { isNumeric, isScalar, literalType, NULL_TYPE, scalar, typeName, UNKNOWN, type ExprType } from './expr-types.js';
 
 export interface Fragment {
   readonly sql: string;
-  readonly args: readonly ArgSource[];
+  readonly args: readonly Arg[];
   readonly type: ExprType;
 }
 
@@ -41,45 +42,18 @@ function describeExpr(expr: Expr, type: ExprType): string {
   return type.kind === 'unknown' || type.kind === 'null' ? printExpr(expr) : `${printExpr(expr)} (${typeName(type)})`;
 }
 
-/** Binds a value expression, converted to the storage form of `type` when it has one. */
-export function bindValue(expr: Expr, type: ExprType, label = printExpr(expr)): ArgSource {
-  const convert = (value: unknown): SqlValue => {
-    if (value === null || value === undefined) return null;
-    if (type.kind === 'scalar' || type.kind === 'vector' || type.kind === 'array') return toSql(type, value, label);
-    return rawSql(value, label);
-  };
-  if (expr.kind === 'Literal' || (expr.kind === 'Array' && expr.items.every((i) => i.kind === 'Literal'))) {
-    // Converted once, so that a bad literal is refused when the statement is planned.
-    const constant = convert(evaluate(expr, { params: [], now: 0, jwt: undefined }));
-    return () => constant;
-  }
-  return (ctx: BindContext) => convert(evaluate(expr, ctx));
-}
-
-/** A value of no known type (`$1 = $2`), bound as SQLite takes it. */
-function rawSql(value: unknown, label: string): SqlValue {
-  switch (typeof value) {
-    case 'string':
-    case 'number':
-      return value;
-    case 'boolean':
-      return value ? 1 : 0;
-    default:
-      throw new FenecError(
-        'type_mismatch',
-        `${label} is ${Array.isArray(value) ? 'an array' : 'an object'}; a scalar value is needed here`,
-      );
-  }
+/**
+ * Binds a value expression, converted to the storage form of `type` when it has one. `compared`: the
+ * value meets an int (or [int]) in a comparison, where any number will do (`price > 9.5`); any other
+ * value is refused as the int it is compared with, never as a float it was never asked to be.
+ */
+export function bindValue(expr: Expr, type: ExprType, label = printExpr(expr), compared = false): Arg {
+  return valueArg(expr, { type, label, compared });
 }
 
 /** How a value is named in a message: after the field it meets (`field year takes int; …`), else by itself. */
 function labelFor(other: Expr, value: Expr): string {
   return other.kind === 'Field' ? `field ${other.name}` : printExpr(value);
-}
-
-/** Converts for comparison: numbers meet numbers whatever their kind (`price > 9.5` on an int field). */
-function comparisonType(type: ExprType): ExprType {
-  return isScalar(type, 'int') ? scalar('float') : type;
 }
 
 function comparable(a: ExprType, b: ExprType): boolean {
@@ -99,13 +73,13 @@ function checked(
   expr: Extract<Expr, { kind: 'Binary' }>,
   kind: NumberKind,
   sql: string,
-  args: readonly ArgSource[],
+  args: readonly Arg[],
 ): Fragment {
   const label =
     expr.pos === undefined
       ? `the ${expr.op}`
       : `the ${expr.op} of the expression at line ${expr.pos.line}, column ${expr.pos.column}`;
-  return { sql: `fenec_${kind}(${sql}, ?)`, args: [...args, () => label], type: scalar(kind) };
+  return { sql: `fenec_${kind}(${sql}, ?)`, args: [...args, { kind: 'literal', value: label }], type: scalar(kind) };
 }
 
 export class Compiler {
@@ -161,10 +135,10 @@ export class Compiler {
   }
 
   /** An operand's SQL: a value bound as `type`, anything else as it compiled. */
-  #as(operand: Operand, type: ExprType, label?: string): Fragment {
+  #as(operand: Operand, type: ExprType, label?: string, compared = false): Fragment {
     if (operand.fragment !== undefined) return operand.fragment;
     this.#term(operand.expr.pos);
-    return { sql: '?', args: [bindValue(operand.expr, type, label)], type };
+    return { sql: '?', args: [bindValue(operand.expr, type, label, compared)], type };
   }
 
   #term(pos: Position | undefined): void {
@@ -268,7 +242,7 @@ export class Compiler {
     const [first, second] = expr.args;
     switch (expr.fn) {
       case 'now':
-        return { sql: '?', args: [(ctx) => ctx.now], type: scalar('timestamp') };
+        return { sql: '?', args: [{ kind: 'now', minus: 0 }], type: scalar('timestamp') };
       case 'len': {
         const arg = this.exprAs(
           first!,
@@ -314,10 +288,9 @@ export class Compiler {
     const rightType = rightOperand.type;
     const leftIsValue = leftOperand.fragment === undefined;
     const rightIsValue = rightOperand.fragment === undefined;
-    const leftTarget =
-      leftIsValue && rightType.kind !== 'unknown' && rightType.kind !== 'null' ? comparisonType(rightType) : leftType;
-    const rightTarget =
-      rightIsValue && leftType.kind !== 'unknown' && leftType.kind !== 'null' ? comparisonType(leftType) : rightType;
+    // A value takes the other side's type; numbers meet numbers whatever their kind (`price > 9.5` on an int field).
+    const leftTarget = leftIsValue && rightType.kind !== 'unknown' && rightType.kind !== 'null' ? rightType : leftType;
+    const rightTarget = rightIsValue && leftType.kind !== 'unknown' && leftType.kind !== 'null' ? leftType : rightType;
     if (!comparable(leftType, rightType) && !(leftIsValue && rightIsValue)) {
       const stringMeetsTimestamp =
         (isScalar(leftType, 'timestamp') && isScalar(rightType, 'text') && rightIsValue) ||
@@ -331,8 +304,8 @@ export class Compiler {
       }
     }
     return [
-      this.#as(leftOperand, leftTarget, labelFor(right, left)),
-      this.#as(rightOperand, rightTarget, labelFor(left, right)),
+      this.#as(leftOperand, leftTarget, labelFor(right, left), true),
+      this.#as(rightOperand, rightTarget, labelFor(left, right), true),
     ];
   }
 
@@ -387,7 +360,11 @@ export class Compiler {
             },
           );
         }
-        return { sql: `(${operand.sql} LIKE ?)`, args: [...operand.args, () => pattern], type: scalar('bool') };
+        return {
+          sql: `(${operand.sql} LIKE ?)`,
+          args: [...operand.args, { kind: 'literal', value: pattern }],
+          type: scalar('bool'),
+        };
       }
       case 'Truth': {
         const value = this.exprAs(cond.expr, scalar('bool'));
@@ -472,20 +449,12 @@ export class Compiler {
         );
       }
       const element = item.type.kind === 'scalar' && item.type.scalar !== 'json' ? item.type.scalar : undefined;
-      const arrayType: ExprType =
-        element === undefined ? UNKNOWN : { kind: 'array', element: element === 'int' ? 'float' : element };
-      const label = printExpr(cond.right);
-      const right = cond.right;
+      const arrayType: ExprType = element === undefined ? UNKNOWN : { kind: 'array', element };
       // An array of unknown element type (`$1 in $2`) is bound as the JSON it came as.
-      const source: ArgSource =
+      const source: Arg =
         arrayType.kind === 'unknown'
-          ? (ctx) => {
-              const value = evaluate(right, ctx);
-              if (value !== null && !Array.isArray(value))
-                throw new FenecError('type_mismatch', `in takes an array; ${label} is not one`);
-              return value === null ? null : JSON.stringify(value);
-            }
-          : bindValue(right, arrayType, `the array after in`);
+          ? { kind: 'jsonList', expr: cond.right, label: printExpr(cond.right) }
+          : bindValue(cond.right, arrayType, `the array after in`, true);
       list = { sql: '?', args: [source], type: arrayType };
     } else {
       list = this.expr(cond.right);

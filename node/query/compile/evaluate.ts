@@ -6,7 +6,7 @@
 import type { Expr } from '../../../shared/fenecql/ast.js';
 import { FenecError } from '../../../shared/errors.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
-import type { SqlValue } from '../../storage/codec.js';
+import { walk, type NodeKind } from '../../../shared/fenecql/walk.js';
 
 /** What one execution of a plan binds: the request's params, one clock reading, the caller's claims. */
 export interface BindContext {
@@ -19,27 +19,16 @@ export interface BindContext {
   readonly rank?: string;
 }
 
-/** Produces one SQL argument of a plan at run time. */
-export type ArgSource = (ctx: BindContext) => SqlValue;
-
 /**
  * True for expressions whose value is known without reading a row: literals, parameters, claims, and arrays or objects
  * of them.
  */
 export function isValue(expr: Expr): boolean {
-  switch (expr.kind) {
-    case 'Literal':
-    case 'Param':
-    case 'Jwt':
-      return true;
-    case 'Array':
-      return expr.items.every(isValue);
-    case 'Object':
-      return expr.entries.every((e) => isValue(e.value));
-    default:
-      return false;
-  }
+  return walk(expr, (node) => (VALUE_KINDS.has(node.kind) ? undefined : false)) === undefined;
 }
+
+/** The kinds a value is made of: arrays and objects hold values, never fields or calls. */
+const VALUE_KINDS: ReadonlySet<NodeKind> = new Set(['Literal', 'Param', 'Jwt', 'Array', 'Object']);
 
 /** The JSON value of a value expression (see isValue) in one execution. */
 export function evaluate(expr: Expr, ctx: BindContext): unknown {

@@ -14,11 +14,11 @@ import { fromSqliteError, isConstraintError } from './sqlite-errors.js';
 import type { StatementCache } from './statement-cache.js';
 import { withScopedRank } from './scoped-rank.js';
 import type { BindContext } from '../compile/evaluate.js';
+import { bindArg, bindArgs } from '../compile/args.js';
+import { bulkRows } from './bulk-rows.js';
 
 function bind(step: SqlStep, ctx: BindContext): SqlValue[] {
-  const values = new Array<SqlValue>(step.args.length);
-  for (let i = 0; i < step.args.length; i++) values[i] = step.args[i]!(ctx);
-  return values;
+  return bindArgs(step.args, ctx);
 }
 
 /** A step that answers one number (a count, a sum), run with this execution's arguments. */
@@ -49,7 +49,7 @@ function verify(check: PolicyCheck, ids: readonly number[], ctx: BindContext, ca
  * (`$1[2]`, and `row` in the error's JSON) so that a loader can name the line it came from.
  */
 function runBulk(plan: BulkPlan, ctx: BindContext, cache: StatementCache, db: Connection): Answer {
-  const { rows, bind } = plan.rows(ctx);
+  const { rows, bind } = bulkRows(plan, ctx);
   return db.transaction(() => {
     if (plan.check !== undefined && plan.verb === 'put') {
       // The rows the ids name, where they exist, must be the token's to replace.
@@ -203,7 +203,7 @@ export function run(
     case 'vector':
       return runVector(plan, ctx, { statements: cache, vectors });
     case 'read': {
-      if (plan.guard !== undefined && !plan.guard(ctx)) return { rows: [], count: 0 };
+      if (plan.guard !== undefined && bindArg(plan.guard, ctx) === null) return { rows: [], count: 0 };
       const args = bind(plan.step, withScopedRank(plan.scoped, ctx, cache));
       if (maxAnswerBytes !== undefined)
         return readSerialized(cache.get(plan.step.sql).raw(true), args, plan.columns, maxAnswerBytes);
@@ -223,7 +223,7 @@ export function run(
       return { rows, count: rows.length };
     }
     case 'count':
-      if (plan.guard !== undefined && !plan.guard(ctx)) return { count: 0 };
+      if (plan.guard !== undefined && bindArg(plan.guard, ctx) === null) return { count: 0 };
       return { count: measure(plan.step, ctx, cache) };
     case 'change': {
       const { check, byIds } = plan;

@@ -4,12 +4,12 @@
  */
 import { FenecError } from '../../../shared/errors.js';
 import { textMatchAmongSql } from '../../search/text-index.js';
-import type { SqlValue } from '../../storage/codec.js';
 import { exactSearch, queryVector, type ScoredRow, type VectorStore } from '../../vector/store.js';
 import type { StatementCache } from './statement-cache.js';
 import { withScopedRank } from './scoped-rank.js';
 import type { OutputColumn, VectorPlan } from '../plan/plan-types.js';
-import type { BindContext } from '../compile/evaluate.js';
+import { evaluate, type BindContext } from '../compile/evaluate.js';
+import { bindArg, bindArgs } from '../compile/args.js';
 
 /** Rows a `near` answers when the statement gives no limit. */
 export const DEFAULT_NEAR_LIMIT = 10;
@@ -24,16 +24,12 @@ export interface VectorRunner {
   readonly vectors: VectorStore | undefined;
 }
 
-function bind(args: readonly ((ctx: BindContext) => SqlValue)[], ctx: BindContext): SqlValue[] {
-  return args.map((arg) => arg(ctx));
-}
-
 /**
  * The query vector, checked before any row is read (length, float32 range, a zero vector under cosine):
  * a wrong one is refused alike whether the collection holds rows or none, and whatever the filter passes.
  */
 function nearVector(plan: VectorPlan, ctx: BindContext): number[] {
-  const value = plan.vector(ctx);
+  const value = evaluate(plan.vector, ctx);
   if (!Array.isArray(value) || !value.every((x) => typeof x === 'number')) {
     throw new FenecError(
       'type_mismatch',
@@ -66,16 +62,17 @@ function vectorRanking(
     const allowed =
       plan.passing === undefined
         ? null
-        : (runner.statements.get(plan.passing.sql).pluck(true).all(bind(plan.passing.args, ctx)) as number[]);
+        : (runner.statements.get(plan.passing.sql).pluck(true).all(bindArgs(plan.passing.args, ctx)) as number[]);
     if (allowed !== null && allowed.length === 0) return [];
     return runner.vectors
       .search(plan.collection, plan.field, query, k + TIE_MARGIN, allowed)
       .sort(byScoreThenId)
       .slice(0, k);
   }
-  const rows = runner.statements.get(plan.scan.sql).raw(true).iterate(bind(plan.scan.args, ctx)) as IterableIterator<
-    [number, Buffer]
-  >;
+  const rows = runner.statements
+    .get(plan.scan.sql)
+    .raw(true)
+    .iterate(bindArgs(plan.scan.args, ctx)) as IterableIterator<[number, Buffer]>;
   return exactSearch(
     (function* () {
       for (const [rowId, blob] of rows) yield { rowId, blob };
@@ -111,7 +108,7 @@ function readRows(
   const raw = runner.statements
     .get(plan.read)
     .raw(true)
-    .all(plan.text === undefined ? [ids] : [plan.text.words(ctx), ids]) as unknown[][];
+    .all(plan.text === undefined ? [ids] : [bindArg(plan.text.words, ctx), ids]) as unknown[][];
   const scores = new Map(chosen.map((r) => [r.rowId, r.score]));
   const rows = raw.map((values) => toRow(plan.columns, values, found, scores));
   if (plan.ordered) return rows;
@@ -159,8 +156,8 @@ function toRow(
 
 export function runVector(plan: VectorPlan, ctx: BindContext, runner: VectorRunner): { [key: string]: unknown } {
   const query = nearVector(plan, ctx);
-  const limit = plan.limit === undefined ? DEFAULT_NEAR_LIMIT : (plan.limit(ctx) as number);
-  const offset = plan.offset === undefined ? 0 : (plan.offset(ctx) as number);
+  const limit = plan.limit === undefined ? DEFAULT_NEAR_LIMIT : (bindArg(plan.limit, ctx) as number);
+  const offset = plan.offset === undefined ? 0 : (bindArg(plan.offset, ctx) as number);
   const wanted = limit + offset;
   let chosen: ScoredRow[];
   let found: Set<number> | undefined;
@@ -169,15 +166,16 @@ export function runVector(plan: VectorPlan, ctx: BindContext, runner: VectorRunn
     chosen = vectorRanking(plan, query, wanted, runner, ctx);
   } else {
     const depth = Math.max(FUSE_MIN, FUSE_DEPTH * wanted);
-    match = plan.text.query(ctx);
+    match = bindArg(plan.text.query, ctx) as string | null;
     let textRows: number[] = [];
     if (match !== null) {
       const { rank: scoring } = plan.text;
-      const rank = scoring === undefined ? [] : [scoring.arg(withScopedRank(scoring.scoped, ctx, runner.statements))];
+      const rank =
+        scoring === undefined ? [] : [bindArg(scoring.arg, withScopedRank(scoring.scoped, ctx, runner.statements))];
       textRows = runner.statements
         .get(plan.text.sql)
         .pluck(true)
-        .all([...bind(plan.text.filterArgs, ctx), match, ...rank, depth]) as number[];
+        .all([...bindArgs(plan.text.filterArgs, ctx), match, ...rank, depth]) as number[];
     }
     found = new Set(textRows);
     const vectorRows = vectorRanking(plan, query, depth, runner, ctx);

@@ -12,6 +12,7 @@ import { Compiler } from '../compile/compiler.js';
 import { deleteExpired } from './expiry.js';
 import type { Answer } from '../../../shared/answer.js';
 import { isValue, type BindContext } from '../compile/evaluate.js';
+import { bindArgs } from '../compile/args.js';
 
 /** The stored value a field's default has now (for alter … add, which fills the rows there are). */
 function defaultNow(def: FieldDef, db: Connection, ctx: BindContext): unknown {
@@ -20,7 +21,7 @@ function defaultNow(def: FieldDef, db: Connection, ctx: BindContext): unknown {
   const fragment = isValue(def.default)
     ? compiler.exprAs(def.default, def.type, `the default of ${def.name}`)
     : compiler.expr(def.default);
-  const args = fragment.args.map((arg) => arg(ctx));
+  const args = bindArgs(fragment.args, ctx);
   return db.prepare(`SELECT ${fragment.sql}`).pluck().get(args) ?? null;
 }
 
@@ -29,7 +30,7 @@ function checkDefault(def: FieldDef, ctx: BindContext): void {
   if (def.default === undefined) return;
   const compiler = new Compiler(null);
   if (isValue(def.default)) {
-    compiler.exprAs(def.default, def.type, `the default of ${def.name}`).args.forEach((arg) => arg(ctx));
+    bindArgs(compiler.exprAs(def.default, def.type, `the default of ${def.name}`).args, ctx);
     return;
   }
   const { type } = compiler.expr(def.default);

@@ -2,7 +2,8 @@
  * Bulk writes: `insert into c $1` and `put c $1`, the rows an array of JSON objects bound as one
  * parameter. The data is never FenecQL text: it arrives parsed (JSON), and each row is checked as a
  * row written out as literals is — its keys against the fields, its values by the same conversion
- * to the field's type — then written by one prepared statement, all rows in one transaction.
+ * to the field's type (execute/bulk-rows.ts) — then written by one prepared statement, all rows in
+ * one transaction.
  *
  * Every row binds every field, so one SQL text serves every row whatever keys it gives: a field
  * with a default is written `CASE WHEN ? THEN <default> ELSE ? END`, the flag set when the row
@@ -17,24 +18,11 @@
  * bench/HISTORY.md, "The index's segments"). One statement leaves one segment for all the rows.
  */
 import type { Cond, ParamExpr } from '../../../shared/fenecql/ast.js';
-import { FenecError } from '../../../shared/errors.js';
-import { printFieldType } from '../../../shared/fenecql/print.js';
-import { ID_TYPE, type Collection, type Field } from '../../schema/catalog.js';
-import { toSql, type SqlValue } from '../../storage/codec.js';
+import type { Collection, Field } from '../../schema/catalog.js';
 import { bindValue, Compiler } from '../compile/compiler.js';
-import type { BulkPlan, PolicyCheck, StagedSql } from './plan-types.js';
+import type { BulkField, BulkPlan, PolicyCheck, StagedSql } from './plan-types.js';
 import { ident } from '../../storage/sqlite.js';
 import { insertSql, pinnedFields, upsertApartSql, upsertConflict, upsertSql } from './write-sql.js';
-import type { ArgSource } from '../compile/evaluate.js';
-
-/** How one field's SQL arguments come from a row: `given` its value, or undefined when the row leaves it out. */
-interface FieldBinding {
-  readonly field: Field;
-  /** The value a row that leaves the field out takes from the token (a policy pins it), for this execution. */
-  readonly pinned: ArgSource | undefined;
-  /** The default's SQL arguments, evaluated once per execution; undefined when the field has no default. */
-  readonly defaultArgs: readonly ArgSource[] | undefined;
-}
 
 export function planBulk(
   verb: 'insert' | 'put',
@@ -45,18 +33,19 @@ export function planBulk(
 ): BulkPlan {
   const pins = policy === undefined ? new Map() : pinnedFields(policy);
   const defaults = new Compiler(null);
-  const bindings: FieldBinding[] = [];
+  const fields: BulkField[] = [];
   const values: { sql: string }[] = [];
   for (const field of collection.fields) {
     const label = `field ${field.name}`;
     const pin = pins.get(field.name);
     const pinned = pin === undefined ? undefined : bindValue(pin, field.type, label);
+    const row = { name: field.name, type: field.type, required: field.def.required, pinned };
     if (field.def.default === undefined) {
-      bindings.push({ field, pinned, defaultArgs: undefined });
+      fields.push({ ...row, defaultArgs: undefined });
       values.push({ sql: '?' });
     } else {
       const fragment = defaults.exprAs(field.def.default, field.type, label);
-      bindings.push({ field, pinned, defaultArgs: fragment.args });
+      fields.push({ ...row, defaultArgs: fragment.args });
       values.push({ sql: `CASE WHEN ? THEN ${fragment.sql} ELSE ? END` });
     }
   }
@@ -68,107 +57,16 @@ export function planBulk(
       : verb === 'insert'
         ? insertSql(collection, columns, values)
         : upsertSql(collection, columns, values);
-  const known = new Set(collection.fields.map((f) => f.name));
-  const name = `$${param.index}`;
-
-  function rowArgs(
-    row: unknown,
-    constants: readonly (readonly SqlValue[] | undefined)[],
-    pinnedValues: readonly SqlValue[],
-  ): SqlValue[] {
-    if (typeof row !== 'object' || row === null || Array.isArray(row)) {
-      throw new FenecError(
-        'type_mismatch',
-        `a row is an object {field: value}; this one is ${row === null ? 'null' : Array.isArray(row) ? 'an array' : `a ${typeof row}`}`,
-      );
-    }
-    const given = row as Record<string, unknown>;
-    const args: SqlValue[] = [];
-    for (const key in given) {
-      if (key === 'id') {
-        if (verb === 'insert') {
-          throw new FenecError('invalid_statement', 'insert assigns id itself; a row given one is written with put', {
-            hint: `put ${collection.name} ${name}`,
-          });
-        }
-      } else if (!known.has(key)) {
-        throw new FenecError('unknown_field', `${collection.name} has no field ${key}`, {
-          hint: `its fields: id, ${collection.fields.map((f) => f.name).join(', ')}`,
-        });
-      }
-    }
-    if (verb === 'put') {
-      const id = Object.hasOwn(given, 'id') ? toSql(ID_TYPE, given.id, 'id') : null;
-      if (id === null) {
-        throw new FenecError('invalid_statement', 'put replaces or creates the row its id names; this row has no id', {
-          hint: `give each row its id, or insert into ${collection.name} ${name} to have ids assigned`,
-        });
-      }
-      if ((id as number) < 1) throw new FenecError('invalid_value', `put takes an id ≥ 1; this row's is ${id}`);
-      args.push(id);
-    }
-    for (let i = 0; i < bindings.length; i++) {
-      const { field, defaultArgs } = bindings[i]!;
-      const present = Object.hasOwn(given, field.name);
-      let value: SqlValue;
-      if (present) {
-        value = toSql(field.type, given[field.name], `field ${field.name}`);
-        if (value === null && field.def.required)
-          throw new FenecError('missing_required', `field ${field.name} is required; null was given`);
-      } else if (bindings[i]!.pinned !== undefined) {
-        value = pinnedValues[i]!;
-      } else if (defaultArgs === undefined) {
-        if (field.def.required) {
-          throw new FenecError('missing_required', `field ${field.name} is required`, {
-            hint: `give ${field.name} a value of type ${printFieldType(field.type)}`,
-          });
-        }
-        value = null;
-      } else {
-        // Left out: the default, evaluated as in a row written out.
-        args.push(1, ...constants[i]!, null);
-        continue;
-      }
-      if (defaultArgs === undefined) args.push(value);
-      else args.push(0, ...constants[i]!, value);
-    }
-    return args;
-  }
-
   return {
     kind: 'bulk',
     verb,
-    param: name,
+    param: `$${param.index}`,
     sql,
     staged: columns.length === 0 ? undefined : stagedSql(verb, collection, values),
     check,
-    rows(ctx) {
-      if (param.index > ctx.params.length) {
-        throw new FenecError(
-          'missing_parameter',
-          `the statement uses ${name} and params has ${ctx.params.length} value${ctx.params.length === 1 ? '' : 's'}`,
-          {
-            hint: `pass the rows as "params": [[{…}, {…}]]`,
-          },
-        );
-      }
-      const value = ctx.params[param.index - 1];
-      const rows = Array.isArray(value) ? value : typeof value === 'object' && value !== null ? [value] : undefined;
-      if (rows === undefined) {
-        throw new FenecError(
-          'type_mismatch',
-          `${name} holds the rows to ${verb}: an array of objects, or one object; it is ${value === null ? 'null' : `a ${typeof value}`}`,
-          {
-            hint: `"params": [[{…}, {…}]]`,
-          },
-        );
-      }
-      // What does not change from row to row is bound once per execution: defaults (one clock reading) and pinned
-      // claims.
-      const constants = bindings.map((b) => b.defaultArgs?.map((arg) => arg(ctx)));
-      const pinnedValues = bindings.map((b) => (b.pinned === undefined ? null : b.pinned(ctx)));
-      return { rows, bind: (row) => rowArgs(row, constants, pinnedValues) };
-    },
+    collection: collection.name,
+    index: param.index,
+    fields,
   };
 }
 

@@ -1,11 +1,12 @@
 /**
- * Plans: what the planner makes of a row statement and the executor runs. SQL text with the sources
- * of its arguments, made once per statement text and schema version, run many times.
+ * Plans: what the planner makes of a row statement and the executor runs. SQL text with its arguments
+ * as data (compile/args.ts: a literal, a parameter, a claim, the clock), made once per statement text
+ * and schema version, run many times; plain data throughout but a column's decoder, so that `explain`
+ * prints a plan and a test compares one whole.
  */
-import type { Metric } from '../../../shared/fenecql/ast.js';
-import type { SqlValue } from '../../storage/codec.js';
+import type { Expr, FieldType, Metric } from '../../../shared/fenecql/ast.js';
 import type { ScopedRank, TextRank } from './text-rank.js';
-import type { ArgSource, BindContext } from '../compile/evaluate.js';
+import type { Arg } from '../compile/args.js';
 
 /** One column of a read's answer: its key and, where the stored form differs from JSON, how to turn it. */
 export interface OutputColumn {
@@ -15,7 +16,7 @@ export interface OutputColumn {
 
 export interface SqlStep {
   readonly sql: string;
-  readonly args: readonly ArgSource[];
+  readonly args: readonly Arg[];
 }
 
 /**
@@ -38,8 +39,11 @@ export interface PolicyCheck {
   readonly condition: string;
 }
 
-/** A read may depend on a value known only when bound: `match ""` has no word, and answers no rows. */
-export type Guard = (ctx: BindContext) => boolean;
+/**
+ * A read may depend on a value known only when bound: `match ""` has no word, and answers no rows. The
+ * guard is the argument that must not bind to null for the read to run.
+ */
+export type Guard = Arg;
 
 export type Plan =
   | {
@@ -57,7 +61,7 @@ export type Plan =
       readonly step: SqlStep;
       /** Then each vector kept apart (catalog.ts): its value written, or its row deleted when the put leaves it out. */
       readonly apart: readonly SqlStep[];
-      readonly id: ArgSource;
+      readonly id: Arg;
       readonly check?: PolicyCheck;
     }
   | {
@@ -90,11 +94,23 @@ export interface BulkPlan {
   /** All rows in one statement (node/query/plan/bulk.ts); undefined for a collection without fields. */
   readonly staged: StagedSql | undefined;
   readonly check?: PolicyCheck;
-  /**
-   * The rows the parameter holds, and how one of them binds for this execution (for put, the id
-   * first). @throws FenecError when the parameter is not rows; `bind` throws a row's refusal.
-   */
-  rows(ctx: BindContext): { readonly rows: readonly unknown[]; readonly bind: (row: unknown) => SqlValue[] };
+  /** The collection, as a refused row's message names it. */
+  readonly collection: string;
+  /** The parameter's index: it holds the rows, an array of objects (or one object). */
+  readonly index: number;
+  /** Each field, in the collection's order: how a row's value for it binds (execute/bulk-rows.ts). */
+  readonly fields: readonly BulkField[];
+}
+
+/** How one field's SQL arguments come from a bulk row. */
+export interface BulkField {
+  readonly name: string;
+  readonly type: FieldType;
+  readonly required: boolean;
+  /** The value a row that leaves the field out takes from the token (a policy pins it). */
+  readonly pinned: Arg | undefined;
+  /** The default's SQL arguments, bound once per execution; undefined when the field has no default. */
+  readonly defaultArgs: readonly Arg[] | undefined;
 }
 
 /** A bulk write's rows through a temporary table, then into the collection by one statement. */
@@ -123,8 +139,8 @@ export interface VectorPlan {
   readonly metric: Metric;
   /** The field has @hnsw: the ranking comes from its Faiss index; otherwise from an exact scan. */
   readonly indexed: boolean;
-  /** The query vector, as given. */
-  readonly vector: (ctx: BindContext) => unknown;
+  /** The query vector, as given: a value expression (an array of numbers, a parameter). */
+  readonly vector: Expr;
   /** The ids of the rows that pass the filter (where and expiry); undefined when every row does. */
   readonly passing: SqlStep | undefined;
   /** Ids and vectors of the rows that pass, for an exact scan. */
@@ -136,11 +152,12 @@ export interface VectorPlan {
   readonly text:
     | {
         readonly sql: string;
-        readonly filterArgs: readonly ArgSource[];
-        readonly query: (ctx: BindContext) => string | null;
+        readonly filterArgs: readonly Arg[];
+        /** The MATCH expression: null when the words hold no word, and the text ranks no row. */
+        readonly query: Arg;
         readonly rank: TextRank | undefined;
         /** The words the read's snippets bind (matchTerms). */
-        readonly words: (ctx: BindContext) => string | null;
+        readonly words: Arg;
       }
     | undefined;
   /**
@@ -151,7 +168,7 @@ export interface VectorPlan {
   readonly columns: readonly OutputColumn[];
   /** The statement has `order`: rows come in the read's order, not the ranking's. */
   readonly ordered: boolean;
-  readonly limit: ArgSource | undefined;
-  readonly offset: ArgSource | undefined;
+  readonly limit: Arg | undefined;
+  readonly offset: Arg | undefined;
   readonly count: boolean;
 }

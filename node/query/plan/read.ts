@@ -6,14 +6,15 @@ import type { Cond, Expr, GetStmt, Position } from '../../../shared/fenecql/ast.
 import { FenecError } from '../../../shared/errors.js';
 import { withIdTies } from '../../../shared/fenecql/order.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
-import { matchTerms, textSearchSql, textTopSelect } from '../../search/text-index.js';
+import { textSearchSql, textTopSelect } from '../../search/text-index.js';
 import { fieldSql, ID_TYPE, type Collection, type Field } from '../../schema/catalog.js';
 import { ident } from '../../storage/sqlite.js';
 import { bindValue, Compiler, type Fragment } from '../compile/compiler.js';
 import type { OutputColumn, Plan } from './plan-types.js';
 import { planVector, type ReadShape } from './vector.js';
 import { textRank, type MatchQuery } from './text-rank.js';
-import { isValue, type ArgSource, type BindContext } from '../compile/evaluate.js';
+import { isValue } from '../compile/evaluate.js';
+import type { Arg } from '../compile/args.js';
 import { scalar, typeName, type ExprType } from '../compile/expr-types.js';
 
 export function fieldOf(collection: Collection, name: string, pos?: Position): Field {
@@ -28,11 +29,9 @@ export function fieldOf(collection: Collection, name: string, pos?: Position): F
 }
 
 /** A limit or offset: an int literal or a parameter, never negative. */
-function bindCount(expr: Expr, what: 'limit' | 'offset'): ArgSource {
-  if (expr.kind === 'Literal' && expr.type === 'int' && (expr.value as number) >= 0) {
-    const value = expr.value as number;
-    return () => value;
-  }
+function bindCount(expr: Expr, what: 'limit' | 'offset'): Arg {
+  if (expr.kind === 'Literal' && expr.type === 'int' && (expr.value as number) >= 0)
+    return { kind: 'literal', value: expr.value as number };
   if (expr.kind !== 'Param') {
     throw new FenecError(
       'invalid_value',
@@ -40,19 +39,7 @@ function bindCount(expr: Expr, what: 'limit' | 'offset'): ArgSource {
       { position: expr.pos },
     );
   }
-  const index = expr.index;
-  return (ctx) => {
-    const value = index <= ctx.params.length ? ctx.params[index - 1] : undefined;
-    if (value === undefined)
-      throw new FenecError('missing_parameter', `${what} $${index}: params has ${ctx.params.length} values`);
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-      throw new FenecError(
-        'invalid_value',
-        `${what} $${index} is ${JSON.stringify(value)}; it takes a whole number ≥ 0`,
-      );
-    }
-    return value;
-  };
+  return { kind: 'count', what, index: expr.index };
 }
 
 function selectedFields(stmt: GetStmt, collection: Collection): Field[] {
@@ -99,15 +86,15 @@ function orderSql(stmt: GetStmt, collection: Collection, prefix: string): string
  * statement). `+?` is an expression the planner leaves alone: the statement is prepared once. That
  * re-preparing cost a `match … limit 10` about a tenth of its time (bench/HISTORY.md).
  */
-function countSql(expr: Expr, what: 'limit' | 'offset'): { sql: string; args: ArgSource[] } {
+function countSql(expr: Expr, what: 'limit' | 'offset'): { sql: string; args: Arg[] } {
   const bound = bindCount(expr, what); // refuses anything but a whole number ≥ 0 or a parameter
   return expr.kind === 'Literal' ? { sql: String(expr.value), args: [] } : { sql: '+?', args: [bound] };
 }
 
 /** `LIMIT … OFFSET …` and their arguments, or nothing when the statement has neither. */
-function pageSql(stmt: GetStmt): { sql: string; args: ArgSource[] } {
+function pageSql(stmt: GetStmt): { sql: string; args: Arg[] } {
   if (stmt.limit === undefined && stmt.offset === undefined) return { sql: '', args: [] };
-  const limit = stmt.limit === undefined ? { sql: '-1', args: [] as ArgSource[] } : countSql(stmt.limit, 'limit');
+  const limit = stmt.limit === undefined ? { sql: '-1', args: [] as Arg[] } : countSql(stmt.limit, 'limit');
   if (stmt.offset === undefined) return { sql: ` LIMIT ${limit.sql}`, args: limit.args };
   const offset = countSql(stmt.offset, 'offset');
   return { sql: ` LIMIT ${limit.sql} OFFSET ${offset.sql}`, args: [...limit.args, ...offset.args] };
@@ -138,7 +125,7 @@ export function rowFilter(
       const value = `+${collection.table}.${field.column}`;
       parts.push({
         sql: `(${value} IS NULL OR ${value} > ?)`,
-        args: [(ctx: BindContext) => ctx.now - ms],
+        args: [{ kind: 'now', minus: ms }],
         type: scalar('bool'),
       });
     }
@@ -212,29 +199,14 @@ function matchQuery(
       },
     );
   }
-  const bound = bindValue(match.query, scalar('text'), 'the words after match');
-  const words = (ctx: BindContext): string | null => {
-    const text = bound(ctx);
-    return text === null ? null : String(text);
-  };
+  const words = bindValue(match.query, scalar('text'), 'the words after match');
   const column = match.field === '*' ? -1 : textFields.findIndex((f) => f.name === match.field);
-  // Asked twice an execution (the guard, then the MATCH argument), and often for the words asked
-  // last: reading the words (a Unicode scan, NFC, case folding) once per new text spares both.
-  let lastText: string | undefined;
-  let lastTerms: ReturnType<typeof matchTerms> = null;
-  const terms = (ctx: BindContext): ReturnType<typeof matchTerms> => {
-    const text = words(ctx);
-    if (text === null) return null;
-    if (text !== lastText) {
-      lastTerms = matchTerms(text, match.field, textFields);
-      lastText = text;
-    }
-    return lastTerms;
-  };
+  const fields = textFields.map((f) => f.name);
+  const terms = (part: 'expression' | 'snippet'): Arg => ({ kind: 'words', part, field: match.field, fields, words });
   return {
     field: match.field,
-    expression: (ctx) => terms(ctx)?.expression ?? null,
-    snippetWords: (ctx) => terms(ctx)?.snippetWords ?? null,
+    expression: terms('expression'),
+    snippetWords: terms('snippet'),
     rank: textRank(collection, match.field, column, words, compiler, policy),
   };
 }
@@ -248,7 +220,7 @@ function planMatch(stmt: GetStmt, query: MatchQuery, collection: Collection, fil
   const page = pageSql(stmt);
   const order = orderSql(stmt, collection, 'c.');
   const filterArgs = filter?.args ?? [];
-  const guard = (ctx: BindContext): boolean => query.expression(ctx) !== null;
+  const guard = query.expression;
   if (stmt.count) {
     // A count ranks nothing: no rank function, and no statistics to count.
     const sql = `SELECT count(*) FROM (SELECT 1 FROM ${search.from} WHERE ${search.match}${page.sql})`;

@@ -12,10 +12,10 @@
  * and one per word over the rows holding the word, each joined to the policy's condition.
  */
 import type { Cond } from '../../../shared/fenecql/ast.js';
-import { textStatsSql, wordExpressions } from '../../search/text-index.js';
+import { textStatsSql } from '../../search/text-index.js';
 import type { Collection } from '../../schema/catalog.js';
 import type { Compiler } from '../compile/compiler.js';
-import type { ArgSource, BindContext } from '../compile/evaluate.js';
+import type { Arg } from '../compile/args.js';
 
 /** Statistics to count at run time: the rows a policy condition lets a token read. */
 export interface ScopedRank {
@@ -23,16 +23,19 @@ export interface ScopedRank {
   readonly size: string;
   /** Those rows that one word's MATCH expression finds; the condition's arguments, then the expression. */
   readonly hits: string;
-  readonly args: readonly ArgSource[];
-  /** The query's words as MATCH expressions, one each, in the query's order. */
-  readonly words: (ctx: BindContext) => string[];
+  readonly args: readonly Arg[];
+  /** The query's words (text), each counted as a MATCH expression of its own (wordExpressions), in their order. */
+  readonly words: Arg;
+  /** The field matched ('*': every @text field), and the @text fields' names. */
+  readonly field: string;
+  readonly fields: readonly string[];
   readonly column: number;
 }
 
 /** What a plan keeps of a `match`'s scoring under a policy: what to count first, and its rank argument. */
 export interface TextRank {
   /** Binds the rank function `scopedRank` put into the context. */
-  readonly arg: ArgSource;
+  readonly arg: Arg;
   readonly scoped: ScopedRank;
 }
 
@@ -40,42 +43,37 @@ export interface TextRank {
 export interface MatchQuery {
   readonly field: string;
   /** The MATCH expression when bound: null when the words hold no word, and the statement answers no rows. */
-  readonly expression: (ctx: BindContext) => string | null;
+  readonly expression: Arg;
   /** The words as fenec_snippet takes them (matchTerms), null with the expression. */
-  readonly snippetWords: (ctx: BindContext) => string | null;
+  readonly snippetWords: Arg;
   /** Under a policy; undefined for the whole collection's statistics. */
   readonly rank: TextRank | undefined;
 }
 
 /**
  * The scoring of `match FIELD` (column: its index among the @text fields; -1 for `*`) over
- * `collection` under `policy`, or undefined when the token has none. `text` binds the user's words.
+ * `collection` under `policy`, or undefined when the token has none. `words` binds the user's words.
  */
 export function textRank(
   collection: Collection,
   field: string,
   column: number,
-  text: (ctx: BindContext) => string | null,
+  words: Arg,
   compiler: Compiler,
   policy: Cond | undefined,
 ): TextRank | undefined {
   if (policy === undefined) return undefined;
   const condition = compiler.cond(policy);
   const sql = textStatsSql(collection.name, column, condition.sql);
-  const fields = collection.textFields;
   return {
-    arg: (ctx) => {
-      if (ctx.rank === undefined) throw new Error('a scoped match ran without its statistics counted first');
-      return ctx.rank;
-    },
+    arg: { kind: 'rank' },
     scoped: {
       size: sql.size,
       hits: sql.hits,
       args: condition.args,
-      words: (ctx) => {
-        const words = text(ctx);
-        return words === null ? [] : wordExpressions(words, field, fields);
-      },
+      words,
+      field,
+      fields: collection.textFields.map((f) => f.name),
       column,
     },
   };

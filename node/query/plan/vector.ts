@@ -12,7 +12,8 @@ import { fieldSql, type Collection, type Field } from '../../schema/catalog.js';
 import type { Fragment } from '../compile/compiler.js';
 import type { OutputColumn, VectorPlan } from './plan-types.js';
 import type { MatchQuery } from './text-rank.js';
-import { evaluate, isValue, type ArgSource } from '../compile/evaluate.js';
+import { isValue } from '../compile/evaluate.js';
+import type { Arg } from '../compile/args.js';
 
 /** How a plain read would answer: the fields, their output columns, its order and its page. */
 export interface ReadShape {
@@ -20,8 +21,8 @@ export interface ReadShape {
   readonly columns: readonly OutputColumn[];
   /** ORDER BY of the `order` clause over the table's columns, when the statement has one. */
   readonly order: string | undefined;
-  readonly limit: ArgSource | undefined;
-  readonly offset: ArgSource | undefined;
+  readonly limit: Arg | undefined;
+  readonly offset: Arg | undefined;
 }
 
 function metricOf(field: Field): { metric: Metric; indexed: boolean } {
@@ -98,7 +99,7 @@ export function planVector(
     dims: field.type.dims,
     metric,
     indexed,
-    vector: (ctx) => evaluate(vector, ctx),
+    vector,
     passing:
       filter === undefined ? undefined : { sql: `SELECT "id" FROM ${collection.table}${where}`, args: filter.args },
     scan: { sql: scanSql(collection, field, filter), args: filter?.args ?? [] },

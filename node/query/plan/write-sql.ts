@@ -3,21 +3,21 @@
  * (`insert into c {…}`) or bound as one parameter (`insert into c $1`).
  */
 import type { Cond, Expr } from '../../../shared/fenecql/ast.js';
+import { SKIP, walk } from '../../../shared/fenecql/walk.js';
 import type { Collection, Field } from '../../schema/catalog.js';
 
 /** The fields a policy condition pins to a claim: the `field = $jwt.claim` among its top-level `and`s. */
 export function pinnedFields(policy: Cond): Map<string, Expr> {
   const pins = new Map<string, Expr>();
-  const visit = (cond: Cond): void => {
-    if (cond.kind === 'And') {
-      visit(cond.left);
-      visit(cond.right);
-    } else if (cond.kind === 'Compare' && cond.op === '=') {
+  walk(policy, (cond) => {
+    if (cond.kind === 'And') return undefined;
+    if (cond.kind === 'Compare' && cond.op === '=') {
       if (cond.left.kind === 'Field' && cond.right.kind === 'Jwt') pins.set(cond.left.name, cond.right);
       if (cond.right.kind === 'Field' && cond.left.kind === 'Jwt') pins.set(cond.right.name, cond.left);
     }
-  };
-  visit(policy);
+    // Below an `or` or a `not` a comparison pins nothing.
+    return SKIP;
+  });
   return pins;
 }
 

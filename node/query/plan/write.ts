@@ -17,7 +17,8 @@ import { FenecError } from '../../../shared/errors.js';
 import { printCondition, printExpr, printFieldType } from '../../../shared/fenecql/print.js';
 import { fieldSql, ID_TYPE, type Collection, type Field } from '../../schema/catalog.js';
 import { Compiler, type Fragment } from '../compile/compiler.js';
-import { isValue, type ArgSource } from '../compile/evaluate.js';
+import { isValue } from '../compile/evaluate.js';
+import type { Arg } from '../compile/args.js';
 import { isScalar, typeName } from '../compile/expr-types.js';
 import { fieldOf, rowFilter } from './read.js';
 import type { Plan, PolicyCheck, RowWrite, SqlStep } from './plan-types.js';
@@ -83,18 +84,8 @@ function valueFor(field: Field, expr: Expr, compiler: Compiler): Fragment {
     }
     const fragment = compiler.exprAs(expr, field.type, label);
     if (!field.def.required) return fragment;
-    const [source] = fragment.args as [ArgSource];
-    return {
-      ...fragment,
-      args: [
-        (ctx) => {
-          const value = source(ctx);
-          if (value === null)
-            throw new FenecError('missing_required', `field ${field.name} is required; ${printExpr(expr)} is null`);
-          return value;
-        },
-      ],
-    };
+    const [value] = fragment.args as [Arg];
+    return { ...fragment, args: [{ kind: 'required', field: field.name, text: printExpr(expr), value }] };
   }
   const fragment = compiler.expr(expr);
   const assignable =
@@ -191,17 +182,8 @@ function planPutRow(row: ObjectExpr, collection: Collection, check: PolicyCheck 
   }
   const compiler = new Compiler(null);
   const idFragment = compiler.exprAs(idEntry.value, ID_TYPE, 'id');
-  const [idSource] = idFragment.args as [ArgSource];
-  const id: ArgSource = (ctx) => {
-    const value = idSource(ctx);
-    if (typeof value !== 'number' || value < 1) {
-      throw new FenecError(
-        'invalid_value',
-        `put takes an id ≥ 1; ${printExpr(idEntry.value)} is ${value === null ? 'null' : value}`,
-      );
-    }
-    return value;
-  };
+  const [idValue] = idFragment.args as [Arg];
+  const id: Arg = { kind: 'putId', text: printExpr(idEntry.value), value: idValue };
   const { columns, values, apart } = rowValues(row, collection, compiler);
   // "Replaces that row": a field the object leaves out takes its default or null, as in a new row.
   const vectors = collection.apartFields.map((field): SqlStep => {
@@ -233,8 +215,8 @@ export function planSet(
   const compiler = new Compiler(collection);
   const assignments: string[] = [];
   const growths: string[] = [];
-  const args: ArgSource[] = [];
-  const growthArgs: ArgSource[] = [];
+  const args: Arg[] = [];
+  const growthArgs: Arg[] = [];
   const apart: ApartValue[] = [];
   for (const entry of stmt.changes.entries) {
     if (entry.key === 'id') {

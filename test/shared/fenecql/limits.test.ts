@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import type { ErrorCode } from '../../../shared/errors.js';
+import type { Cond } from '../../../shared/fenecql/ast.js';
 import {
   checkJsonValue,
   checkTreeDepth,
@@ -127,7 +128,7 @@ describe('the limits of a statement', () => {
 
   describe('trees built without the parser', () => {
     it('refuses a tree deeper than the limit, pointing at the first node past it', () => {
-      let cond: object = {
+      let cond: Cond = {
         kind: 'Compare',
         op: '=',
         left: { kind: 'Field', name: 'a' },
