@@ -9,6 +9,7 @@ import type { McpConfig } from '../config.js';
 import type { Caller } from '../../shared/http/front-door.js';
 import type { ToolOutcomeLabel } from '../http/metrics.js';
 import type { QuotaKind } from '../tenants/quotas.js';
+import type { NativeBuildPaths } from '../native-builds.js';
 
 /** The one file of a one-file server is the pool's only tenant, under this name. */
 export const ONE_FILE = '';
@@ -52,6 +53,8 @@ export interface WorkerSetup {
   readonly otel: TracingConfig | undefined;
   /** The key cursors are signed with: the server's, so that any of its workers takes a cursor another made. */
   readonly cursorSecret: Uint8Array;
+  /** Where the native builds are: the serving thread's (node/native-builds.ts), a thread having its own. */
+  readonly nativeBuilds: NativeBuildPaths;
   /** Where the worker says which request it runs and until when (see RunningSlot). */
   readonly slot: SharedArrayBuffer;
 }
