@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# Installs Debian's Chromium for the console's browser tests (test/console), when it is missing.
-# A test tool's own browser download (npx playwright install) fails on a network that reaches only
-# the npm registry and Debian's mirrors; playwright-core drives this one instead. Not part of
-# make install: a server or its image never needs a browser.
+# Installs the Debian packages that only the tests need, when missing (make test runs this; make install and the
+# image do not: a server never needs them):
+#   chromium        the console's browser tests (test/console). A test tool's own browser download
+#                   (npx playwright install) fails on a network that reaches only the npm registry and
+#                   Debian's mirrors; playwright-core drives this one instead.
+#   docker-compose  test/deploy validates deploy/docker-compose.yml with `docker-compose config`, offline.
 set -euo pipefail
 
-CHROMIUM=/usr/bin/chromium
-if [ -x "$CHROMIUM" ]; then exit 0; fi
+say() { printf 'install-test-tools: %s\n' "$*" >&2; }
+
+declare -A TOOLS=([chromium]=/usr/bin/chromium [docker-compose]=/usr/bin/docker-compose)
+missing=()
+for pkg in "${!TOOLS[@]}"; do [ -x "${TOOLS[$pkg]}" ] || missing+=("$pkg"); done
+if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "install-chromium: apt-get install chromium (for the console's browser tests)" >&2
+  say "apt-get install ${missing[*]} (for the tests)"
   apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 else
-  echo "install-chromium: $CHROMIUM is missing; the console's tests need it (Debian: sudo apt-get install chromium)" >&2
+  say "missing: ${missing[*]}; the tests need them (Debian: sudo apt-get install ${missing[*]})"
   exit 1
 fi
