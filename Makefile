@@ -1,7 +1,16 @@
 # fenecdb — `make run` starts it, `make test` tests it. Both install what is missing first.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
+# Node.js: the machine's when it is 22 or newer, else the Node.js 24 that scripts/install.sh puts in .cache/
+# (scripts/install-node.sh). Its directory goes first on PATH, so that every recipe, script, npx and child process
+# of a test that spawns `node` runs on it.
+NODE_BIN := $(shell bash scripts/install-node.sh --bin-dir)
+ifneq ($(NODE_BIN),)
+export PATH := $(NODE_BIN):$(PATH)
+endif
 NODE := node
+# One stamp per Node.js version: another Node.js (the machine's upgraded) reinstalls, rebuilding the native modules.
+INSTALL_STAMP := .install-stamp-$(shell bash scripts/install-node.sh --version)
 FILE ?= notes.fenec
 PORT ?= 8080
 SOURCES := $(shell find shared node router deploy test bench -name '*.ts' 2>/dev/null) tsconfig.json
@@ -10,7 +19,7 @@ SOURCES := $(shell find shared node router deploy test bench -name '*.ts' 2>/dev
 RAW_FAISS := bench/raw-faiss/build/raw-faiss
 FAISS_LIB ?= $(or $(FENEC_FAISS_LIB),/usr/lib/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/libfaiss.a)
 
-.PHONY: help install build test lint format timing-test mcp-test reliability mcp-conformance chromium console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench bench clean
+.PHONY: help install build test lint format timing-test mcp-test reliability mcp-conformance test-tools console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench bench clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
@@ -37,30 +46,30 @@ install: build
 	bash scripts/link-bins.sh
 
 # The install script is idempotent; the stamp only saves its checks on every make call.
-.install-stamp: scripts/install.sh package.json package-lock.json examples/mcp-agent/package-lock.json $(wildcard native/debian-packages.txt native/*/build.sh native/*/binding.gyp native/*/*.cc native/*/src/*.cc native/*/src/*.c native/*/src/*.h)
+$(INSTALL_STAMP): scripts/install.sh scripts/install-node.sh package.json package-lock.json examples/mcp-agent/package-lock.json $(wildcard native/debian-packages.txt native/*/build.sh native/*/binding.gyp native/*/*.cc native/*/src/*.cc native/*/src/*.c native/*/src/*.h)
 	bash scripts/install.sh
 	@touch $@
 
 build: dist/.build-stamp
 
 # tsc never removes what it wrote for a source since deleted: a test whose source is gone would still run.
-dist/.build-stamp: .install-stamp $(SOURCES)
+dist/.build-stamp: $(INSTALL_STAMP) $(SOURCES)
 	npx tsc -p tsconfig.json
 	@find dist -name '*.js' | while read -r out; do src=$${out#dist/}; [ -f "$${src%.js}.ts" ] || rm -f "$$out" "$$out.map" "$${out%.js}.d.ts"; done
 	@touch $@
 
 # make test runs the format and lint checks, then every test under dist/test (.mocharc.cjs), the MCP ones among them.
-test: build lint mcp-conformance chromium
+test: build lint mcp-conformance test-tools
 	npx mocha
 
 # Prettier's format (.prettierrc.json) and typescript-eslint with a 120-column cap (eslint.config.js); `make format` rewrites.
 # The console's JavaScript is type-checked from its JSDoc (`// @ts-check`, console/tsconfig.json: checkJs, no output).
-lint: .install-stamp
+lint: $(INSTALL_STAMP)
 	npx prettier --check --log-level warn .
 	npx eslint .
 	npx tsc -p console/tsconfig.json
 
-format: .install-stamp
+format: $(INSTALL_STAMP)
 	npx prettier --write --log-level warn .
 
 MCP_TESTS := 'dist/test/shared/mcp/**/*.test.js' 'dist/test/integration/mcp/**/*.test.js' dist/test/docs/agents-and-mcp-configs.test.js
@@ -80,16 +89,16 @@ reliability: build
 timing-test: build
 	npx mocha --no-config --exit --timeout 120000 dist/test/integration/index-event-loop.timing.js
 
-# Debian's Chromium for the console's browser tests (test/console), when missing.
-chromium:
-	bash scripts/install-chromium.sh
+# The Debian packages only the tests need (Chromium for test/console, docker-compose for test/deploy), when missing.
+test-tools:
+	bash scripts/install-test-tools.sh
 
 # Screenshots of each console page into docs/console/ (the console's browser tests, taking them).
-console-screenshots: build chromium
+console-screenshots: build test-tools
 	FENEC_CONSOLE_SCREENSHOTS=docs/console npx mocha --no-config --exit --timeout 120000 dist/test/console/console.test.js
 
-# The MCP conformance suite and the Node.js 22 it needs, from npm, into .cache/ (idempotent).
-mcp-conformance:
+# The MCP conformance suite, from npm, into .cache/ (idempotent); it runs on the project's Node.js.
+mcp-conformance: $(INSTALL_STAMP)
 	bash scripts/install-mcp-conformance.sh
 
 # A router and two tenant nodes as plain processes, data in ./data; Ctrl-C stops all three.
@@ -126,7 +135,7 @@ mcp-detail: build
 ingest-bench: build $(RAW_FAISS)
 	$(NODE) dist/bench/ingest-bench.js
 
-$(RAW_FAISS): bench/raw-faiss/raw-faiss.cc .install-stamp
+$(RAW_FAISS): bench/raw-faiss/raw-faiss.cc $(INSTALL_STAMP)
 	@mkdir -p $(@D)
 	g++ -std=c++17 -O3 -fopenmp -I$(or $(FENEC_FAISS_INCLUDE),/usr/include) -o $@ $< $(FAISS_LIB) -lopenblas -llapack
 
@@ -140,4 +149,4 @@ bench: build
 	$(MAKE) isolation-bench
 
 clean:
-	rm -rf dist .install-stamp bench/raw-faiss/build
+	rm -rf dist .install-stamp* bench/raw-faiss/build

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Installs everything fenecdb needs on a fresh Debian machine with Node.js 20, and nothing twice.
+# Installs everything fenecdb needs on a fresh Debian machine, and nothing twice.
 #
 # Steps, each skipped when already done:
 #   1. Debian packages (apt-get, only for what is missing; elsewhere: a message naming them)
-#   2. npm ci, here and in examples/mcp-agent (only where package-lock.json changed since the last install)
-#   3. native modules: better-sqlite3 12 compiled from source (its prebuilt download fails offline),
-#      then each addon under native/ that has a build script of its own
-#   4. the TypeScript build (make's own dependency tracking decides; not here)
+#   2. Node.js: the machine's when it is 22 or newer, else Node.js 24 from the npm registry into .cache/
+#      (scripts/install-node.sh); every later step runs on it
+#   3. npm ci, here and in examples/mcp-agent (only where package-lock.json changed since the last install)
+#   4. native modules, built against that Node.js's headers: better-sqlite3 compiled from source, then each
+#      addon under native/ that has a build script of its own
+#   5. the TypeScript build (make's own dependency tracking decides; not here)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,9 +35,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-# 2. npm packages, pinned by package-lock.json.
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-if [ "$node_major" -lt 20 ]; then say "Node.js 20 or later is needed (found $(node --version))"; exit 1; fi
+# 2. Node.js, first on PATH from here on (the Makefile puts the same directory first for its recipes).
+bash scripts/install-node.sh
+node_bin=$(bash scripts/install-node.sh --bin-dir)
+if [ -n "$node_bin" ]; then export PATH="$node_bin:$PATH"; fi
+hash -r
+say "Node.js $(node --version) ($(command -v node)), npm $(npm --version 2>/dev/null)"
+
+# 3. npm packages, pinned by package-lock.json, installed by that Node.js's npm so that engine checks see it.
 # Each package's own, the example agent's (examples/mcp-agent: its test runs it) beside the product's;
 # a copy without the example (the Docker image) installs the product's alone.
 for dir in . examples/mcp-agent; do
@@ -50,22 +57,24 @@ for dir in . examples/mcp-agent; do
   fi
 done
 
-# 3. Native modules.
-node_gyp="$(npm prefix -g)/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js"
-# node-gyp downloads Node's headers unless told where they are; offline that fails, so name them.
-nodedir=$(npm config get nodedir 2>/dev/null || true)
-if [ -z "$nodedir" ] || [ "$nodedir" = undefined ] || [ "$nodedir" = null ]; then
-  nodedir=$(dirname "$(dirname "$(command -v node)")")
-fi
+# 4. Native modules, against the headers of the Node.js that runs them (the one on PATH, whatever npm's own
+# config says: a nodedir there may name an older Node.js's). Offline, node-gyp cannot download headers.
+nodedir=$(dirname "$(dirname "$(node -p 'require("fs").realpathSync(process.execPath)')")")
 if [ ! -f "$nodedir/include/node/node.h" ]; then
   say "Node.js headers not found under $nodedir/include/node (Debian: the nodejs package ships them)"
   exit 1
 fi
-export npm_config_nodedir="$nodedir"
-if ! node -e "new (require('better-sqlite3'))(':memory:').close()" 2>/dev/null; then
-  say "compiling better-sqlite3 (about 90 s on 2 cores)"
-  (cd node_modules/better-sqlite3 && node "$node_gyp" rebuild --release --jobs=max --nodedir="$nodedir" >&2)
-  node -e "new (require('better-sqlite3'))(':memory:').close()"
+# npm's bundled node-gyp, beside the npm on PATH.
+node_gyp=$(dirname "$(node -p 'require("fs").realpathSync(process.argv[1])' "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js
+export FENEC_NODEDIR=$nodedir FENEC_NODE_GYP=$node_gyp
+# better-sqlite3 13 ships prebuilt binaries too (so its build does nothing unless forced); it loads build/Release
+# first when there is one, and we build that one here, from its source and its bundled SQLite, whose headers
+# native/fts5 compiles against.
+sqlite_addon=node_modules/better-sqlite3/build/Release/better_sqlite3.node
+if [ ! -f "$sqlite_addon" ] || ! node -e "require('./$sqlite_addon'); new (require('better-sqlite3'))(':memory:').close()" 2>/dev/null; then
+  say "compiling better-sqlite3 for Node.js $(node --version) (about 90 s on 2 cores)"
+  (cd node_modules/better-sqlite3 && npm_config_nodedir="$nodedir" node "$node_gyp" rebuild --release --force_build=1 --jobs=max --loglevel=warn --nodedir="$nodedir" >&2)
+  node -e "require('./$sqlite_addon'); new (require('better-sqlite3'))(':memory:').close()"
 fi
 for build in native/*/build.sh; do
   [ -f "$build" ] || continue

@@ -23,18 +23,18 @@ if [ ! -f "$FENEC_FAISS_LIB" ] || [ ! -f "$FENEC_FAISS_INCLUDE/faiss/IndexHNSW.h
   exit 1
 fi
 
-# Up to date: the addon exists and nothing it is built from is newer.
-if [ -f "$addon" ] && [ -z "$(find binding.gyp build.sh src ../../node_modules/node-addon-api/package.json \
+# Up to date: the addon exists, was built for this Node.js, and nothing it is built from is newer.
+built_for=build/node-version
+if [ -f "$addon" ] && [ "$(cat "$built_for" 2>/dev/null)" = "$(node --version)" ] &&
+  [ -z "$(find binding.gyp build.sh src ../../node_modules/node-addon-api/package.json \
       "$FENEC_FAISS_LIB" -newer "$addon" 2>/dev/null)" ]; then
   exit 0
 fi
 
-node_gyp="$(npm prefix -g)/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js"
-# Offline, node-gyp cannot download Node's headers: point it at the machine's (as scripts/install.sh does).
-nodedir=${npm_config_nodedir:-$(npm config get nodedir 2>/dev/null || true)}
-if [ -z "$nodedir" ] || [ ! -f "$nodedir/include/node/node_api.h" ]; then
-  nodedir=$(dirname "$(dirname "$(command -v node)")")
-fi
+# scripts/install.sh names the headers and node-gyp of the Node.js on PATH; run alone, the same are found here.
+# Offline, node-gyp cannot download Node's headers: they must be the ones beside the node binary.
+nodedir=${FENEC_NODEDIR:-$(dirname "$(dirname "$(node -p 'require("fs").realpathSync(process.execPath)')")")}
+node_gyp=${FENEC_NODE_GYP:-$(dirname "$(node -p 'require("fs").realpathSync(process.argv[1])' "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js}
 if [ ! -f "$nodedir/include/node/node_api.h" ]; then
   say "Node.js headers not found under $nodedir/include/node (Debian: the nodejs package ships them)"
   exit 1
@@ -42,6 +42,7 @@ fi
 gyp_args=(rebuild --release --jobs=max --loglevel=warn "--nodedir=$nodedir")
 
 say "compiling the Faiss addon (about 15 s on 2 cores)"
-node "$node_gyp" "${gyp_args[@]}" >&2
+npm_config_nodedir="$nodedir" node "$node_gyp" "${gyp_args[@]}" >&2
 node -e "require('./$addon')" || { say "$addon was built but does not load"; exit 1; }
-say "built $addon"
+node --version > "$built_for"
+say "built $addon for Node.js $(node --version)"

@@ -17,6 +17,7 @@ import {
 import { switchedBy, toolNames } from '../../shared/mcp/tools.js';
 import { isTenantNode, serverConfig, SERVER_DEFAULTS, type ServerConfig, type TenantNodeConfig } from '../config.js';
 import { mcpText } from '../mcp/serve-mcp.js';
+import { nativeBuildPaths, useNativeBuilds } from '../native-builds.js';
 import { acquireLock, type FileLock } from '../storage/lock.js';
 import { QUOTA_DEFAULTS } from '../tenants/quotas.js';
 import type { TenantNodeOptions } from '../tenants/tenant-node.js';
@@ -69,6 +70,8 @@ interface Options {
 }
 
 async function main(): Promise<void> {
+  // Where the native builds are (FENEC_FAISS_ADDON, FENEC_FTS5_EXTENSION); the workers are handed the same.
+  useNativeBuilds(nativeBuildPaths(process.env));
   let config: ServerConfig | undefined;
   let tenants: TenantNodeOptions | undefined;
   let authSources: AuthSources = {};

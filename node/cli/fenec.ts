@@ -4,6 +4,7 @@
  * prints the answer's JSON on stdout; a refusal is the error's JSON on stderr, and exit status 1.
  */
 import { FenecDatabase } from '../database.js';
+import { nativeBuildPaths, useNativeBuilds } from '../native-builds.js';
 import { createProgram, localError, onExit, parseCommandLine, usageError } from '../../shared/cli/command-line.js';
 import { addMcpCommand } from './mcp-command.js';
 import { addTenantCommand } from './tenant-command.js';
@@ -20,6 +21,9 @@ interface QueryOptions {
   readOnly?: boolean;
   token?: string;
 }
+
+// Where the native builds are (FENEC_FAISS_ADDON, FENEC_FTS5_EXTENSION), for the commands that open a file.
+useNativeBuilds(nativeBuildPaths(process.env));
 
 // Options are positional: `fenec token revoke --sub S` gives --sub to revoke, not to token.
 const program = createProgram(NAME).description('fenecdb from the command line.').enablePositionalOptions();

@@ -2,9 +2,8 @@
  * The SQLite connection under a `.fenec` file: the only module that imports better-sqlite3.
  */
 import Database from 'better-sqlite3';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { FenecError } from '../../shared/errors.js';
+import { findNativeBuild } from '../native-builds.js';
 import { checkedNumber, type SqlValue } from './codec.js';
 
 export type Connection = Database.Database;
@@ -30,32 +29,11 @@ export function ident(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
-/**
- * Our SQLite extension (native/fts5, built by `make install`): fenec_bm25, fenec_doclen, fenec_snippet and
- * fenec_deadline.
- */
-const EXTENSION = 'native/fts5/build/fenec_fts5.so';
-
-/** The extension's path, from the repository root (this file runs from dist/node/storage/ or node/storage/). */
-function extensionPath(): string {
-  const candidates = ['../../../', '../../'].map((up) => fileURLToPath(new URL(up + EXTENSION, import.meta.url)));
-  const path = candidates.find((p) => existsSync(p));
-  if (path === undefined) {
-    throw new FenecError(
-      'cannot_open',
-      `the SQLite extension fenecdb scores text with is not built (${EXTENSION} is missing)`,
-      {
-        hint: 'run `make install`: it builds native/fts5',
-      },
-    );
-  }
-  return path;
-}
-
 function registerFunctions(db: Connection): void {
   // BM25 with an IDF that stays positive for every word present (FTS5's own floors it at 1e-6): see
   // native/fts5/src/fenec_fts5.c and node/search/text-index.ts.
-  db.loadExtension(extensionPath()); // its entry point, sqlite3_fenecfts_init, is named after the file
+  // Our extension (native/fts5, built by `make install`): fenec_bm25, fenec_doclen, fenec_snippet, fenec_deadline.
+  db.loadExtension(findNativeBuild('fts5')); // its entry point, sqlite3_fenecfts_init, is named after the file
   // SQLite's own lower()/upper() fold ASCII only; FenecQL's fold every script, as JavaScript does.
   db.function('fenec_lower', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : s));
   db.function('fenec_upper', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toUpperCase() : s));

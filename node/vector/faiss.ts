@@ -7,11 +7,10 @@
  * not a sound index (ERR_FAISS_BAD_INDEX) become FenecError `vector_engine`, the native error as
  * its cause.
  */
-import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { FenecError } from '../../shared/errors.js';
+import { findNativeBuild } from '../native-builds.js';
 import type {
   VectorEngine,
   VectorIndex,
@@ -34,7 +33,6 @@ interface NativeAddon {
   getThreads(): number;
 }
 
-const ADDON = 'native/faiss/build/Release/fenec_faiss.node';
 const OPTION_KEYS: ReadonlySet<string> = new Set(['kind', 'dims', 'metric', 'm', 'efConstruction', 'efSearch']);
 const MISSPELLINGS: Readonly<Record<string, string>> = {
   M: 'm',
@@ -47,16 +45,10 @@ const MISSPELLINGS: Readonly<Record<string, string>> = {
 
 let loaded: NativeAddon | undefined;
 
-/** The addon, loaded on first use, from the repository root (this file runs from dist/node/vector/ or node/vector/). */
+/** The addon, loaded on first use, from where node/native-builds.ts finds it. */
 function addon(): NativeAddon {
   if (loaded !== undefined) return loaded;
-  const candidates = ['../../../', '../../'].map((up) => fileURLToPath(new URL(up + ADDON, import.meta.url)));
-  const path = candidates.find((p) => existsSync(p));
-  if (path === undefined) {
-    throw new FenecError('vector_engine', `the Faiss addon is not built (${ADDON} is missing)`, {
-      hint: 'run `make install`: it builds the addon, and installs libfaiss-dev first when run as root on Debian',
-    });
-  }
+  const path = findNativeBuild('faiss');
   try {
     loaded = createRequire(import.meta.url)(path) as NativeAddon;
     // Background work (builds, adds, snapshots) may use every core: its threads run below the serving

@@ -7,6 +7,7 @@ import type { TracingConfig } from '../../shared/tracing.js';
 import type { Policy } from '../../shared/auth/policy.js';
 import type { McpConfig } from '../config.js';
 import type { Caller } from '../../shared/http/front-door.js';
+import type { NativeBuildPaths } from '../native-builds.js';
 
 /** The one file of a one-file server is the pool's only tenant, under this name. */
 export const ONE_FILE = '';
@@ -50,6 +51,8 @@ export interface WorkerSetup {
   readonly otel: TracingConfig | undefined;
   /** The key cursors are signed with: the server's, so that any of its workers takes a cursor another made. */
   readonly cursorSecret: Uint8Array;
+  /** Where the native builds are: the serving thread's (node/native-builds.ts), a thread having its own. */
+  readonly nativeBuilds: NativeBuildPaths;
   /** Where the worker says which request it runs and until when (see RunningSlot). */
   readonly slot: SharedArrayBuffer;
 }

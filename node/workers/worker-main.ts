@@ -10,11 +10,13 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Audit } from '../../shared/audit.js';
 import { createLogger } from '../../shared/logger.js';
 import { startTracing } from '../../shared/tracing.js';
+import { useNativeBuilds } from '../native-builds.js';
 import type { ToWorker, WorkerReply, WorkerSetup } from './protocol.js';
 import { TenantWorker } from './tenant-worker.js';
 
 const setup = workerData as WorkerSetup;
 const port = parentPort!;
+useNativeBuilds(setup.nativeBuilds);
 const logger = createLogger('fenec-server');
 /** A worker's nice value over the serving thread's: below it, above background index work (+10, native/faiss). */
 const WORKER_NICE = 5;

@@ -16,6 +16,7 @@ import { Worker } from 'node:worker_threads';
 import { FenecError, type ErrorCode } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ServerConfig } from '../config.js';
+import { nativeBuildsInUse } from '../native-builds.js';
 import { statementTimeout } from '../storage/deadline.js';
 import {
   ONE_FILE,
@@ -68,6 +69,7 @@ export function workerSetup(config: ServerConfig): Omit<WorkerSetup, 'slot'> {
     audit: config.audit,
     otel: config.otel,
     cursorSecret: config.cursorSecret,
+    nativeBuilds: nativeBuildsInUse(),
   };
 }
 

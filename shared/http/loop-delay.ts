@@ -11,7 +11,7 @@
  * that arrives during it, as that request's latency.
  */
 import { subscribe } from 'node:diagnostics_channel';
-import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance, type ELDHistogram } from 'node:perf_hooks';
 
 /** How often the delay is sampled while requests come, in ms: the error of the figures. */
 export const LOOP_DELAY_RESOLUTION_MS = 1;
@@ -32,7 +32,7 @@ export interface LoopDelayFigures {
 const IDLE: LoopDelayFigures = Object.freeze({ min: 0, max: 0, mean: 0, stddev: 0, p50: 0, p90: 0, p99: 0 });
 
 export class LoopDelaySampler {
-  readonly #histogram: IntervalHistogram = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS });
+  readonly #histogram: ELDHistogram = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS });
   /** performance.now() until which to sample. */
   #until = 0;
   #stop: NodeJS.Timeout | undefined;

@@ -93,7 +93,7 @@ describe('the console (/_console) in headless Chromium', function () {
 
   before(async function () {
     if (!fs.existsSync(CHROMIUM))
-      throw new Error(`${CHROMIUM} is missing: make test installs Debian's chromium (scripts/install-chromium.sh)`);
+      throw new Error(`${CHROMIUM} is missing: make test installs Debian's chromium (scripts/install-test-tools.sh)`);
     const dir = sandbox.dir();
     fs.writeFileSync(path.join(dir, 'policy.txt'), POLICY);
     const args = ['--http-token', TOKEN, '--jwt-secret', SECRET, '--policy', path.join(dir, 'policy.txt')];

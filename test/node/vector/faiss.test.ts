@@ -108,10 +108,10 @@ describe('faiss (node/vector/faiss)', () => {
 
   describe('loading', () => {
     it('says to run make install when the addon is not built', async () => {
-      // The compiled wrapper and the error module, copied where no native/faiss/build exists.
+      // The compiled wrapper, its finder and the error module, copied where no native/faiss/build exists.
       const temp = tempDir();
       try {
-        for (const file of ['node/vector/faiss.js', 'shared/errors.js']) {
+        for (const file of ['node/vector/faiss.js', 'node/native-builds.js', 'shared/errors.js']) {
           mkdirSync(dirname(temp.file(`dist/${file}`)), { recursive: true });
           copyFileSync(new URL(`../../../${file}`, import.meta.url), temp.file(`dist/${file}`));
         }
