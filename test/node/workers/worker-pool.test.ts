@@ -12,6 +12,7 @@ import type { TenantLimits, WorkerReply } from '../../../node/workers/protocol.j
 import { WorkerPool } from '../../../node/workers/worker-pool.js';
 import { SERVER_CALLER } from '../../../shared/http/front-door.js';
 import { tempDir } from '../../helpers/temp.js';
+import { nativeBuildsInUse } from '../../../node/native-builds.js';
 
 const LIMITS: TenantLimits = {
   maxBytes: 0,
@@ -55,6 +56,7 @@ describe('WorkerPool: the worker with the fewest tenants (node/workers/worker-po
         audit: undefined,
         otel: undefined,
         cursorSecret: new Uint8Array(32),
+        nativeBuilds: nativeBuildsInUse(),
       },
     });
   });
