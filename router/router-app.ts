@@ -13,6 +13,7 @@ import * as https from 'node:https';
 import { context, propagation, trace, SpanKind } from '@opentelemetry/api';
 import express, { type Request, type Response } from 'express';
 import httpProxy from 'http-proxy';
+import { METADATA_PREFIX } from '../shared/auth/oauth/resource.js';
 import { serveConsole } from '../shared/console.js';
 import { Audit } from '../shared/audit.js';
 import { endRequestSpan, requestAttributes } from '../shared/tracing.js';
@@ -55,8 +56,8 @@ const ROUTE_PATTERNS: Readonly<Record<string, string>> = {
 
 export function createRouterApp(options: RouterOptions, logger?: Logger, audit: Audit = Audit.off): RouterApp {
   const placement = new Placement(options.nodes, options.pins);
-  const door = new FrontDoor(options, audit);
   const metrics = new RouterMetrics();
+  const door = new FrontDoor(options, audit, metrics.authRefused);
   const tracer = trace.getTracer('fenec-router');
   const agentOptions = {
     keepAlive: true,
@@ -118,6 +119,17 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
     } catch (err) {
       refuse(res, err instanceof FenecError ? err : new FenecError('unavailable', String(err)));
     }
+  });
+
+  // A tenant's protected resource metadata (RFC 9728): the node that holds the tenant answers it, or says it has none.
+  app.all(/^\/\.well-known\/oauth-protected-resource\/t\/([^/]+)\/_mcp$/, (req, res) => {
+    const tenant = req.params[0]!;
+    if (options.oauth === undefined)
+      return refuse(res, new FenecError('not_found', `no route ${req.method} ${req.path}`));
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return refuse(res, new FenecError('method_not_allowed', `${METADATA_PREFIX}/t/<tenant>/_mcp takes GET`));
+    if (!isTenantName(tenant)) return refuse(res, new FenecError('unknown_tenant', 'no such tenant on this server'));
+    forward(req, res, tenant, `${METADATA_PREFIX}/t/${tenant}/_mcp`);
   });
 
   app.all('/t/:tenant', (req, res) => {
@@ -209,7 +221,7 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
     const node = placement.nodeOf(tenant);
     const parent = propagation.extract(context.active(), req.headers);
     // The path is rebuilt from checked parts: its pattern is the tenant's taken out, never a caller's text.
-    const route = `/t/{tenant}${path.slice(3 + tenant.length)}`;
+    const route = path.replace(`/t/${tenant}`, '/t/{tenant}');
     const attributes = requestAttributes(req.method, { route, tenant });
     attributes['fenec.node'] = node.name;
     const span = tracer.startSpan(`${req.method} ${route}`, { kind: SpanKind.SERVER, attributes }, parent);

@@ -10,11 +10,12 @@
 import { IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { propagation } from '@opentelemetry/api';
+import { METADATA_PREFIX } from '../../shared/auth/oauth/resource.js';
 import { FenecError } from '../../shared/errors.js';
 import { isConsolePath, serveConsole } from '../../shared/console.js';
 import { encodingRefusal } from '../../shared/http/body.js';
 import type { Caller, FrontDoor } from '../../shared/http/front-door.js';
-import { errorBody, jsonHeaders } from '../../shared/http/reply.js';
+import { errorBody, jsonHeaders, withChallenge } from '../../shared/http/reply.js';
 import type { Logger } from '../../shared/logger.js';
 import { requestContext } from '../../shared/tracing.js';
 import type { ServerConfig } from '../config.js';
@@ -48,6 +49,8 @@ export class FenecRequest extends IncomingMessage {
 }
 
 const HEALTH_BODY = '{"status":"ok"}';
+/** A one-file server's protected resource metadata (RFC 9728), served when it takes OAuth tokens. */
+const RESOURCE_METADATA = `${METADATA_PREFIX}/_mcp`;
 const ROUTES_TEXT = 'POST /query, GET|POST /_revocations, GET /_health and GET /_metrics';
 const ROUTES_TEXT_MCP = 'POST /query, POST /_mcp, GET|POST /_revocations, GET /_health and GET /_metrics';
 const EMPTY = Buffer.alloc(0);
@@ -135,6 +138,14 @@ export class HttpHandler {
         req.route = '/_metrics';
         if (method === 'GET' || method === 'HEAD') return this.#metricsText(req, res);
         return this.#otherMethod(req, res, 'GET, HEAD');
+      case RESOURCE_METADATA: {
+        // A tenant node's root handler serves no resource of its own: its tenants' are under /t/.
+        const document = this.#dispatch === undefined ? undefined : this.#door.metadata('');
+        if (document === undefined) break;
+        req.route = METADATA_PREFIX;
+        if (method === 'GET' || method === 'HEAD') return this.sendMetadata(req, res, document);
+        return this.#otherMethod(req, res, 'GET, HEAD');
+      }
     }
     if (isConsolePath(path)) return serveConsole(req, res, path, 'file');
     return this.fail(
@@ -153,6 +164,18 @@ export class HttpHandler {
   #query(req: FenecRequest, res: ServerResponse): void {
     req.cors = this.#cors !== undefined && this.#door.isCorsOrigin(req);
     const caller = req.caller ?? this.#door.caller(req, req.route, req.route === '/_revocations' ? 'server' : 'any');
+    // An OAuth token not seen before is verified off the serving thread's hold: the body waits in the socket.
+    if (caller instanceof Promise) {
+      caller.then(
+        (checked) => this.#admitted(req, res, checked),
+        (err: unknown) => this.fail(req, res, err),
+      );
+      return;
+    }
+    this.#admitted(req, res, caller);
+  }
+
+  #admitted(req: FenecRequest, res: ServerResponse, caller: Caller | FenecError): void {
     if (caller instanceof FenecError) return this.fail(req, res, caller);
     req.caller = caller;
     if (this.#stopping) {
@@ -247,8 +270,17 @@ export class HttpHandler {
       (reply) => {
         this.#bodies.give(body);
         if (reply.tools !== undefined) for (const [tool, outcome] of reply.tools) this.#metrics.toolCall(tool, outcome);
-        if (reply.body === undefined) this.#write(req, res, reply.status, {}, undefined);
-        else this.send(req, res, reply.status, reply.body, this.#stopping ? { connection: 'close' } : undefined);
+        if (reply.body === undefined) return this.#write(req, res, reply.status, {}, undefined);
+        const extra: OutgoingHttpHeaders = this.#stopping ? { connection: 'close' } : {};
+        // A token refused in the worker (revoked, past its scopes) is told where to sign in again.
+        const challenge =
+          reply.status === 401
+            ? this.#door.challenge(req.tenant, 'invalid_token')
+            : reply.scope === undefined
+              ? undefined
+              : this.#door.challenge(req.tenant, 'insufficient_scope', reply.scope);
+        if (challenge !== undefined && req.route !== '/_revocations') extra['www-authenticate'] = challenge;
+        this.send(req, res, reply.status, reply.body, extra);
       },
       (err: unknown) => {
         this.#bodies.give(body);
@@ -308,7 +340,12 @@ export class HttpHandler {
     if (error.status >= 500) {
       this.#logger.error({ err: error.cause ?? error, code: error.code, route: req.route }, 'request failed');
     }
-    this.send(req, res, error.status, body, headers);
+    this.send(req, res, error.status, body, withChallenge(error, headers));
+  }
+
+  /** A protected resource's metadata: public, and readable by any page (an MCP client in a browser finds it). */
+  sendMetadata(req: FenecRequest, res: ServerResponse, document: string): void {
+    this.send(req, res, 200, document, { 'access-control-allow-origin': '*', 'cache-control': 'max-age=300' });
   }
 
   /** Answers with JSON (or `extra`'s content type), counted. */

@@ -6,7 +6,8 @@ import type { Counter, Histogram } from 'prom-client';
 import { MetricsRegistry } from '../../shared/http/metrics-registry.js';
 
 /** A route pattern, never a path: a collection or tenant name must not become a label value. */
-export type RouteLabel = '/query' | '/_mcp' | '/_health' | '/_metrics' | '/_revocations' | 'other';
+export type RouteLabel =
+  '/query' | '/_mcp' | '/_health' | '/_metrics' | '/_revocations' | '/.well-known/oauth-protected-resource' | 'other';
 
 /** How an MCP tool call ended: answered, refused as an isError result, or failed (a fault, an unknown tool). */
 export type ToolOutcomeLabel = 'ok' | 'refused' | 'failed';

@@ -43,11 +43,12 @@ export function startServer(
   logger: Logger,
   audit: Audit = Audit.off,
 ): Promise<RunningServer> {
+  const metrics = new HttpMetrics();
   const handler = new HttpHandler(
     config,
     (_req, work) => pool.run(ONE_FILE, limits, work),
-    new FrontDoor(config, audit),
-    new HttpMetrics(),
+    new FrontDoor(config, audit, metrics.authRefused),
+    metrics,
     logger,
     config.mcp !== undefined,
   );

@@ -18,6 +18,7 @@ import { context } from '@opentelemetry/api';
 import { Gauge } from 'prom-client';
 import { Audit } from '../../shared/audit.js';
 import { EMPTY_POLICY, grantedTools, parsePolicy, type Policy } from '../../shared/auth/policy.js';
+import { METADATA_PREFIX, metadataRequest } from '../../shared/auth/oauth/resource.js';
 import { FenecError } from '../../shared/errors.js';
 import { isConsolePath, serveConsole } from '../../shared/console.js';
 import { readBody, readJson } from '../../shared/http/body.js';
@@ -107,7 +108,7 @@ export function startTenantNode(
   );
   const refused = (quota: QuotaKind): void => refusals.inc({ quota });
   const dataDir = config.where.dataDir;
-  const door = new FrontDoor(config, audit);
+  const door = new FrontDoor(config, audit, metrics.authRefused);
   const root = new HttpHandler(config, undefined, door, metrics, logger);
   const pool = new WorkerPool({ workers: config.workers, logger, setup: workerSetup(config) });
   const mcpOptions = (tenant: string) => ({
@@ -236,6 +237,9 @@ export function startTenantNode(
       return send(200, { moved: transfers.moved() });
     }
     if (isConsolePath(pathname)) return serveConsole(req, res, pathname, 'tenant-node');
+    const metadata = metadataRequest(pathname);
+    if (metadata?.tenant !== undefined && door.metadata(metadata.tenant) !== undefined)
+      return resourceMetadata(req, res, metadata.tenant, fail);
     if (!pathname.startsWith('/t/')) {
       if (pathname === '/query' || pathname === '/_mcp') {
         return fail(new FenecError('not_found', `a tenant node serves ${pathname} under /t/<tenant>${pathname}`));
@@ -255,7 +259,26 @@ export function startTenantNode(
         ),
       );
     }
-    const caller = door.tenantCaller(req, name, `/t/<tenant>/${route}`, route === '_revocations' ? 'server' : 'any');
+    const checked = door.tenantCaller(req, name, `/t/<tenant>/${route}`, route === '_revocations' ? 'server' : 'any');
+    // An OAuth token not seen before is verified asynchronously; the body waits in the socket meanwhile.
+    if (checked instanceof Promise) {
+      checked.then((caller) => admitted(req, res, name, route, url, q, caller, fail), fail);
+      return;
+    }
+    admitted(req, res, name, route, url, q, checked, fail);
+  };
+
+  /** A tenant's route once the front door answered: its refusal, or the tenant's checks and the request handed on. */
+  function admitted(
+    req: FenecRequest,
+    res: http.ServerResponse,
+    name: string,
+    route: string,
+    url: string,
+    q: number,
+    caller: Caller | FenecError,
+    fail: (err: unknown, headers?: http.OutgoingHttpHeaders) => void,
+  ): void {
     if (caller instanceof FenecError) return fail(caller);
     const moving = transfers.refusal(name);
     if (moving !== undefined) return fail(moving, { 'retry-after': '1' });
@@ -330,7 +353,25 @@ export function startTenantNode(
     req.tenant = name;
     req.caller = caller;
     tenants.handle(req, res);
-  };
+  }
+
+  /**
+   * A tenant's protected resource metadata (RFC 9728): public, as the 401 that points to it. A name that is no
+   * tenant here is a 404 that tells nothing of the others.
+   */
+  function resourceMetadata(
+    req: FenecRequest,
+    res: http.ServerResponse,
+    name: string,
+    fail: (err: unknown, headers?: http.OutgoingHttpHeaders) => void,
+  ): void {
+    req.route = METADATA_PREFIX;
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return fail(new FenecError('method_not_allowed', `${METADATA_PREFIX}/t/<tenant>/_mcp takes GET`));
+    if (!isTenantName(name) || !registry.has(name))
+      return fail(new FenecError('unknown_tenant', 'no such tenant on this server'));
+    tenants.sendMetadata(req, res, door.metadata(name)!);
+  }
 
   /** PUT (create, or set quotas) and DELETE /t/<tenant>: the server's token only. */
   function admin(

@@ -41,6 +41,11 @@ export function writeJson(
 /** Writes an error's answer; the error is returned for the caller's metrics and log (a 5xx is a fault to log). */
 export function writeError(res: ServerResponse, err: unknown, extra?: OutgoingHttpHeaders): FenecError {
   const { error, body } = errorBody(err);
-  writeJson(res, error.status, body, extra);
+  writeJson(res, error.status, body, withChallenge(error, extra));
   return error;
+}
+
+/** `extra` with the error's WWW-Authenticate challenge, when it has one. */
+export function withChallenge(error: FenecError, extra?: OutgoingHttpHeaders): OutgoingHttpHeaders | undefined {
+  return error.challenge === undefined ? extra : { ...extra, 'www-authenticate': error.challenge };
 }
