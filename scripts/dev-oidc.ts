@@ -59,6 +59,14 @@ export async function startDevIssuer(options: DevIssuerOptions = {}): Promise<De
     pkce: { required: () => true },
     cookies: { keys: ['dev-oidc: for trying only'] },
     clientBasedCORS: () => true,
+    ttl: {
+      Interaction: 600,
+      Session: 86_400,
+      Grant: 86_400,
+      AccessToken: options.accessTokenTtl ?? 3600,
+      RefreshToken: 86_400,
+      AuthorizationCode: 60,
+    },
     findAccount: (_ctx, id) => ({ accountId: id, claims: () => ({ sub: id }) }),
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
     features: {
