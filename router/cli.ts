@@ -236,7 +236,7 @@ function watchPlacement(file: string, options: RouterOptions, app: RouterApp, lo
 
 async function serve(options: RouterOptions, placementFile: string | undefined): Promise<void> {
   const logger = createLogger(NAME);
-  // Imported here: a --workers primary never loads express and the proxy it does not run.
+  // Imported here: a --workers primary never loads the proxy it does not run.
   const { createRouterApp } = await import('./router-app.js');
   const audit = openAudit(NAME, options.audit, logger);
   // Registered before anything is served: the first request is traced.

@@ -28,7 +28,10 @@ export const CATALOGUE = {
     status: 415,
     summary: 'The request body is compressed (Content-Encoding): bodies are taken as they are.',
   },
-  not_found: { status: 404, summary: 'No such route.' },
+  not_found: {
+    status: 404,
+    summary: 'No such route, under /t/<tenant>/ too (its tenant name valid); the message lists the routes served.',
+  },
   method_not_allowed: { status: 405, summary: 'The route exists but not for this HTTP method.' },
   unavailable: { status: 503, summary: 'The server that holds the data does not answer, or is stopping.' },
   file_busy: {
@@ -50,8 +53,7 @@ export const CATALOGUE = {
   // Tenants (hosted)
   invalid_tenant: {
     status: 400,
-    summary:
-      'A tenant name outside [a-z0-9][a-z0-9-]{0,62}, or a path that is not /t/<tenant>/query or /t/<tenant>/_mcp.',
+    summary: 'The path names a tenant outside [a-z0-9][a-z0-9-]{0,62}, whatever route follows it.',
   },
   unknown_tenant: {
     status: 404,

@@ -1,58 +1,43 @@
 /**
- * The request handler of fenec-server, on the serving thread: routes, the front door, the body of
- * `/query` and `/_mcp`, and every answer. A request's work — its statement, its MCP message — is
- * handed to the worker thread that owns the file (`Dispatch`), and comes back as the answer's bytes.
+ * The request pipeline of fenec-server, on the serving thread. Every request runs the same stages, in order:
+ * its route (the table, node/http/routes.ts), the front door (who may call it), on a tenant node the tenant and its
+ * quotas (node/tenants/tenant-stages.ts), the body, the dispatch (a work route's body is handed to the worker
+ * thread that owns the file, `Dispatch`, and comes back as the answer's bytes), and the reply.
  *
- * `/query` is the hot route, and express costs 8× here: the body is read by hand into the request
- * object (shared listener functions, not closures made per request), and the answer is written as
- * the worker serialized it.
+ * `/query` is the hot route, and express costs 8× here: the body is read by hand into the request's state (shared
+ * listener functions, not closures made per request), and the answer is written as the worker serialized it.
  */
-import { IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { propagation } from '@opentelemetry/api';
-import { METADATA_PREFIX } from '../../shared/auth/oauth/resource.js';
 import { FenecError } from '../../shared/errors.js';
-import { isConsolePath, serveConsole } from '../../shared/console.js';
-import { encodingRefusal } from '../../shared/http/body.js';
-import type { Caller, FrontDoor } from '../../shared/http/front-door.js';
+import { encodingRefusal, readJson } from '../../shared/http/body.js';
+import type { Checked, FrontDoor } from '../../shared/http/front-door.js';
 import { errorBody, jsonHeaders, withChallenge } from '../../shared/http/reply.js';
+import { auditName, pathOf, type Miss, type RouteTable } from '../../shared/http/route-table.js';
 import type { Logger } from '../../shared/logger.js';
 import { requestContext } from '../../shared/tracing.js';
 import type { ServerConfig } from '../config.js';
 import type { WorkerReply, WorkRequest, WorkRoute } from '../workers/protocol.js';
-import type { HttpMetrics, RouteLabel } from './metrics.js';
+import type { HttpMetrics } from './metrics.js';
+import type { BodySink, FenecRequest, NodeHandler, NodeRoute, Reply } from './request.js';
 import { SharedBodies } from './shared-bodies.js';
 
 /** Runs a request's work where its file lives (a worker thread) and answers with the bytes to write. */
 export type Dispatch = (req: FenecRequest, work: WorkRequest) => Promise<WorkerReply>;
 
-/** A request carrying its own handling state, so that the body's listeners can be shared functions. */
-export class FenecRequest extends IncomingMessage {
-  route: RouteLabel = 'other';
-  started = 0;
-  /** The request comes from the --http-cors origin: its answers carry CORS headers. */
-  cors = false;
+/** A tenant node's stages between the front door and the body, for the work routes of `/t/<tenant>/…`. */
+export interface TenantStages {
+  /** The tenant exists and is not moving: false when the request was answered (refused). */
+  tenant(req: FenecRequest, res: ServerResponse, reply: Reply): boolean;
   /**
-   * Who it is from, once the front door let it through: set by a tenant node, which asks the front
-   * door for the tenant's route before its quotas, so that it is asked once per request.
+   * Its rate and worker time: false when the request was refused; an MCP message past them goes on, its refusal
+   * in the request's state, to be answered from its body (`refuseMcp`).
    */
-  caller: Caller | undefined;
-  /** The tenant it is for, on a tenant node ('' on a one-file server). */
-  tenant = '';
-  handler: HttpHandler | undefined;
-  response: ServerResponse | undefined;
-  received = 0;
-  first: Buffer | undefined;
-  rest: Buffer[] | undefined;
-  /** A large body, written into shared memory as it comes (see #onData). */
-  shared: Uint8Array | undefined;
+  quota(req: FenecRequest, res: ServerResponse, reply: Reply): boolean;
+  refuseMcp(req: FenecRequest, res: ServerResponse, reply: Reply, body: Uint8Array): void;
 }
 
-const HEALTH_BODY = '{"status":"ok"}';
-/** A one-file server's protected resource metadata (RFC 9728), served when it takes OAuth tokens. */
-const RESOURCE_METADATA = `${METADATA_PREFIX}/_mcp`;
-const ROUTES_TEXT = 'POST /query, GET|POST /_revocations, GET /_health and GET /_metrics';
-const ROUTES_TEXT_MCP = 'POST /query, POST /_mcp, GET|POST /_revocations, GET /_health and GET /_metrics';
 const EMPTY = Buffer.alloc(0);
 /**
  * Bodies past this size are written, as they come, into memory shared with the worker threads. A
@@ -64,38 +49,35 @@ const EMPTY = Buffer.alloc(0);
  */
 const SHARED_BODY_BYTES = 64 * 1024;
 
-export class HttpHandler {
-  readonly #dispatch: Dispatch | undefined;
+export class HttpHandler implements Reply, BodySink {
+  readonly #table: RouteTable<NodeHandler>;
+  readonly #dispatch: Dispatch;
+  readonly #tenants: TenantStages | undefined;
   readonly #door: FrontDoor;
   readonly #metrics: HttpMetrics;
   readonly #logger: Logger;
-  readonly #maxBody: number;
   readonly #bodies: SharedBodies;
   readonly #cors: string | undefined;
-  /** /_mcp is served (--mcp); else it is as unknown as any other path. */
-  readonly #mcp: boolean;
-  readonly #routes: string;
   /** Set by stop(): statements are refused (503), the connection closed after the answer. */
   #stopping = false;
 
-  /** `dispatch` undefined: no statement runs here (a tenant node's root), and /query is not found. */
   constructor(
     config: Pick<ServerConfig, 'maxBodyBytes' | 'httpCors'>,
-    dispatch: Dispatch | undefined,
+    table: RouteTable<NodeHandler>,
+    dispatch: Dispatch,
     door: FrontDoor,
     metrics: HttpMetrics,
     logger: Logger,
-    mcp = false,
+    tenants?: TenantStages,
   ) {
+    this.#table = table;
     this.#dispatch = dispatch;
+    this.#tenants = tenants;
     this.#door = door;
     this.#metrics = metrics;
     this.#logger = logger;
-    this.#maxBody = config.maxBodyBytes;
     this.#bodies = new SharedBodies(config.maxBodyBytes);
     this.#cors = config.httpCors;
-    this.#mcp = mcp;
-    this.#routes = mcp ? ROUTES_TEXT_MCP : ROUTES_TEXT;
   }
 
   /** Refuses every statement from now on (the server is stopping); those under way still answer. */
@@ -103,81 +85,79 @@ export class HttpHandler {
     this.#stopping = true;
   }
 
-  /** The `request` listener of the node:http server (requests are FenecRequest, see startServer). */
+  /** The `request` listener of the node:http server (requests are FenecRequest, see createServer). */
   readonly handle = (request: IncomingMessage, res: ServerResponse): void => {
     const req = request as FenecRequest;
-    // A tenant node's request started when the node took it.
-    if (req.started === 0) req.started = performance.now();
-    const url = req.url ?? '/';
-    const query = url.indexOf('?');
-    const path = query === -1 ? url : url.slice(0, query);
-    const method = req.method;
-    switch (path) {
-      case '/query':
-        if (this.#dispatch === undefined) break;
-        req.route = '/query';
-        if (method === 'POST') return this.#query(req, res);
-        return this.#otherMethod(req, res, 'POST');
-      case '/_mcp':
-        if (!this.#mcp || this.#dispatch === undefined) break;
-        req.route = '/_mcp';
-        // No stream is offered (GET), and no session is ever made to end (DELETE): 405.
-        if (method === 'POST') return this.#query(req, res);
-        return this.#otherMethod(req, res, 'POST');
-      case '/_revocations':
-        if (this.#dispatch === undefined) break;
-        req.route = '/_revocations';
-        if (method === 'GET' || method === 'POST') return this.#query(req, res);
-        return this.#otherMethod(req, res, 'GET, POST');
-      case '/_health':
-        req.route = '/_health';
-        // For load balancers: no token, Host or Origin asked, and nothing told but that it runs.
-        if (method === 'GET' || method === 'HEAD') return this.send(req, res, 200, HEALTH_BODY);
-        return this.#otherMethod(req, res, 'GET, HEAD');
-      case '/_metrics':
-        req.route = '/_metrics';
-        if (method === 'GET' || method === 'HEAD') return this.#metricsText(req, res);
-        return this.#otherMethod(req, res, 'GET, HEAD');
-      case RESOURCE_METADATA: {
-        // A tenant node's root handler serves no resource of its own: its tenants' are under /t/.
-        const document = this.#dispatch === undefined ? undefined : this.#door.metadata('');
-        if (document === undefined) break;
-        req.route = METADATA_PREFIX;
-        if (method === 'GET' || method === 'HEAD') return this.sendMetadata(req, res, document);
-        return this.#otherMethod(req, res, 'GET, HEAD');
-      }
-    }
-    if (isConsolePath(path)) return serveConsole(req, res, path, 'file');
-    return this.fail(
-      req,
-      res,
-      new FenecError(
-        'not_found',
-        `no route ${JSON.stringify(path.slice(0, 200))}; this server answers ${this.#routes}`,
-      ),
-    );
-  };
-
-  /**
-   * A route whose work runs in the worker: the front door (the server's token only for /_revocations), then the body.
-   */
-  #query(req: FenecRequest, res: ServerResponse): void {
-    req.cors = this.#cors !== undefined && this.#door.isCorsOrigin(req);
-    const caller = req.caller ?? this.#door.caller(req, req.route, req.route === '/_revocations' ? 'server' : 'any');
-    // An OAuth token not seen before is verified off the serving thread's hold: the body waits in the socket.
-    if (caller instanceof Promise) {
-      caller.then(
-        (checked) => this.#admitted(req, res, checked),
+    const state = req.state;
+    state.started = performance.now();
+    const found = this.#table.find(req.method ?? '', pathOf(req.url ?? '/'));
+    if ('error' in found) return this.#miss(req, res, found);
+    const route = found.route;
+    state.route = route;
+    state.label = route.handler.label;
+    state.tenant = found.tenant;
+    const admitted = this.#frontDoor(req, res, route);
+    if (admitted === true) return this.#admitted(req, res, route);
+    // An OAuth token not seen before is verified asynchronously: the body waits in the socket meanwhile.
+    if (admitted !== false) {
+      admitted.then(
+        (ok) => ok && this.#admitted(req, res, route),
         (err: unknown) => this.fail(req, res, err),
       );
-      return;
     }
-    this.#admitted(req, res, caller);
+  };
+
+  /** The stages past the front door: the tenant, its quotas, the body. */
+  #admitted(req: FenecRequest, res: ServerResponse, route: NodeRoute): void {
+    const state = req.state;
+    const handler = route.handler;
+    if (handler.kind !== 'work') return this.#ownBody(req, res, route, handler);
+    const tenants = this.#tenants;
+    if (tenants !== undefined && state.tenant !== '') {
+      if (!tenants.tenant(req, res, this) || !tenants.quota(req, res, this)) return;
+    }
+    this.#workBody(req, res, route.body as number);
   }
 
-  #admitted(req: FenecRequest, res: ServerResponse, caller: Caller | FenecError): void {
-    if (caller instanceof FenecError) return this.fail(req, res, caller);
-    req.caller = caller;
+  /** The front door: who may call the route (a public one asks nothing). False when it refused; a promise of it. */
+  #frontDoor(req: FenecRequest, res: ServerResponse, route: NodeRoute): boolean | Promise<boolean> {
+    if (route.access === 'public') return true;
+    const state = req.state;
+    state.cors = this.#cors !== undefined && this.#door.isCorsOrigin(req);
+    const name = auditName(route, req.method ?? '');
+    const caller =
+      state.tenant === ''
+        ? this.#door.caller(req, name, route.access)
+        : this.#door.tenantCaller(req, state.tenant, name, route.access);
+    if (caller instanceof Promise) return caller.then((checked) => this.#caller(req, res, checked));
+    return this.#caller(req, res, caller);
+  }
+
+  #caller(req: FenecRequest, res: ServerResponse, caller: Checked): boolean {
+    if (caller instanceof FenecError) {
+      this.fail(req, res, caller);
+      return false;
+    }
+    req.state.caller = caller;
+    return true;
+  }
+
+  /** The body of a route of the node's own: parsed for a `json` one, the handler's to read for a `plain` one. */
+  #ownBody(
+    req: FenecRequest,
+    res: ServerResponse,
+    route: NodeRoute,
+    handler: Exclude<NodeHandler, { kind: 'work' }>,
+  ): void {
+    if (handler.kind === 'plain') return handler.run(req, res, this);
+    readJson(req, route.body as number, handler.refusals).then(
+      (body) => handler.run(req, res, this, body),
+      (err: unknown) => this.fail(req, res, err),
+    );
+  }
+
+  /** A work route's body: refused at its Content-Length or encoding before a byte is read, else read by hand. */
+  #workBody(req: FenecRequest, res: ServerResponse, limit: number): void {
     if (this.#stopping) {
       return this.fail(
         req,
@@ -187,81 +167,91 @@ export class HttpHandler {
       );
     }
     const declared = req.headers['content-length'];
-    if (declared !== undefined && Number(declared) > this.#maxBody) return this.#tooLarge(req, res);
+    if (declared !== undefined && Number(declared) > limit) return this.#tooLarge(req, res, limit);
     const encoding = encodingRefusal(req);
     // The body is not read: the connection is closed once the answer is out.
     if (encoding !== undefined) return this.fail(req, res, encoding, { connection: 'close' });
     if (req.method === 'GET') return this.#work(req, res, EMPTY);
     if (req.headers.expect !== undefined) res.writeContinue();
-    req.handler = this;
-    req.response = res;
-    req.on('data', HttpHandler.#onData);
-    req.on('end', HttpHandler.#onEnd);
+    req.state.response = res;
+    req.state.sink = this;
+    req.on('data', onData);
+    req.on('end', onEnd);
   }
 
-  static #onData(this: FenecRequest, chunk: Buffer): void {
-    const handler = this.handler!;
-    this.received += chunk.length;
-    if (this.received > handler.#maxBody) {
+  /** A chunk of a work route's body. */
+  chunk(req: FenecRequest, chunk: Buffer): void {
+    const state = req.state;
+    const limit = state.route!.body as number;
+    state.received += chunk.length;
+    if (state.received > limit) {
       // A body sent without Content-Length (chunked) that outgrows the limit: stop keeping it.
-      this.removeListener('data', HttpHandler.#onData);
-      this.removeListener('end', HttpHandler.#onEnd);
-      if (this.shared !== undefined) handler.#bodies.give(this.shared);
-      this.first = this.rest = this.shared = undefined;
-      handler.#tooLarge(this, this.response!);
+      req.removeListener('data', onData);
+      req.removeListener('end', onEnd);
+      if (state.shared !== undefined) this.#bodies.give(state.shared);
+      state.first = state.rest = state.shared = undefined;
+      this.#tooLarge(req, state.response!, limit);
       return;
     }
-    if (this.shared !== undefined) {
-      this.shared.set(chunk, this.received - chunk.length);
+    if (state.shared !== undefined) {
+      state.shared.set(chunk, state.received - chunk.length);
       return;
     }
-    if (this.received > SHARED_BODY_BYTES) return handler.#share(this, chunk);
-    if (this.first === undefined) this.first = chunk;
-    else (this.rest ??= [this.first]).push(chunk);
+    if (state.received > SHARED_BODY_BYTES) return this.#share(req, chunk, limit);
+    if (state.first === undefined) state.first = chunk;
+    else (state.rest ??= [state.first]).push(chunk);
   }
 
   /** Moves a body grown past SHARED_BODY_BYTES into shared memory of its declared size (or of the limit). */
-  #share(req: FenecRequest, chunk: Buffer): void {
+  #share(req: FenecRequest, chunk: Buffer, limit: number): void {
+    const state = req.state;
     const declared = req.headers['content-length'];
-    const shared = this.#bodies.take(declared === undefined ? this.#maxBody : Number(declared));
+    const shared = this.#bodies.take(declared === undefined ? limit : Number(declared));
     let at = 0;
-    for (const part of req.rest ?? (req.first === undefined ? [] : [req.first])) {
+    for (const part of state.rest ?? (state.first === undefined ? [] : [state.first])) {
       shared.set(part, at);
       at += part.length;
     }
     shared.set(chunk, at);
-    req.shared = shared;
-    req.first = req.rest = undefined;
+    state.shared = shared;
+    state.first = state.rest = undefined;
   }
 
-  static #onEnd(this: FenecRequest): void {
+  /** The end of a work route's body: the dispatch. */
+  end(req: FenecRequest): void {
+    const state = req.state;
     const body =
-      this.shared !== undefined
-        ? this.shared.subarray(0, this.received)
-        : this.rest !== undefined
-          ? Buffer.concat(this.rest, this.received)
-          : (this.first ?? EMPTY);
-    this.first = this.rest = this.shared = undefined;
-    this.handler!.#work(this, this.response!, body);
+      state.shared !== undefined
+        ? state.shared.subarray(0, state.received)
+        : state.rest !== undefined
+          ? Buffer.concat(state.rest, state.received)
+          : (state.first ?? EMPTY);
+    state.first = state.rest = state.shared = undefined;
+    this.#work(req, state.response!, body);
   }
 
-  /** Hands the work over and writes back its answer; a notification (MCP) is a bare 202. */
+  /** The dispatch: hands the work over and writes back its answer; a notification (MCP) is a bare 202. */
   #work(req: FenecRequest, res: ServerResponse, body: Uint8Array): void {
+    const state = req.state;
+    if (state.refusal !== undefined) {
+      this.#tenants!.refuseMcp(req, res, this, body);
+      this.#bodies.give(body);
+      return;
+    }
+    const handler = state.route!.handler as Extract<NodeHandler, { kind: 'work' }>;
     const route: WorkRoute =
-      req.route === '/_revocations'
-        ? `${req.method as 'GET' | 'POST'} /_revocations`
-        : (req.route as '/query' | '/_mcp');
+      handler.work === '/_revocations' ? `${req.method as 'GET' | 'POST'} /_revocations` : handler.work;
     const request: WorkRequest = {
       route,
       body,
-      caller: req.caller!,
+      caller: state.caller!,
       remote: req.socket.remoteAddress,
       headers: route === '/_mcp' ? req.headers : undefined,
       trace: traceOf(req),
     };
     let work: Promise<WorkerReply>;
     try {
-      work = this.#dispatch!(req, request);
+      work = this.#dispatch(req, request);
     } catch (err) {
       return this.fail(req, res, err);
     }
@@ -274,12 +264,14 @@ export class HttpHandler {
         const extra: OutgoingHttpHeaders = this.#stopping ? { connection: 'close' } : {};
         // A token refused in the worker (revoked, past its scopes) is told where to sign in again.
         const challenge =
-          reply.status === 401
-            ? this.#door.challenge(req.tenant, 'invalid_token')
-            : reply.scope === undefined
-              ? undefined
-              : this.#door.challenge(req.tenant, 'insufficient_scope', reply.scope);
-        if (challenge !== undefined && req.route !== '/_revocations') extra['www-authenticate'] = challenge;
+          route === 'GET /_revocations' || route === 'POST /_revocations'
+            ? undefined
+            : reply.status === 401
+              ? this.#door.challenge(state.tenant, 'invalid_token')
+              : reply.scope === undefined
+                ? undefined
+                : this.#door.challenge(state.tenant, 'insufficient_scope', reply.scope);
+        if (challenge !== undefined) extra['www-authenticate'] = challenge;
         this.send(req, res, reply.status, reply.body, extra);
       },
       (err: unknown) => {
@@ -289,44 +281,34 @@ export class HttpHandler {
     );
   }
 
-  #tooLarge(req: FenecRequest, res: ServerResponse): void {
-    const error = new FenecError('payload_too_large', `the request body is larger than ${this.#maxBody} bytes`, {
+  #tooLarge(req: FenecRequest, res: ServerResponse, limit: number): void {
+    const refusal = req.state.refusal;
+    // A quota's refusal stands for an MCP message too large to read for its id.
+    if (refusal !== undefined) {
+      return this.fail(req, res, refusal.error, { 'retry-after': String(refusal.wait), connection: 'close' });
+    }
+    const error = new FenecError('payload_too_large', `the request body is larger than ${limit} bytes`, {
       hint: 'send a smaller statement or fewer params, or start the server with a larger --max-body',
     });
     // The rest of the body is not read: the connection is closed once the answer is out.
     this.send(req, res, error.status, JSON.stringify(error.toJSON()), { connection: 'close' });
   }
 
-  #metricsText(req: FenecRequest, res: ServerResponse): void {
-    // The server's figures are the operator's: a JWT, whatever its policy, is not taken here.
-    const caller = this.#door.caller(req, '/_metrics', 'server');
-    if (caller instanceof FenecError) return this.fail(req, res, caller);
-    this.#metrics.text().then(
-      (text) => this.send(req, res, 200, text, { 'content-type': this.#metrics.contentType }),
-      (err: unknown) => this.fail(req, res, err),
-    );
-  }
-
-  /** A known route asked with another method: a CORS preflight (OPTIONS), or 405. */
-  #otherMethod(req: FenecRequest, res: ServerResponse, allowed: string): void {
-    const allow = `${allowed}, OPTIONS`;
-    if (req.method !== 'OPTIONS') {
-      return this.fail(
-        req,
-        res,
-        new FenecError('method_not_allowed', `${req.route} takes ${allowed}, not ${req.method}`),
-        { allow },
-      );
-    }
-    req.cors = this.#cors !== undefined && this.#door.isCorsOrigin(req);
+  /** A path the table does not serve (404, its routes listed), or not for this method: a CORS preflight, or 405. */
+  #miss(req: FenecRequest, res: ServerResponse, miss: Miss<NodeHandler>): void {
+    const route = miss.route;
+    if (route === undefined || miss.allow === undefined) return this.fail(req, res, miss.error);
+    req.state.label = route.handler.label;
+    if (req.method !== 'OPTIONS') return this.fail(req, res, miss.error, { allow: miss.allow });
+    req.state.cors = this.#cors !== undefined && this.#door.isCorsOrigin(req);
     const refusal = this.#door.preflightRefusal(req);
     if (refusal !== undefined) return this.fail(req, res, refusal);
-    const headers: OutgoingHttpHeaders = { allow };
-    if (req.cors) {
-      headers['access-control-allow-methods'] = allow;
+    const headers: OutgoingHttpHeaders = { allow: miss.allow };
+    if (req.state.cors) {
+      headers['access-control-allow-methods'] = miss.allow;
       // An MCP request repeats its revision, method and tool in headers of its own (2026-07-28).
       headers['access-control-allow-headers'] =
-        req.route === '/_mcp'
+        route.handler.label === '/_mcp'
           ? 'authorization, content-type, mcp-protocol-version, mcp-method, mcp-name'
           : 'authorization, content-type';
       headers['access-control-max-age'] = '600';
@@ -334,21 +316,19 @@ export class HttpHandler {
     this.#write(req, res, 204, headers, undefined);
   }
 
-  /** Answers with an error (shared/http/reply.ts's answer, with CORS headers where due), counted; a fault is logged. */
+  /**
+   * The reply stage, for an error: shared/http/reply.ts's answer (with the headers a refusal carries) and CORS
+   * headers where due, counted; a fault is logged.
+   */
   fail(req: FenecRequest, res: ServerResponse, err: unknown, headers?: OutgoingHttpHeaders): void {
     const { error, body } = errorBody(err);
     if (error.status >= 500) {
-      this.#logger.error({ err: error.cause ?? error, code: error.code, route: req.route }, 'request failed');
+      this.#logger.error({ err: error.cause ?? error, code: error.code, route: req.state.label }, 'request failed');
     }
     this.send(req, res, error.status, body, withChallenge(error, headers));
   }
 
-  /** A protected resource's metadata: public, and readable by any page (an MCP client in a browser finds it). */
-  sendMetadata(req: FenecRequest, res: ServerResponse, document: string): void {
-    this.send(req, res, 200, document, { 'access-control-allow-origin': '*', 'cache-control': 'max-age=300' });
-  }
-
-  /** Answers with JSON (or `extra`'s content type), counted. */
+  /** The reply stage: JSON (or `extra`'s content type), counted. */
   send(
     req: FenecRequest,
     res: ServerResponse,
@@ -356,7 +336,7 @@ export class HttpHandler {
     body: string | Uint8Array,
     extra?: OutgoingHttpHeaders,
   ): void {
-    this.#write(req, res, status, jsonHeaders(status, body, extra), body);
+    this.#write(req, res, status, jsonHeaders(req, status, body, extra), body);
   }
 
   #write(
@@ -366,14 +346,24 @@ export class HttpHandler {
     headers: OutgoingHttpHeaders,
     body: string | Uint8Array | undefined,
   ): void {
-    if (req.cors) {
+    const state = req.state;
+    if (state.cors) {
       headers['access-control-allow-origin'] = this.#cors;
       headers.vary = 'Origin';
     }
     res.writeHead(status, headers);
     res.end(body);
-    this.#metrics.observe(req.route, status, (performance.now() - req.started) / 1000);
+    this.#metrics.observe(state.label, status, (performance.now() - state.started) / 1000);
   }
+}
+
+/** The body's listeners, one pair for every request (`this` is the request): no closure is made per request. */
+function onData(this: FenecRequest, chunk: Buffer): void {
+  this.state.sink!.chunk(this, chunk);
+}
+
+function onEnd(this: FenecRequest): void {
+  this.state.sink!.end(this);
 }
 
 /** The request's span as W3C headers, for the worker's spans to be its children; undefined when not traced. */

@@ -11,8 +11,11 @@ import { tracedListener } from '../../shared/tracing.js';
 import type { ServerConfig } from '../config.js';
 import { ONE_FILE, type TenantLimits } from '../workers/protocol.js';
 import type { WorkerPool } from '../workers/worker-pool.js';
-import { FenecRequest, HttpHandler } from './handler.js';
+import { RouteTable } from '../../shared/http/route-table.js';
+import { HttpHandler } from './handler.js';
 import { HttpMetrics } from './metrics.js';
+import { FenecRequest, type NodeRoute } from './request.js';
+import { metadataRoutes, ownRoutes, workRoutes } from './routes.js';
 
 /** How long close() lets open requests finish past their time limit before it cuts their connections. */
 export const CLOSE_GRACE_MS = 1_000;
@@ -46,15 +49,24 @@ export function startServer(
   const metrics = new HttpMetrics();
   const handler = new HttpHandler(
     config,
+    new RouteTable('this server', fileRoutes(config, metrics)),
     (_req, work) => pool.run(ONE_FILE, limits, work),
     new FrontDoor(config, audit, metrics.authRefused),
     metrics,
     logger,
-    config.mcp !== undefined,
   );
   const server = createServer(config, handler.handle);
   return listen(server, config, logger, () => {
     handler.stop();
     return closeServer(server, limits.statementTimeoutMs + CLOSE_GRACE_MS);
   });
+}
+
+/** A one-file server's routes: its file's work routes, and its own. */
+export function fileRoutes(config: ServerConfig, metrics: HttpMetrics): NodeRoute[] {
+  return [
+    ...workRoutes('', config.maxBodyBytes, config.mcp !== undefined),
+    ...ownRoutes(metrics, 'file'),
+    ...metadataRoutes('', config.oauth === undefined ? undefined : (tenant) => config.oauth!.resource.document(tenant)),
+  ];
 }

@@ -133,6 +133,18 @@ export class FrontDoor {
     // The routes an OAuth token may call answer their 401s with where to sign in.
     const challenged = access === 'any' && this.#oauth !== undefined;
     const where: RefusalPlace = { req, route, tenant, challenged };
+    // Started with JWTs alone, the server has no token that could open an operator's route: say so, whatever is sent.
+    if (access === 'server' && this.#tokenDigest === undefined) {
+      return this.#refuse(
+        'not_server_token',
+        where,
+        new FenecError(
+          'unauthorized',
+          `${route} takes the server's token only, and this server was started without one (JWTs or OAuth alone)`,
+          { hint: 'start it with --http-token (or FENEC_TOKEN) and call it with that token' },
+        ),
+      );
+    }
     const authorization = req.headers.authorization;
     if (authorization === undefined || authorization === '') {
       return this.#refuse(

@@ -271,6 +271,17 @@ describe('fenec-server over HTTP', function () {
       expect(reply.json.error.code).to.equal('not_found');
     });
 
+    it('lists every route of its table in a 404, and points a tenant route to a tenant node', async () => {
+      const reply = await request(open.url, { path: '/notes' });
+      expect(reply.json.error.message).to.equal(
+        'no route GET "/notes"; this server answers POST /query, GET|POST /_revocations, GET|HEAD /_health, ' +
+          'GET|HEAD /_metrics, GET|HEAD /_console/*',
+      );
+      const method = await request(open.url, { method: 'DELETE', path: '/_revocations' });
+      expect(method.json.error.message).to.equal('/_revocations takes GET, POST, not DELETE');
+      expect(method.headers.allow).to.equal('GET, POST, OPTIONS');
+    });
+
     it('answers a known route asked with the wrong method with 405 and Allow', async () => {
       const reply = await request(open.url, { path: '/query' });
       expect(reply.status).to.equal(405);

@@ -120,6 +120,25 @@ describe('fenec-server --data-dir (a tenant node)', () => {
     ).to.deep.equal(policyBefore);
   });
 
+  it("lists every route of a tenant in a 404 under its name, and a node's every route at its root", async () => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const under = await request(node.url, { method: 'POST', path: '/t/acme/nothing', headers: auth });
+    expect([under.status, under.json.error.code]).to.deep.equal([404, 'not_found']);
+    expect(under.json.error.message).to.equal(
+      'no route POST "/t/acme/nothing"; a tenant\'s routes are POST /t/acme/query, POST /t/acme/_mcp, ' +
+        'GET|POST /t/acme/_revocations, PUT /t/acme, DELETE /t/acme, GET /t/acme/_backup, PUT /t/acme/_backup, ' +
+        'GET /t/acme/_policy, PUT /t/acme/_policy, POST /t/acme/_pause, POST /t/acme/_resume, POST /t/acme/_moved',
+    );
+    const root = await request(node.url, { method: 'POST', path: '/query', headers: auth });
+    expect([root.status, root.json.error.code]).to.deep.equal([404, 'not_found']);
+    expect(root.json.error.message).to.include('GET /_tenants, GET /_moved, GET|HEAD /_health');
+    expect(root.json.error.hint).to.equal(
+      "a tenant node serves a tenant's /query at /t/<tenant>/query: name the tenant (--tenant NAME in fenec's commands)",
+    );
+    const wrong = await request(node.url, { method: 'POST', path: '/t/acme', headers: auth });
+    expect([wrong.status, wrong.headers.allow]).to.deep.equal([405, 'PUT, DELETE, OPTIONS']);
+  });
+
   it('answers 404 for an unknown tenant and 400 for a name that is not one', async () => {
     expect((await tq(node, 'nobody', 'get notes count')).json.error.code).to.equal('unknown_tenant');
     for (const name of ['Acme', '-x', 'a.b', 'a%2Fb', '_x', 'a'.repeat(64)]) {

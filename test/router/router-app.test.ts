@@ -261,4 +261,78 @@ describe('the router application', () => {
     expect(metrics.text).to.match(/fenec_router_proxy_duration_seconds_count\{node="b"\} \d+/);
     expect(metrics.text).to.not.include(onA);
   });
+
+  it('answers an unknown path with not_found listing every route of its table, _backup and _move among them', async () => {
+    const reply = await request(router.url, { path: '/nothing', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(reply.status).to.equal(404);
+    expect(reply.json.error.code).to.equal('not_found');
+    expect(reply.json.error.message).to.equal(
+      'no route GET "/nothing"; the router answers /t/<tenant>/query, /t/<tenant>/_mcp, /t/<tenant>/_revocations, ' +
+        'PUT|DELETE /t/<tenant>, GET|PUT /t/<tenant>/_backup, POST /t/<tenant>/_move, GET /_tenants, ' +
+        'GET|HEAD /_health, GET /_metrics, GET|HEAD /_console/*',
+    );
+    const revocations = await request(router.url, { method: 'POST', path: '/_revocations' });
+    expect(revocations.json.error.hint).to.include('/t/<tenant>/_revocations');
+  });
+
+  it("answers an unknown route under a tenant's name with not_found listing the tenant's routes, 400 for a bad name", async () => {
+    const reply = await post(router.url, `/t/${onA}/nothing`, TOKEN);
+    expect([reply.status, reply.json.error.code]).to.deep.equal([404, 'not_found']);
+    expect(reply.json.error.message).to.include(`/t/${onA}/_backup`).and.include(`/t/${onA}/_move`);
+    const bad = await post(router.url, '/t/Acme/nothing', TOKEN);
+    expect([bad.status, bad.json.error.code]).to.deep.equal([400, 'invalid_tenant']);
+  });
+
+  it('answers a route of its own asked with another method with 405 and Allow', async () => {
+    const reply = await request(router.url, {
+      method: 'PUT',
+      path: '/_tenants',
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect([reply.status, reply.json.error.code]).to.deep.equal([405, 'method_not_allowed']);
+    expect(reply.headers.allow).to.equal('GET, OPTIONS');
+    const move = await request(router.url, { path: `/t/${onA}/_move`, headers: { authorization: `Bearer ${TOKEN}` } });
+    expect([move.status, move.headers.allow]).to.deep.equal([405, 'POST, OPTIONS']);
+  });
+});
+
+describe('a router started with JWTs alone (no --http-token)', () => {
+  let node: Awaited<ReturnType<typeof fakeNode>>;
+  let app: RouterApp;
+  let router: { server: http.Server; url: string };
+
+  before(async () => {
+    node = await fakeNode();
+    app = createRouterApp(routerOptions({ nodes: parseNodes(`a=${node.url}`), jwtSecret: SECRET }));
+    router = await listen(app);
+  });
+
+  after(async () => {
+    app.close();
+    for (const server of [router.server, node.server]) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('refuses /_metrics to anyone, saying to start it with --http-token, as a node does', async () => {
+    const tries: Record<string, string>[] = [
+      {},
+      { authorization: `Bearer ${jwtOf('acme')}` },
+      { authorization: 'Bearer guess' },
+    ];
+    for (const headers of tries) {
+      const reply = await request(router.url, { path: '/_metrics', headers });
+      expect(reply.status, JSON.stringify(headers)).to.equal(401);
+      expect(reply.json.error.code).to.equal('unauthorized');
+      expect(reply.json.error.message).to.include("/_metrics takes the server's token only");
+      expect(reply.json.error.hint).to.include('--http-token');
+      expect(reply.text).to.not.include('fenec_router_requests_total');
+    }
+  });
+
+  it("still forwards a tenant's JWT, and answers /_health", async () => {
+    expect((await post(router.url, '/t/acme/query', jwtOf('acme'))).status).to.equal(200);
+    expect((await request(router.url, { path: '/_health' })).status).to.equal(200);
+  });
 });
