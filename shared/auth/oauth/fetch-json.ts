@@ -41,10 +41,8 @@ export async function fetchJson(url: string, limits: FetchLimits = FETCH_LIMITS)
   try {
     for await (const chunk of response.body ?? []) {
       size += chunk.byteLength;
-      if (size > limits.maxBytes) {
-        await response.body?.cancel();
-        throw new Error(`${url} answered more than the ${limits.maxBytes} bytes taken`);
-      }
+      // Leaving the loop cancels the rest of the body.
+      if (size > limits.maxBytes) throw new Error(`${url} answered more than the ${limits.maxBytes} bytes taken`);
       chunks.push(chunk);
     }
   } catch (err) {

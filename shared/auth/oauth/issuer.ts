@@ -65,7 +65,7 @@ export class TrustedIssuer {
    * @throws KeyUnavailable when it cannot be had; jose's errors for a header no key fits (its alg).
    */
   readonly key = async (header: JWSHeaderParameters, token: Parameters<LocalKeys>[1]) => {
-    if (this.#keys === undefined) await this.#refreshIfAllowed();
+    if (this.#keys === undefined) await this.#refreshIfAllowed().catch(() => undefined);
     else if (Date.now() - this.#keysAt > this.#timings.keysMaxAgeMs) void this.#refreshIfAllowed().catch(() => {});
     if (this.#keys === undefined) throw new KeyUnavailable('issuer_unreachable', this.#unreachable());
     try {
