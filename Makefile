@@ -103,7 +103,7 @@ mcp-conformance: $(INSTALL_STAMP)
 
 # A router and two tenant nodes as plain processes, data in ./data; Ctrl-C stops all three.
 run: build
-	PORT=$(PORT) bash scripts/run-stack.sh
+	PORT=$(PORT) OAUTH=$(OAUTH) bash scripts/run-stack.sh
 
 serve: build
 	$(NODE) dist/node/cli/fenec-server.js --file $(FILE) --port $(PORT)

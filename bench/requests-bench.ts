@@ -22,6 +22,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { mintToken } from '../shared/auth/token.js';
+import { startDevIssuer } from '../scripts/dev-oidc.js';
+import { accessToken, freePort } from '../test/integration/oauth/sign-in.js';
 import {
   failuresLine,
   intEnv,
@@ -71,19 +73,37 @@ interface Measure extends Figures {
   /** JWT runs: the median of the per-round ratios of requests/s to the server token's, and their spread. */
   ratioToServerToken?: number;
   ratioToServerTokenSpread?: [number, number];
+  /**
+   * µs per request beyond the server token's (JWT and OAuth runs): at 8 clients the server is saturated, and the
+   * difference of 1/requests per second is its extra time on the serving thread per request.
+   */
+  extraCpuUs?: number;
+}
+
+/** µs per request beyond `baseline`'s: the difference of their 1/requests per second. */
+function extraCpu(measure: Measure, baseline: Measure): number {
+  return 1e6 / measure.requestsPerSecond - 1e6 / baseline.requestsPerSecond;
 }
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-bench-'));
   const programs = new Programs();
+  // The OAuth runs' issuer: asked once, for its keys; every request after is the cached verification.
+  const issuer = await startDevIssuer();
   try {
     const policy = path.join(dir, 'policy.txt');
     fs.writeFileSync(policy, POLICY);
+    const port = await freePort();
+    const publicUrl = `http://127.0.0.1:${port}`;
     const server = await programs.start('dist/node/cli/fenec-server.js', [
       '--file',
       path.join(dir, 'bench.fenec'),
       '--port',
-      '0',
+      String(port),
+      '--public-url',
+      publicUrl,
+      '--oauth-issuer',
+      issuer.issuer,
       '--http-token',
       TOKEN,
       '--jwt-secret',
@@ -101,17 +121,27 @@ async function main(): Promise<void> {
     // The same server process, asked with a JWT: the only difference is the credential and its policy.
     const fenecJwt: Target = { ...fenec, name: 'fenec-server (JWT)', token: JWT };
     await checkJwtAnswer(fenecJwt, answer);
+    // And with an OAuth access token for the server's resource: a verified request, its result cached.
+    const oauth = await accessToken(issuer.keys[0]!, {
+      iss: issuer.issuer,
+      aud: `${publicUrl}/_mcp`,
+      sub: SUB,
+      scope: 'fenec:read',
+      exp: Math.floor(Date.now() / 1000) + 86_400,
+    });
+    const fenecOAuth: Target = { ...fenec, name: 'fenec-server (OAuth)', token: oauth };
+    await checkJwtAnswer(fenecOAuth, answer);
 
     const measures: Measure[] = [];
     for (const clients of CLIENTS) {
-      const [bareRuns, fenecRuns, jwtRuns] = await loadInTurns(
-        [bare, fenec, fenecJwt].map((target) => loadTarget(target, clients)),
+      const [bareRuns, fenecRuns, jwtRuns, oauthRuns] = await loadInTurns(
+        [bare, fenec, fenecJwt, fenecOAuth].map((target) => loadTarget(target, clients)),
         ROUNDS,
         SECONDS,
       );
       const baseline = medianMeasure(bareRuns!);
       measures.push(baseline);
-      for (const runs of [fenecRuns!, jwtRuns!]) {
+      for (const runs of [fenecRuns!, jwtRuns!, oauthRuns!]) {
         const ours: Measure = { ...medianMeasure(runs) };
         ours.ratioToBare = ours.requestsPerSecond / baseline.requestsPerSecond;
         ours.ratioSpread = spread(ratios(rates(runs), rates(bareRuns!)));
@@ -119,13 +149,20 @@ async function main(): Promise<void> {
       }
       // The JWT and server-token runs of a round are next to each other in time: their ratio, round by
       // round, is less moved by the rest of the machine than the ratio of two medians.
-      const jwtMeasure = measures.at(-1)!;
-      const paired = pairedRatio(rates(jwtRuns!), rates(fenecRuns!));
-      jwtMeasure.ratioToServerToken = paired.ratio;
-      jwtMeasure.ratioToServerTokenSpread = paired.spread;
+      for (const [measure, runs] of [
+        [measures.at(-2)!, jwtRuns!],
+        [measures.at(-1)!, oauthRuns!],
+      ] as const) {
+        const paired = pairedRatio(rates(runs), rates(fenecRuns!));
+        measure.ratioToServerToken = paired.ratio;
+        measure.ratioToServerTokenSpread = paired.spread;
+        // What a request of this token costs beyond the server token's, in CPU per request of the server.
+        measure.extraCpuUs = extraCpu(measure, measures.at(-3)!);
+      }
     }
     report(measures);
   } finally {
+    await issuer.close();
     await programs.stopAll();
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -178,7 +215,8 @@ function report(measures: readonly Measure[]): void {
   ]);
   const at8 = measures.find((m) => m.target === 'fenec-server' && m.clients === 8);
   const at1 = measures.find((m) => m.target === 'fenec-server' && m.clients === 1);
-  const jwtAt8 = measures.find((m) => m.ratioToServerToken !== undefined && m.clients === 8);
+  const jwtAt8 = measures.find((m) => m.target === 'fenec-server (JWT)' && m.clients === 8);
+  const oauthAt8 = measures.find((m) => m.target === 'fenec-server (OAuth)' && m.clients === 8);
   process.stdout.write(
     `\nrequests-bench: ${STATEMENT} [${ROW_ID}] over ${ROWS} rows, medians of ${ROUNDS} rounds of ${SECONDS} s, ` +
       `${os.cpus().length} cores, Node ${process.versions.node}\n\n` +
@@ -187,6 +225,8 @@ function report(measures: readonly Measure[]): void {
       `target: p50 < ${TARGET_P50_MS} ms at 1 client — ${at1?.p50Ms.toFixed(3)} ms ${verdict(at1 !== undefined && at1.p50Ms < TARGET_P50_MS)}\n` +
       `target: JWT ≥ ${TARGET_JWT_RATIO} of the server token at 8 clients — ${jwtAt8?.ratioToServerToken?.toFixed(2)} ` +
       `${verdict(jwtAt8 !== undefined && jwtAt8.ratioToServerToken! >= TARGET_JWT_RATIO)}\n` +
+      `OAuth (a verified token, cached): ${oauthAt8?.ratioToServerToken?.toFixed(2)} of the server token at 8 clients, ` +
+      `${oauthAt8?.extraCpuUs?.toFixed(1)} µs more per request (JWT: ${jwtAt8?.extraCpuUs?.toFixed(1)} µs)\n` +
       failuresLine(measures),
   );
   writeResults('requests', {

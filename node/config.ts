@@ -7,7 +7,8 @@ import * as os from 'node:os';
 import type { AuditTarget } from '../shared/audit.js';
 import type { JwtVerifier } from '../shared/auth/jwt.js';
 import type { Policy } from '../shared/auth/policy.js';
-import { invalidOption, jwtVerifier, type JwtInput } from '../shared/cli/options.js';
+import type { OAuthVerifier } from '../shared/auth/oauth/verifier.js';
+import { invalidOption, jwtVerifier, oauthVerifier, type JwtInput, type OAuthInput } from '../shared/cli/options.js';
 import { isName } from '../shared/fenecql/lexer.js';
 import type { TracingConfig } from '../shared/tracing.js';
 
@@ -59,6 +60,11 @@ export interface ServerConfig {
    */
   readonly jwt: JwtVerifier | undefined;
   /**
+   * The verifier of OAuth access tokens (`--oauth-issuer`, `--public-url`, `--oauth-audience`,
+   * `--oauth-tenant-claim`). Default: none.
+   */
+  readonly oauth: OAuthVerifier | undefined;
+  /**
    * The policy every JWT is held to (`--policy FILE`, parsed). Default: none, and a JWT reaches no
    * collection (it is held to the empty policy). Needs `jwt`.
    */
@@ -94,8 +100,9 @@ export interface ServerConfig {
 
 /** What a caller gives: `file` or `dataDir`, and any option it does not leave to its default. */
 export type ServerConfigInput = ({ readonly file: string } | { readonly dataDir: string }) &
-  Partial<Omit<ServerConfig, 'where' | 'jwt'>> &
-  JwtInput;
+  Partial<Omit<ServerConfig, 'where' | 'jwt' | 'oauth'>> &
+  JwtInput &
+  OAuthInput;
 
 export const SERVER_DEFAULTS = Object.freeze({
   workers: os.availableParallelism(),
@@ -128,6 +135,7 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     httpCors: input.httpCors,
     sweepIntervalMs: input.sweepIntervalMs ?? SERVER_DEFAULTS.sweepIntervalMs,
     jwt: jwtVerifier(input),
+    oauth: oauthVerifier(input),
     policy: input.policy,
     audit: input.audit,
     mcp: input.mcp === undefined ? undefined : Object.freeze({ ...input.mcp }),
@@ -176,8 +184,11 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
       `takes a duration such as 500ms, 10s or 1m (0: never), not ${config.sweepIntervalMs}`,
     );
   }
-  if (config.policy !== undefined && config.jwt === undefined) {
-    throw invalidOption('--policy', 'holds JSON Web Tokens to a policy: give --jwt-secret or --jwt-public-key too');
+  if (config.policy !== undefined && config.jwt === undefined && config.oauth === undefined) {
+    throw invalidOption(
+      '--policy',
+      'holds JSON Web Tokens to a policy: give --jwt-secret, --jwt-public-key or --oauth-issuer too',
+    );
   }
   if (config.cursorSecret.length < 32)
     throw invalidOption('cursorSecret', `takes at least 32 bytes, not ${config.cursorSecret.length}`);

@@ -19,6 +19,7 @@ import {
   tracingConfig,
 } from '../shared/cli/command-line.js';
 import { parseCount, parseDurationOption, parsePort, readOptionFile } from '../shared/cli/options.js';
+import { addOAuthFlags, oauthInput, type OAuthFlags } from '../shared/cli/oauth-flags.js';
 import { closeServer, listen } from '../shared/http/listen.js';
 import { startTracing } from '../shared/tracing.js';
 import { parseNodes, parsePlacement } from './placement.js';
@@ -27,7 +28,7 @@ import type { RouterApp } from './router-app.js';
 
 const NAME = 'fenec-router';
 
-interface Flags {
+interface Flags extends OAuthFlags {
   nodes: string;
   placement?: string;
   host: string;
@@ -84,7 +85,8 @@ async function main(): Promise<void> {
       'take JSON Web Tokens signed with the private half of this PEM public key (RS256 or ES256)',
     )
     .option('--jwt-issuer <iss>', 'take only JSON Web Tokens whose iss claim is this')
-    .option('--jwt-audience <aud>', 'take only JSON Web Tokens whose aud claim is or contains this')
+    .option('--jwt-audience <aud>', 'take only JSON Web Tokens whose aud claim is or contains this');
+  addOAuthFlags(program)
     .option('--node-timeout <duration>', 'a node that has not begun to answer by then gets the client a 503', '10s')
     .option('--max-sockets <n>', 'kept-alive connections per node', String(ROUTER_DEFAULTS.maxSocketsPerNode))
     .option(
@@ -121,6 +123,7 @@ async function main(): Promise<void> {
             }),
         ...(flags.jwtIssuer === undefined ? {} : { jwtIssuer: flags.jwtIssuer }),
         ...(flags.jwtAudience === undefined ? {} : { jwtAudience: flags.jwtAudience }),
+        ...oauthInput(flags, process.env),
         nodeTimeoutMs: parseDurationOption('--node-timeout', flags.nodeTimeout),
         maxSocketsPerNode: parseCount('--max-sockets', flags.maxSockets, 1),
         audit: auditTarget(flags.audit),
@@ -239,6 +242,8 @@ async function serve(options: RouterOptions, placementFile: string | undefined):
   // Registered before anything is served: the first request is traced.
   const tracing = await startTracing(options.otel, NAME, logger);
   const app = createRouterApp(options, logger, audit);
+  // The issuers' keys are fetched while the first requests come; a start never waits on an IdP.
+  void options.oauth?.warm();
   if (cluster.isWorker) app.metrics.textOf = clusterMetricsText(app.metrics.registry);
   if (placementFile !== undefined) watchPlacement(placementFile, options, app, logger);
   const server = http.createServer(app.handler);
@@ -271,6 +276,9 @@ async function serve(options: RouterOptions, placementFile: string | undefined):
       auth: [
         options.httpToken === undefined ? undefined : 'token',
         options.jwt === undefined ? undefined : `JWT ${options.jwt.algorithm}`,
+        options.oauth === undefined
+          ? undefined
+          : `OAuth ${options.oauth.issuers.join(' ')} at ${options.oauth.resource.publicUrl}`,
       ]
         .filter(Boolean)
         .join(' + '),

@@ -8,7 +8,7 @@ import type * as http from 'node:http';
 import { Audit } from '../shared/audit.js';
 import { FenecError } from '../shared/errors.js';
 import { readJson } from '../shared/http/body.js';
-import { FrontDoor } from '../shared/http/front-door.js';
+import { FrontDoor, type Checked } from '../shared/http/front-door.js';
 import { writeError, writeJson } from '../shared/http/reply.js';
 import { auditName, pathOf, RouteTable } from '../shared/http/route-table.js';
 import type { Logger } from '../shared/logger.js';
@@ -30,20 +30,31 @@ export interface RouterApp {
 
 export function createRouterApp(options: RouterOptions, logger?: Logger, audit: Audit = Audit.off): RouterApp {
   const placement = new Placement(options.nodes, options.pins);
-  const door = new FrontDoor(options, audit);
   const metrics = new RouterMetrics();
+  const door = new FrontDoor(options, audit, metrics.authRefused);
   const forwarder = new Forwarder(options, placement, metrics, logger);
   const reply = routerReply(metrics, logger);
   const table = new RouteTable(
     'the router',
-    routerRoutes(ownRoutes(options, placement, forwarder, metrics, reply, logger)),
+    routerRoutes(ownRoutes(options, placement, forwarder, metrics, reply, logger), options.oauth !== undefined),
   );
 
   const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const found = table.find(req.method ?? '', pathOf(req.url ?? '/'));
     if ('error' in found) return reply.fail(req, res, found.error, found.allow);
     const { route, tenant } = found;
-    if (!frontDoor(req, res, route, tenant)) return;
+    const admitted = frontDoor(req, res, route, tenant);
+    if (admitted === true) return dispatch(req, res, route, tenant);
+    // An OAuth token not seen before is verified asynchronously: the body waits in the socket meanwhile.
+    if (admitted !== false)
+      admitted.then(
+        (ok) => ok && dispatch(req, res, route, tenant),
+        (err: unknown) => reply.fail(req, res, err),
+      );
+  };
+
+  /** The dispatch stage: forwarded to the tenant's node, or the router's own handler (its small body read). */
+  function dispatch(req: http.IncomingMessage, res: http.ServerResponse, route: RouterRoute, tenant: string): void {
     const own = route.handler;
     if (own.kind === 'forward') return forwarder.forward(req, res, tenant, route.path);
     if (own.kind === 'plain') return own.run(req, res);
@@ -51,14 +62,23 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
       (body) => own.run(req, res, tenant, body),
       (err: unknown) => reply.fail(req, res, err),
     );
-  };
+  }
 
   /** Who may call the route (a public one asks nothing); on a tenant's route, a JWT must be that tenant's. */
-  function frontDoor(req: http.IncomingMessage, res: http.ServerResponse, route: RouterRoute, tenant: string): boolean {
+  function frontDoor(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    route: RouterRoute,
+    tenant: string,
+  ): boolean | Promise<boolean> {
     if (route.access === 'public') return true;
     const name = auditName(route, req.method ?? '');
     const caller =
       tenant === '' ? door.caller(req, name, route.access) : door.tenantCaller(req, tenant, name, route.access);
+    return caller instanceof Promise ? caller.then((checked) => admit(req, res, checked)) : admit(req, res, caller);
+  }
+
+  function admit(req: http.IncomingMessage, res: http.ServerResponse, caller: Checked): boolean {
     if (!(caller instanceof FenecError)) return true;
     reply.fail(req, res, caller);
     return false;

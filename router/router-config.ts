@@ -3,7 +3,8 @@
  */
 import type { AuditTarget } from '../shared/audit.js';
 import type { JwtVerifier } from '../shared/auth/jwt.js';
-import { jwtVerifier, type JwtInput } from '../shared/cli/options.js';
+import type { OAuthVerifier } from '../shared/auth/oauth/verifier.js';
+import { jwtVerifier, oauthVerifier, type JwtInput, type OAuthInput } from '../shared/cli/options.js';
 import { FenecError } from '../shared/errors.js';
 import type { TracingConfig } from '../shared/tracing.js';
 import type { NodeTarget } from './placement.js';
@@ -21,6 +22,8 @@ export interface RouterOptions {
   readonly httpToken: string | undefined;
   /** The JWT verifier (`--jwt-secret`/`--jwt-public-key`, issuer, audience). Default: none. */
   readonly jwt: JwtVerifier | undefined;
+  /** The OAuth verifier (`--oauth-issuer`, `--public-url`, audience, tenant claim). Default: none. */
+  readonly oauth: OAuthVerifier | undefined;
   /** How long a node may take to start answering before the router answers 503. Default 10 s. */
   readonly nodeTimeoutMs: number;
   /** Keep-alive connections per node. Default 64. */
@@ -45,7 +48,8 @@ export const ROUTER_DEFAULTS = Object.freeze({
   maxSocketsPerNode: 64,
 });
 
-export interface RouterOptionsInput extends Partial<Omit<RouterOptions, 'nodes' | 'jwt'>>, JwtInput {
+export interface RouterOptionsInput
+  extends Partial<Omit<RouterOptions, 'nodes' | 'jwt' | 'oauth'>>, JwtInput, OAuthInput {
   readonly nodes: readonly NodeTarget[];
 }
 
@@ -59,10 +63,11 @@ export function routerOptions(input: RouterOptionsInput): RouterOptions {
   if (input.nodes.length === 0) throw new FenecError('invalid_option', '--nodes names no node');
   if (input.httpToken === '') throw new FenecError('invalid_option', '--http-token must not be empty');
   const jwt = jwtVerifier(input);
-  if (input.httpToken === undefined && jwt === undefined) {
+  const oauth = oauthVerifier(input);
+  if (input.httpToken === undefined && jwt === undefined && oauth === undefined) {
     throw new FenecError(
       'invalid_option',
-      '--http-token (or FENEC_TOKEN) or a JWT key (--jwt-secret, FENEC_JWT_SECRET, --jwt-public-key) is required: the router forwards only requests it can attribute to a tenant',
+      '--http-token (or FENEC_TOKEN), a JWT key (--jwt-secret, FENEC_JWT_SECRET, --jwt-public-key) or --oauth-issuer is required: the router forwards only requests it can attribute to a tenant',
     );
   }
   if (input.audit?.kind === 'file' && input.audit.path === '')
@@ -80,6 +85,7 @@ export function routerOptions(input: RouterOptionsInput): RouterOptions {
     port: input.port ?? ROUTER_DEFAULTS.port,
     httpToken: input.httpToken,
     jwt,
+    oauth,
     nodeTimeoutMs,
     maxSocketsPerNode,
     audit: input.audit,

@@ -6,6 +6,7 @@
  */
 import type * as http from 'node:http';
 import type { ConsoleKind } from '../shared/console.js';
+import { METADATA_PREFIX } from '../shared/auth/oauth/resource.js';
 import { serveConsole } from '../shared/console.js';
 import type { BodyRefusals } from '../shared/http/body.js';
 import { pathOf, type Route } from '../shared/http/route-table.js';
@@ -44,7 +45,8 @@ const FORWARD: RouterHandler = { kind: 'forward' };
 /** `{"to": NODE}` */
 const MAX_MOVE_BODY = 4096;
 
-export function routerRoutes(parts: RouterParts): RouterRoute[] {
+/** `oauth`: the router takes OAuth tokens, and forwards a tenant's protected resource metadata to its node. */
+export function routerRoutes(parts: RouterParts, oauth = false): RouterRoute[] {
   const forward = (methods: string[], path: string, access: 'any' | 'server'): RouterRoute => ({
     methods,
     path,
@@ -85,5 +87,17 @@ export function routerRoutes(parts: RouterParts): RouterRoute[] {
     own(['GET', 'HEAD'], '/_console/*', 'public', (req, res) =>
       serveConsole(req, res, pathOf(req.url ?? '/'), parts.console),
     ),
+    // The node that holds the tenant answers its metadata (RFC 9728), or says no such tenant is there.
+    ...(oauth
+      ? [
+          {
+            methods: ['GET', 'HEAD'],
+            path: `${METADATA_PREFIX}/t/<tenant>/_mcp`,
+            access: 'public',
+            body: 'stream',
+            handler: FORWARD,
+          } as const,
+        ]
+      : []),
   ];
 }

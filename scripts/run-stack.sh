@@ -4,6 +4,9 @@
 # then tenant `demo` (created when missing), an agent token for it, and the `claude mcp add` line.
 # Ctrl-C stops all three. The token and JWT secret are made once and kept in data/secrets.env.
 # FENEC_STACK_DATA names another folder for ./data (the test of this banner runs the stack in a temporary one).
+# OAUTH=1: also a development authorization server (scripts/dev-oidc.ts, oidc-provider; FOR TRYING ONLY, every
+# sign-in the fixed user local-user) on $PORT + 3, and the router and nodes take its tokens: an MCP client added by
+# the URL alone signs in through the browser.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +25,11 @@ touch "$data/placement.txt"
 # What an agent's token reaches: its own memories, and the notes it writes.
 [ -f "$data/policy.txt" ] || printf '%s\n' 'memories read,write where owner = $jwt.sub' 'notes read,write where owner = $jwt.sub' > "$data/policy.txt"
 
+OAUTH=${OAUTH:-}
+ISSUER_PORT=$((PORT + 3))
+oauth_flags=()
+[ -n "$OAUTH" ] && oauth_flags=(--public-url "$ROUTER" --oauth-issuer "http://127.0.0.1:$ISSUER_PORT")
+
 pids=()
 stop() {
   trap - INT TERM EXIT
@@ -32,11 +40,14 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-node_flags=(--host 127.0.0.1 --mcp-write --mcp-memory memories --policy "$data/policy.txt")
+if [ -n "$OAUTH" ]; then
+  node dist/scripts/dev-oidc.js --port "$ISSUER_PORT" 2>>"$data/dev-oidc.log" & pids+=($!)
+fi
+node_flags=(--host 127.0.0.1 --mcp-write --mcp-memory memories --policy "$data/policy.txt" "${oauth_flags[@]}")
 node dist/node/cli/fenec-server.js --data-dir "$data/node-a" --port "$NODE_A" "${node_flags[@]}" 2>>"$data/node-a.log" & pids+=($!)
 node dist/node/cli/fenec-server.js --data-dir "$data/node-b" --port "$NODE_B" "${node_flags[@]}" 2>>"$data/node-b.log" & pids+=($!)
 node dist/router/cli.js --host 127.0.0.1 --port "$PORT" --placement "$data/placement.txt" \
-  --nodes "node-a=http://127.0.0.1:$NODE_A,node-b=http://127.0.0.1:$NODE_B" 2>>"$data/router.log" & pids+=($!)
+  --nodes "node-a=http://127.0.0.1:$NODE_A,node-b=http://127.0.0.1:$NODE_B" "${oauth_flags[@]}" 2>>"$data/router.log" & pids+=($!)
 
 for url in "http://127.0.0.1:$NODE_A" "http://127.0.0.1:$NODE_B" "$ROUTER"; do
   for _ in $(seq 100); do
@@ -68,5 +79,12 @@ server token: FENEC_TOKEN in $data/secrets.env (fenec tenant create NAME --url $
 console: $ROUTER/_console/ (sign in with the agent token and tenant demo, or the server token)
 Ctrl-C stops all three.
 INFO
+if [ -n "$OAUTH" ]; then
+  cat <<INFO
+OAuth (FOR TRYING ONLY): a development authorization server at http://127.0.0.1:$ISSUER_PORT signs everyone in
+as local-user. Add the tenant by its URL alone, and sign in through the browser:
+  claude mcp add --transport http fenecdb $ROUTER/t/demo/_mcp
+INFO
+fi
 wait -n "${pids[@]}" || true
 echo "a process of the stack exited; see $data/*.log" >&2

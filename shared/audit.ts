@@ -22,6 +22,16 @@ export type SchemaChange = 'create' | 'drop' | 'alter add' | 'alter drop' | 'com
 /** Who ran a statement: the server's token, or a JWT's subject (null when the token has none). */
 export type Who = { readonly kind: 'server' } | { readonly kind: 'jwt'; readonly sub: string | null };
 
+/** Who a refused request was for and from, as far as it is known (a token that does not verify says nothing). */
+export interface AuthWho {
+  /** The tenant the request was for (its path's). */
+  readonly tenant?: string;
+  /** The tenant the token claimed (its tenant claim, or its audience's tenant); null when it claims none. */
+  readonly tokenTenant?: string | null;
+  /** The token's `sub`; null when it has none. */
+  readonly sub?: string | null;
+}
+
 /** The longest claim or header text a line repeats. */
 const MAX_TEXT = 200;
 
@@ -69,10 +79,24 @@ export class Audit {
     return this !== Audit.off;
   }
 
-  /** A refused token, or a request without one where one is required: why, from where, on which route. */
-  auth(why: string, ip: string | undefined, route: string): void {
+  /**
+   * A refused token, or a request without one where one is required: why, from where, on which route; and, where
+   * known, the tenant the request was for, the tenant the token claimed and its `sub` (two nodes writing one file,
+   * or an operator asking who tried what, tell them apart).
+   */
+  auth(why: string, ip: string | undefined, route: string, who: AuthWho = {}): void {
     if (this === Audit.off) return;
-    this.#write({ time: new Date().toISOString(), event: 'auth', why, ip: ip ?? null, route }, false);
+    const entry: Record<string, unknown> = {
+      time: new Date().toISOString(),
+      event: 'auth',
+      why,
+      ip: ip ?? null,
+      route,
+    };
+    if (who.tenant !== undefined) entry.tenant = who.tenant;
+    if (who.tokenTenant !== undefined) entry.token_tenant = who.tokenTenant === null ? null : cut(who.tokenTenant);
+    if (who.sub !== undefined) entry.sub = who.sub === null ? null : cut(who.sub);
+    this.#write(entry, false);
   }
 
   /**

@@ -89,6 +89,11 @@ export const CATALOGUE = {
   forbidden_origin: { status: 403, summary: 'The Origin header names a site this server does not serve.' },
   read_only: { status: 403, summary: 'The server or file is read-only and the statement writes.' },
   forbidden: { status: 403, summary: "The token's grants or policy refuse the statement." },
+  insufficient_scope: {
+    status: 403,
+    summary:
+      'An OAuth token without the scope the call needs (fenec:read, fenec:memory or fenec:write); WWW-Authenticate names it.',
+  },
 
   // Parsing
   syntax_error: {
@@ -210,6 +215,8 @@ export interface FenecErrorOptions {
   /** In a bulk write (`insert into c $1`), the index of the refused row in the parameter's array. */
   readonly row?: number;
   readonly cause?: unknown;
+  /** The WWW-Authenticate header its answer carries (a 401 or 403 of a server that takes OAuth tokens). */
+  readonly challenge?: string;
 }
 
 /**
@@ -232,6 +239,7 @@ export class FenecError extends Error {
   readonly hint: string | undefined;
   readonly position: Position | undefined;
   readonly row: number | undefined;
+  readonly challenge: string | undefined;
 
   constructor(code: ErrorCode, message: string, options: FenecErrorOptions = {}) {
     super(bounded(message), options.cause === undefined ? undefined : { cause: options.cause });
@@ -241,6 +249,7 @@ export class FenecError extends Error {
     this.hint = options.hint;
     this.position = options.position;
     this.row = options.row;
+    this.challenge = options.challenge;
   }
 
   /** The wire shape every door answers with: `{"error": {"code", "message", "hint"?, "line"?, "column"?, "row"?}}`. */

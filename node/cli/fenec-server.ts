@@ -15,6 +15,7 @@ import {
   type PublicKeyInput,
 } from '../../shared/cli/options.js';
 import { switchedBy, toolNames } from '../../shared/mcp/tools.js';
+import { addOAuthFlags, oauthInput, type OAuthFlags } from '../../shared/cli/oauth-flags.js';
 import { isTenantNode, serverConfig, SERVER_DEFAULTS, type ServerConfig, type TenantNodeConfig } from '../config.js';
 import { mcpText } from '../mcp/serve-mcp.js';
 import { nativeBuildPaths, useNativeBuilds } from '../native-builds.js';
@@ -36,7 +37,7 @@ import {
 
 const NAME = 'fenec-server';
 
-interface Options {
+interface Options extends OAuthFlags {
   file?: string;
   dataDir?: string;
   maxOpenTenants: string;
@@ -163,7 +164,8 @@ async function main(): Promise<void> {
         'RS256 for an RSA key (2048 bits or more), ES256 for an EC P-256 key',
     )
     .option('--jwt-issuer <iss>', 'take only JSON Web Tokens whose iss claim is this')
-    .option('--jwt-audience <aud>', 'take only JSON Web Tokens whose aud claim is or contains this')
+    .option('--jwt-audience <aud>', 'take only JSON Web Tokens whose aud claim is or contains this');
+  addOAuthFlags(program)
     .option(
       '--policy <file>',
       'the policy JSON Web Tokens are held to: lines COLLECTION GRANTS [where COND], ' +
@@ -237,6 +239,7 @@ async function main(): Promise<void> {
         jwtPublicKey: options.jwtPublicKey === undefined ? undefined : readPublicKey(options.jwtPublicKey),
         jwtIssuer: options.jwtIssuer,
         jwtAudience: options.jwtAudience,
+        ...oauthInput(options, process.env),
         policy: options.policy === undefined ? undefined : readPolicy(options.policy),
         audit: auditTarget(options.audit),
         mcp:
@@ -289,6 +292,8 @@ async function serveTenants(config: TenantNodeConfig, tenants: TenantNodeOptions
   const tracing = await startTracing(config.otel, NAME, logger);
   const { startTenantNode } = await import('../tenants/tenant-node.js');
   const server = await startTenantNode(config, tenants, logger, audit).catch((err: unknown) => refuseStart(err));
+  // The issuers' keys are fetched while the first requests come; a start never waits on an IdP.
+  void config.oauth?.warm();
   onExit(
     () => undefined,
     (signal) => {
@@ -365,6 +370,7 @@ async function serve(config: ServerConfig, file: string, sources: AuthSources): 
   if (opened.status !== 200) refuseStart(replyError(opened));
 
   const server = await startServer(config, pool, limits, logger, audit).catch((err: unknown) => refuseStart(err));
+  void config.oauth?.warm();
   stop = (signal) => {
     logger.info({ signal }, 'stopping');
     server
@@ -392,7 +398,7 @@ async function serve(config: ServerConfig, file: string, sources: AuthSources): 
       ...authFields(config, sources),
       console: `${server.url}/_console/`,
       policy:
-        config.jwt === undefined
+        config.jwt === undefined && config.oauth === undefined
           ? undefined
           : config.policy === undefined
             ? 'none: JWTs reach no collection'
@@ -415,6 +421,9 @@ function authFields(config: ServerConfig, sources: AuthSources): Record<string, 
   const kinds = [
     config.httpToken === undefined ? undefined : 'token',
     config.jwt === undefined ? undefined : `JWT ${config.jwt.algorithm}`,
+    config.oauth === undefined
+      ? undefined
+      : `OAuth ${config.oauth.issuers.join(' ')} at ${config.oauth.resource.publicUrl}`,
   ];
   const given = kinds.filter((kind) => kind !== undefined);
   if (given.length === 0) return { auth: 'local Host only', withoutToken: 'answered when its Host names this machine' };

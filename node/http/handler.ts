@@ -12,8 +12,8 @@ import { performance } from 'node:perf_hooks';
 import { propagation } from '@opentelemetry/api';
 import { FenecError } from '../../shared/errors.js';
 import { encodingRefusal, readJson } from '../../shared/http/body.js';
-import type { FrontDoor } from '../../shared/http/front-door.js';
-import { errorBody, jsonHeaders } from '../../shared/http/reply.js';
+import type { Checked, FrontDoor } from '../../shared/http/front-door.js';
+import { errorBody, jsonHeaders, withChallenge } from '../../shared/http/reply.js';
 import { auditName, pathOf, type Miss, type RouteTable } from '../../shared/http/route-table.js';
 import type { Logger } from '../../shared/logger.js';
 import { requestContext } from '../../shared/tracing.js';
@@ -96,7 +96,20 @@ export class HttpHandler implements Reply, BodySink {
     state.route = route;
     state.label = route.handler.label;
     state.tenant = found.tenant;
-    if (!this.#frontDoor(req, res, route)) return;
+    const admitted = this.#frontDoor(req, res, route);
+    if (admitted === true) return this.#admitted(req, res, route);
+    // An OAuth token not seen before is verified asynchronously: the body waits in the socket meanwhile.
+    if (admitted !== false) {
+      admitted.then(
+        (ok) => ok && this.#admitted(req, res, route),
+        (err: unknown) => this.fail(req, res, err),
+      );
+    }
+  };
+
+  /** The stages past the front door: the tenant, its quotas, the body. */
+  #admitted(req: FenecRequest, res: ServerResponse, route: NodeRoute): void {
+    const state = req.state;
     const handler = route.handler;
     if (handler.kind !== 'work') return this.#ownBody(req, res, route, handler);
     const tenants = this.#tenants;
@@ -104,10 +117,10 @@ export class HttpHandler implements Reply, BodySink {
       if (!tenants.tenant(req, res, this) || !tenants.quota(req, res, this)) return;
     }
     this.#workBody(req, res, route.body as number);
-  };
+  }
 
-  /** The front door: who may call the route (a public one asks nothing). False when it refused. */
-  #frontDoor(req: FenecRequest, res: ServerResponse, route: NodeRoute): boolean {
+  /** The front door: who may call the route (a public one asks nothing). False when it refused; a promise of it. */
+  #frontDoor(req: FenecRequest, res: ServerResponse, route: NodeRoute): boolean | Promise<boolean> {
     if (route.access === 'public') return true;
     const state = req.state;
     state.cors = this.#cors !== undefined && this.#door.isCorsOrigin(req);
@@ -116,11 +129,16 @@ export class HttpHandler implements Reply, BodySink {
       state.tenant === ''
         ? this.#door.caller(req, name, route.access)
         : this.#door.tenantCaller(req, state.tenant, name, route.access);
+    if (caller instanceof Promise) return caller.then((checked) => this.#caller(req, res, checked));
+    return this.#caller(req, res, caller);
+  }
+
+  #caller(req: FenecRequest, res: ServerResponse, caller: Checked): boolean {
     if (caller instanceof FenecError) {
       this.fail(req, res, caller);
       return false;
     }
-    state.caller = caller;
+    req.state.caller = caller;
     return true;
   }
 
@@ -242,8 +260,19 @@ export class HttpHandler implements Reply, BodySink {
       (reply) => {
         this.#bodies.give(body);
         if (reply.tools !== undefined) for (const [tool, outcome] of reply.tools) this.#metrics.toolCall(tool, outcome);
-        if (reply.body === undefined) this.#write(req, res, reply.status, {}, undefined);
-        else this.send(req, res, reply.status, reply.body, this.#stopping ? { connection: 'close' } : undefined);
+        if (reply.body === undefined) return this.#write(req, res, reply.status, {}, undefined);
+        const extra: OutgoingHttpHeaders = this.#stopping ? { connection: 'close' } : {};
+        // A token refused in the worker (revoked, past its scopes) is told where to sign in again.
+        const challenge =
+          route === 'GET /_revocations' || route === 'POST /_revocations'
+            ? undefined
+            : reply.status === 401
+              ? this.#door.challenge(state.tenant, 'invalid_token')
+              : reply.scope === undefined
+                ? undefined
+                : this.#door.challenge(state.tenant, 'insufficient_scope', reply.scope);
+        if (challenge !== undefined) extra['www-authenticate'] = challenge;
+        this.send(req, res, reply.status, reply.body, extra);
       },
       (err: unknown) => {
         this.#bodies.give(body);
@@ -296,7 +325,7 @@ export class HttpHandler implements Reply, BodySink {
     if (error.status >= 500) {
       this.#logger.error({ err: error.cause ?? error, code: error.code, route: req.state.label }, 'request failed');
     }
-    this.send(req, res, error.status, body, headers);
+    this.send(req, res, error.status, body, withChallenge(error, headers));
   }
 
   /** The reply stage: JSON (or `extra`'s content type), counted. */

@@ -7,7 +7,8 @@ import { MetricsRegistry } from '../../shared/http/metrics-registry.js';
 import type { ToolOutcomeLabel } from '../workers/protocol.js';
 
 /** A route pattern, never a path: a collection or tenant name must not become a label value. */
-export type RouteLabel = '/query' | '/_mcp' | '/_health' | '/_metrics' | '/_revocations' | 'other';
+export type RouteLabel =
+  '/query' | '/_mcp' | '/_health' | '/_metrics' | '/_revocations' | '/.well-known/oauth-protected-resource' | 'other';
 
 export class HttpMetrics extends MetricsRegistry {
   readonly #requests: Counter<'route' | 'status'> = this.counter(

@@ -3,11 +3,47 @@
  * (`/query`, `/_mcp`, `/_revocations`), and the node's own (`/_health`, `/_metrics`, the console). A tenant node
  * adds its tenants' routes (node/tenants/tenant-routes.ts). Adding a route is one entry here or there.
  */
+import { METADATA_PREFIX } from '../../shared/auth/oauth/resource.js';
 import { serveConsole, type ConsoleKind } from '../../shared/console.js';
+import { FenecError } from '../../shared/errors.js';
 import { pathOf } from '../../shared/http/route-table.js';
 import type { NodeHandler, NodeRoute } from './request.js';
 
 const HEALTH_BODY = '{"status":"ok"}';
+
+/**
+ * The protected resource metadata (RFC 9728) of the resource `<prefix>/_mcp`, when OAuth is on: public, as the 401
+ * that points to it, and readable by any page (an MCP client in a browser finds it). `exists` says whether a
+ * tenant is here: one that is not is a 404 that tells nothing of the others.
+ */
+export function metadataRoutes(
+  prefix: string,
+  document: ((tenant: string) => string) | undefined,
+  exists: (tenant: string) => boolean = () => true,
+): NodeRoute[] {
+  if (document === undefined) return [];
+  return [
+    {
+      methods: ['GET', 'HEAD'],
+      path: `${METADATA_PREFIX}${prefix}/_mcp`,
+      access: 'public',
+      body: 'none',
+      handler: {
+        kind: 'plain',
+        label: METADATA_PREFIX,
+        run: (req, res, reply) => {
+          const tenant = req.state.tenant;
+          if (!exists(tenant))
+            return reply.fail(req, res, new FenecError('unknown_tenant', 'no such tenant on this server'));
+          reply.send(req, res, 200, document(tenant), {
+            'access-control-allow-origin': '*',
+            'cache-control': 'max-age=300',
+          });
+        },
+      },
+    },
+  ];
+}
 
 /**
  * The work routes under `prefix` ('' on a one-file server, `/t/<tenant>` on a tenant node): `/_mcp` only with --mcp.

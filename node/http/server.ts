@@ -15,7 +15,7 @@ import { RouteTable } from '../../shared/http/route-table.js';
 import { HttpHandler } from './handler.js';
 import { HttpMetrics } from './metrics.js';
 import { FenecRequest, type NodeRoute } from './request.js';
-import { ownRoutes, workRoutes } from './routes.js';
+import { metadataRoutes, ownRoutes, workRoutes } from './routes.js';
 
 /** How long close() lets open requests finish past their time limit before it cuts their connections. */
 export const CLOSE_GRACE_MS = 1_000;
@@ -51,7 +51,7 @@ export function startServer(
     config,
     new RouteTable('this server', fileRoutes(config, metrics)),
     (_req, work) => pool.run(ONE_FILE, limits, work),
-    new FrontDoor(config, audit),
+    new FrontDoor(config, audit, metrics.authRefused),
     metrics,
     logger,
   );
@@ -64,5 +64,9 @@ export function startServer(
 
 /** A one-file server's routes: its file's work routes, and its own. */
 export function fileRoutes(config: ServerConfig, metrics: HttpMetrics): NodeRoute[] {
-  return [...workRoutes('', config.maxBodyBytes, config.mcp !== undefined), ...ownRoutes(metrics, 'file')];
+  return [
+    ...workRoutes('', config.maxBodyBytes, config.mcp !== undefined),
+    ...ownRoutes(metrics, 'file'),
+    ...metadataRoutes('', config.oauth === undefined ? undefined : (tenant) => config.oauth!.resource.document(tenant)),
+  ];
 }

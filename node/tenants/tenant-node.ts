@@ -13,7 +13,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { TenantNodeConfig } from '../config.js';
 import { HttpHandler } from '../http/handler.js';
 import { HttpMetrics } from '../http/metrics.js';
-import { ownRoutes, workRoutes } from '../http/routes.js';
+import { metadataRoutes, ownRoutes, workRoutes } from '../http/routes.js';
 import { CLOSE_GRACE_MS, createServer } from '../http/server.js';
 import { acquireLock, type FileLock } from '../storage/lock.js';
 import type { TenantLimits } from '../workers/protocol.js';
@@ -66,6 +66,11 @@ export function startTenantNode(
     ...workRoutes('/t/<tenant>', config.maxBodyBytes, config.mcp !== undefined),
     ...tenantRoutes(registry, transfers),
     ...ownRoutes(metrics, 'tenant-node'),
+    ...metadataRoutes(
+      '/t/<tenant>',
+      config.oauth === undefined ? undefined : (tenant) => config.oauth!.resource.document(tenant),
+      (tenant) => registry.has(tenant),
+    ),
   ]);
   const stages = new TenantNodeStages({ config, registry, transfers, metrics, audit, logger, refused });
   const pipeline = new HttpHandler(
@@ -80,7 +85,7 @@ export function startTenantNode(
         return reply;
       });
     },
-    new FrontDoor(config, audit),
+    new FrontDoor(config, audit, metrics.authRefused),
     metrics,
     logger,
     stages,

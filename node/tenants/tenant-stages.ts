@@ -9,6 +9,8 @@ import * as fs from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as path from 'node:path';
 import { context } from '@opentelemetry/api';
+import { scopedTools } from '../../shared/auth/oauth/scopes.js';
+import { TOOL_NAMES } from '../../shared/mcp/tools.js';
 import type { Audit } from '../../shared/audit.js';
 import { EMPTY_POLICY, grantedTools, parsePolicy, type Policy } from '../../shared/auth/policy.js';
 import { FenecError } from '../../shared/errors.js';
@@ -143,7 +145,12 @@ export class TenantNodeStages<T extends OpenTenant> implements TenantStages {
     let answer: ReturnType<McpEndpoint<ExecuteOptions>['refuse']>;
     try {
       const { endpoint, policy } = this.#refuserOf(this.#tenantOf.get(req)!);
-      const tools = caller.kind === 'server' ? undefined : grantedTools(policy, caller.claims);
+      const granted = caller.kind === 'server' ? undefined : grantedTools(policy, caller.claims);
+      // An OAuth token past its rate is refused only the tools its scopes open: the others stay unknown to it.
+      const tools =
+        caller.kind === 'jwt' && caller.scopes !== undefined
+          ? scopedTools(caller.scopes, granted, TOOL_NAMES).tools
+          : granted;
       // The tool's span is the request's child, though the body came in after the request's call.
       answer = context.with(requestContext(req), () =>
         endpoint.refuse(

@@ -102,6 +102,8 @@ export interface WorkerReply {
   readonly tools?: readonly (readonly [string, ToolOutcomeLabel])[];
   /** Quotas that refused statements of it (collections, rows, bytes), for fenec_tenant_quota_refusals_total. */
   readonly quotas?: readonly QuotaKind[];
+  /** A 403 insufficient_scope: the OAuth scope it needs, for the answer's WWW-Authenticate. */
+  readonly scope?: string | undefined;
 }
 
 /**

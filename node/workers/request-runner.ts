@@ -20,6 +20,9 @@ import { answerText } from '../query/execute/answer-text.js';
 import type { Answer } from '../../shared/answer.js';
 import type { Revocation, Revocations } from '../storage/revocations.js';
 import type { WorkRequest } from './protocol.js';
+import { scopedTools, scopeOfStatement, type FenecScope } from '../../shared/auth/oauth/scopes.js';
+import { STATEMENT_KINDS } from '../../shared/fenecql/kinds.js';
+import { TOOL_NAMES } from '../../shared/mcp/tools.js';
 
 /** What the runner needs of a database: statements (as text, or as trees for MCP and pages) in, answers out. */
 export type Executor = Pick<FenecDatabase, 'execute' | 'executeStatement' | 'statementOf'>;
@@ -28,6 +31,8 @@ export type Executor = Pick<FenecDatabase, 'execute' | 'executeStatement' | 'sta
 export interface Answered {
   readonly status: number;
   readonly json: string | undefined;
+  /** A 403 insufficient_scope: the OAuth scope the call needs. */
+  readonly scope?: string;
 }
 
 export interface RunnerConfig {
@@ -89,7 +94,7 @@ export class RequestRunner {
       }
       switch (work.route) {
         case '/query':
-          return { status: 200, json: this.#query(body, caller, maxAnswerBytes) };
+          return this.#query(body, caller, maxAnswerBytes);
         case '/_mcp':
           return this.#message(body, caller, work.headers ?? {});
         case 'GET /_revocations':
@@ -102,7 +107,7 @@ export class RequestRunner {
     }
   }
 
-  #query(body: Buffer, caller: Caller, maxAnswerBytes: number): string {
+  #query(body: Buffer, caller: Caller, maxAnswerBytes: number): Answered {
     const { statement, params, cursor } = parseQueryBody(body);
     const options: ExecuteOptions =
       caller.kind === 'server'
@@ -110,10 +115,13 @@ export class RequestRunner {
         : { readOnly: this.#readOnly, jwt: caller.claims, policy: this.#policy, maxAnswerBytes };
     // The database's own parse, kept for the execute that follows: the text is parsed once.
     const tree = this.#db.statementOf(statement);
+    // An OAuth token reads with fenec:read and writes with fenec:write, within what its policy grants.
+    const scope = caller.kind === 'jwt' ? scopeRefusal(caller.scopes, STATEMENT_KINDS[tree.kind].writes) : undefined;
+    if (scope !== undefined) return scope;
     const text = answerText(this.#read(statement, tree, params, cursor, options, caller), maxAnswerBytes);
     // Written (and flushed) before the answer leaves: an answered change is an audited one.
     if (this.#audit.enabled) this.#auditSchema(tree, caller);
-    return text;
+    return { status: 200, json: text };
   }
 
   /**
@@ -151,13 +159,25 @@ export class RequestRunner {
       caller.kind === 'server'
         ? this.#serverOptions
         : { readOnly: this.#readOnly, jwt: caller.claims, policy: this.#policy };
-    const tools = caller.kind === 'server' ? undefined : this.#grants(caller.claims);
+    const granted = caller.kind === 'server' ? undefined : this.#grants(caller.claims);
+    // An OAuth token's scopes narrow the tools its policy grants; those left out are answered 403, naming the scope.
+    const scoped =
+      caller.kind === 'jwt' && caller.scopes !== undefined
+        ? scopedTools(caller.scopes, granted, TOOL_NAMES)
+        : { tools: granted, needed: undefined };
     const subject = cursorSubject(caller.kind === 'server' ? undefined : caller.claims);
-    const reply = this.#mcp!.handle(body, { options, scoped: caller.kind === 'jwt', tools, subject }, (name) => {
+    const toolCaller = {
+      options,
+      scoped: caller.kind === 'jwt',
+      tools: scoped.tools,
+      subject,
+      scopeNeeded: scoped.needed,
+    };
+    const reply = this.#mcp!.handle(body, toolCaller, (name) => {
       const value = headers[name];
       return Array.isArray(value) ? value.join(', ') : value;
     });
-    return { status: reply.status, json: reply.json };
+    return { status: reply.status, json: reply.json, ...(reply.scope === undefined ? {} : { scope: reply.scope }) };
   }
 
   /** A token's tools, worked out once per token: the verifier hands back the same claims for it. */
@@ -186,6 +206,21 @@ export class RequestRunner {
     const who = caller.kind === 'server' ? caller : { kind: 'jwt' as const, sub: subjectOf(caller.claims) };
     this.#audit.schema(change.statement, change.collection, who);
   }
+}
+
+/** The 403 of an OAuth token without the scope a /query statement needs; undefined when it has it (or is none). */
+function scopeRefusal(scopes: readonly FenecScope[] | undefined, writes: boolean): Answered | undefined {
+  if (scopes === undefined) return undefined;
+  const needed = scopeOfStatement(writes);
+  if (scopes.includes(needed)) return undefined;
+  const error = new FenecError(
+    'insufficient_scope',
+    `this statement ${writes ? 'writes' : 'reads'}: it needs the OAuth scope ${needed}`,
+    {
+      hint: `sign in again asking for ${needed}`,
+    },
+  );
+  return { status: error.status, json: JSON.stringify(error.toJSON()), scope: needed };
 }
 
 /** A refusal as its answer; a fault (5xx) is logged too. */

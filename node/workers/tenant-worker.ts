@@ -123,11 +123,14 @@ export class TenantWorker {
     if (json !== undefined && json.length > TRANSFER_BYTES) {
       const bytes = new TextEncoder().encode(json);
       this.#post(
-        [{ id: message.id, status: answered.status, body: bytes, ms, tools, quotas }],
+        [{ id: message.id, status: answered.status, body: bytes, ms, tools, quotas, scope: answered.scope }],
         [bytes.buffer as ArrayBuffer],
       );
     } else {
-      this.#post([{ id: message.id, status: answered.status, body: json, ms, tools, quotas }], []);
+      this.#post(
+        [{ id: message.id, status: answered.status, body: json, ms, tools, quotas, scope: answered.scope }],
+        [],
+      );
     }
   }
 

@@ -4,6 +4,8 @@
  */
 import * as fs from 'node:fs';
 import { JwtVerifier } from '../auth/jwt.js';
+import { isSafeUrl, type IssuerTimings } from '../auth/oauth/issuer.js';
+import { OAuthVerifier } from '../auth/oauth/verifier.js';
 import { parseDuration } from '../duration.js';
 import { FenecError } from '../errors.js';
 
@@ -42,6 +44,88 @@ export function jwtVerifier(input: JwtInput): JwtVerifier | undefined {
     issuer: input.jwtIssuer,
     audience: input.jwtAudience,
   });
+}
+
+/** What a caller gives for OAuth (`--public-url`, `--oauth-issuer`…); serverConfig and routerOptions verify it. */
+export interface OAuthInput {
+  /** The origin clients reach this server at, e.g. https://db.example.com. */
+  readonly publicUrl?: string;
+  /** The trusted authorization servers, exactly as their tokens' `iss`. */
+  readonly oauthIssuers?: readonly string[];
+  /** The one `aud` taken for every resource (IdPs that cannot set a resource as the audience). */
+  readonly oauthAudience?: string;
+  /** The claim naming the tenant with --oauth-audience. Default `tenant`. */
+  readonly oauthTenantClaim?: string;
+  /** How often issuers are asked again; the defaults but in tests. */
+  readonly oauthTimings?: IssuerTimings;
+}
+
+/**
+ * The OAuth verifier of the issuers given, if any.
+ *
+ * @throws FenecError `invalid_option` naming the flag: an issuer that is not an https URL (http only to this
+ *   machine), one named twice, no --public-url or one that is not an origin, --oauth-audience without an issuer.
+ */
+export function oauthVerifier(input: OAuthInput): OAuthVerifier | undefined {
+  const issuers = input.oauthIssuers ?? [];
+  if (issuers.length === 0) {
+    if (input.oauthAudience !== undefined)
+      throw invalidOption('--oauth-audience', 'checks OAuth tokens: give --oauth-issuer too');
+    if (input.oauthTenantClaim !== undefined)
+      throw invalidOption('--oauth-tenant-claim', 'reads OAuth tokens: give --oauth-issuer and --oauth-audience too');
+    if (input.publicUrl !== undefined) publicOrigin(input.publicUrl);
+    return undefined;
+  }
+  for (const issuer of issuers) {
+    if (!isSafeUrl(issuer)) {
+      throw invalidOption(
+        '--oauth-issuer',
+        `takes an authorization server's https URL (http only on this machine), exactly as its tokens' iss, not ${JSON.stringify(issuer)}`,
+      );
+    }
+  }
+  const twice = issuers.find((issuer, i) => issuers.indexOf(issuer) !== i);
+  if (twice !== undefined) throw invalidOption('--oauth-issuer', `names ${twice} twice`);
+  if (input.publicUrl === undefined) {
+    throw invalidOption(
+      '--oauth-issuer',
+      "needs --public-url (FENEC_PUBLIC_URL): the URL clients reach this server at, which a token's audience names",
+    );
+  }
+  if (input.oauthAudience === '') throw invalidOption('--oauth-audience', 'must not be empty');
+  if (input.oauthTenantClaim !== undefined && input.oauthAudience === undefined)
+    throw invalidOption('--oauth-tenant-claim', 'names the tenant with --oauth-audience: give it too');
+  if (input.oauthTenantClaim === '') throw invalidOption('--oauth-tenant-claim', 'must name a claim');
+  return new OAuthVerifier({
+    publicUrl: publicOrigin(input.publicUrl),
+    issuers,
+    audience: input.oauthAudience,
+    tenantClaim: input.oauthTenantClaim,
+    ...(input.oauthTimings === undefined ? {} : { timings: input.oauthTimings }),
+  });
+}
+
+/** --public-url as an origin (scheme://host[:port]), a trailing slash dropped. */
+function publicOrigin(text: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || !/^https?:$/.test(url.protocol) || url.origin !== text.replace(/\/$/, '')) {
+    throw invalidOption(
+      '--public-url',
+      `takes the origin clients reach this server at, e.g. https://db.example.com (no path), not ${JSON.stringify(text)}`,
+    );
+  }
+  return url.origin;
+}
+
+/** A repeatable option's values, or the environment's (a comma- or blank-separated list) when none is given. */
+export function listOption(values: readonly string[] | undefined, env: string | undefined): string[] {
+  if (values !== undefined && values.length > 0) return [...values];
+  return (env ?? '').split(/[\s,]+/).filter((value) => value !== '');
 }
 
 /** Reads a port number as typed on a command line. */

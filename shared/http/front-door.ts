@@ -1,8 +1,12 @@
 /**
  * The front door of fenec-server and fenec-router alike: who may ask, checked before a body is
  * read, in the order docs/security.md gives — where it comes from (Origin) before what it carries (the token) —
- * and who the caller is once they pass: the server's token (everything), or a JSON Web Token (its
- * policy; on a tenant's route, the tenant its `tenant` claim names).
+ * and who the caller is once they pass: the server's token (everything), a JSON Web Token (its
+ * policy; on a tenant's route, the tenant its `tenant` claim names), or an OAuth access token from a
+ * trusted issuer (its policy and its scopes; the resource its `aud` names).
+ *
+ * An OAuth token not seen before is verified asynchronously (its issuer's keys may have to be
+ * fetched): the caller is then a promise. Every other answer is at once.
  *
  * A server with neither a token nor a JWT key answers without credentials, but only a Host naming
  * this machine (DNS rebinding reaches nothing); the router always has one or the other. A route of the
@@ -13,12 +17,23 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import * as os from 'node:os';
-import { Audit } from '../audit.js';
+import { Audit, subjectOf, type AuthWho } from '../audit.js';
 import type { JwtClaims, JwtVerifier } from '../auth/jwt.js';
+import type { ChallengeError } from '../auth/oauth/challenge.js';
+import type { FenecScope } from '../auth/oauth/scopes.js';
+import type { OAuthCheck, OAuthVerifier } from '../auth/oauth/verifier.js';
 import { FenecError } from '../errors.js';
 
-/** Who a request is from, once it passed the front door. */
-export type Caller = { readonly kind: 'server' } | { readonly kind: 'jwt'; readonly claims: JwtClaims };
+/**
+ * Who a request is from, once it passed the front door. An OAuth token's caller carries its fenecdb
+ * scopes, which narrow what its policy gives; a `fenec token` JWT has none and is held to its policy alone.
+ */
+export type Caller =
+  | { readonly kind: 'server' }
+  | { readonly kind: 'jwt'; readonly claims: JwtClaims; readonly scopes?: readonly FenecScope[] };
+
+/** The front door's answer: the caller, or the refusal to write. */
+export type Checked = Caller | FenecError;
 
 /** The server's token, or any request to a server that asks for no credentials: everything. */
 export const SERVER_CALLER: Caller = Object.freeze({ kind: 'server' });
@@ -29,6 +44,8 @@ export interface FrontDoorOptions {
   readonly httpToken: string | undefined;
   /** The verifier of JSON Web Tokens, when they are taken. */
   readonly jwt: JwtVerifier | undefined;
+  /** The verifier of OAuth access tokens (`--oauth-issuer`), when they are taken. */
+  readonly oauth?: OAuthVerifier | undefined;
   /** The one foreign origin whose pages may call (`--http-cors`). */
   readonly httpCors?: string | undefined;
   /** The address listened on: when it is a name, a Host naming it is this machine. */
@@ -40,18 +57,32 @@ export type Access = 'any' | 'server';
 
 const BEARER_HINT = 'send the header "Authorization: Bearer <token>"';
 
+/** Where a refusal happens: the request, its route's pattern, its tenant (undefined off a tenant's route). */
+interface RefusalPlace {
+  readonly req: IncomingMessage;
+  readonly route: string;
+  readonly tenant: string | undefined;
+  /** Its 401 carries WWW-Authenticate with the resource's metadata. */
+  readonly challenged: boolean;
+}
+
 export class FrontDoor {
   readonly #tokenDigest: Buffer | undefined;
   readonly #jwt: JwtVerifier | undefined;
+  readonly #oauth: OAuthVerifier | undefined;
+  readonly #refused: (why: string) => void;
   readonly #cors: string | undefined;
   readonly #localNames: ReadonlySet<string>;
   readonly #audit: Audit;
   /** The last Host header accepted: clients send the same one on every request. */
   #lastHost = '';
 
-  constructor(options: FrontDoorOptions, audit: Audit = Audit.off) {
+  /** `refused` counts each refusal by its reason (fenec_auth_refusals_total). */
+  constructor(options: FrontDoorOptions, audit: Audit = Audit.off, refused: (why: string) => void = () => {}) {
     this.#tokenDigest = options.httpToken === undefined ? undefined : sha256(options.httpToken);
     this.#jwt = options.jwt;
+    this.#oauth = options.oauth;
+    this.#refused = refused;
     this.#cors = options.httpCors;
     this.#localNames = localNames(options.host);
     this.#audit = audit;
@@ -60,22 +91,57 @@ export class FrontDoor {
   /**
    * Who is asking, or why the request is refused. `route` names the request in audit lines and
    * messages (a pattern, never a tenant); `access: 'server'` takes the server's token only, and does
-   * not verify a JWT there: a route that never takes one tells nothing of whether it is valid.
+   * not verify a JWT there: a route that never takes one tells nothing of whether it is valid. On a
+   * one-file server, an OAuth token must be for its resource (`<public-url>/_mcp`).
    */
-  caller(req: IncomingMessage, route: string, access: Access = 'any'): Caller | FenecError {
+  caller(req: IncomingMessage, route: string, access: 'server'): Checked;
+  caller(req: IncomingMessage, route: string, access?: Access): Checked | Promise<Checked>;
+  caller(req: IncomingMessage, route: string, access: Access = 'any'): Checked | Promise<Checked> {
+    return this.#check(req, route, access, undefined);
+  }
+
+  /**
+   * Who is asking for tenant `tenant`'s route: as caller(), and a JWT must name the tenant in its
+   * `tenant` claim — one without (401, it reaches no tenant) or naming another (403) is refused; an
+   * OAuth token must be for the tenant's resource (its `aud`, or --oauth-audience and its tenant claim).
+   */
+  tenantCaller(req: IncomingMessage, tenant: string, route: string, access: 'server'): Checked;
+  tenantCaller(req: IncomingMessage, tenant: string, route: string, access?: Access): Checked | Promise<Checked>;
+  tenantCaller(
+    req: IncomingMessage,
+    tenant: string,
+    route: string,
+    access: Access = 'any',
+  ): Checked | Promise<Checked> {
+    return this.#check(req, route, access, tenant);
+  }
+
+  /** The protected resource metadata (RFC 9728) of a tenant's resource ('' a one-file server's), when OAuth is on. */
+  metadata(tenant: string): string | undefined {
+    return this.#oauth?.resource.document(tenant);
+  }
+
+  /** The WWW-Authenticate header of a refusal on a tenant's (or a one-file server's: '') MCP or /query route. */
+  challenge(tenant: string, error?: ChallengeError, scope?: string): string | undefined {
+    return this.#oauth?.resource.challenge(tenant, error, scope);
+  }
+
+  #check(req: IncomingMessage, route: string, access: Access, tenant: string | undefined): Checked | Promise<Checked> {
     const refusal = this.#originRefusal(req);
     if (refusal !== undefined) return refusal;
-    if (this.#tokenDigest === undefined && this.#jwt === undefined)
+    if (this.#tokenDigest === undefined && this.#jwt === undefined && this.#oauth === undefined)
       return this.#hostRefusal(req.headers.host) ?? SERVER_CALLER;
+    // The routes an OAuth token may call answer their 401s with where to sign in.
+    const challenged = access === 'any' && this.#oauth !== undefined;
+    const where: RefusalPlace = { req, route, tenant, challenged };
     // Started with JWTs alone, the server has no token that could open an operator's route: say so, whatever is sent.
     if (access === 'server' && this.#tokenDigest === undefined) {
       return this.#refuse(
         'not_server_token',
-        req,
-        route,
+        where,
         new FenecError(
           'unauthorized',
-          `${route} takes the server's token only, and this server was started without one (JWTs alone)`,
+          `${route} takes the server's token only, and this server was started without one (JWTs or OAuth alone)`,
           { hint: 'start it with --http-token (or FENEC_TOKEN) and call it with that token' },
         ),
       );
@@ -84,73 +150,109 @@ export class FrontDoor {
     if (authorization === undefined || authorization === '') {
       return this.#refuse(
         'missing',
-        req,
-        route,
-        new FenecError('unauthorized', 'this server takes requests with a token only', { hint: BEARER_HINT }),
+        where,
+        new FenecError('unauthorized', 'this server takes requests with a token only', {
+          hint: challenged
+            ? `${BEARER_HINT}; an MCP client signs in by itself from the WWW-Authenticate header`
+            : BEARER_HINT,
+        }),
+        {},
+        false,
       );
     }
     const token = /^Bearer +(\S+) *$/i.exec(authorization)?.[1];
     if (token === undefined) {
       return this.#refuse(
         'not_bearer',
-        req,
-        route,
+        where,
         new FenecError('invalid_token', 'the Authorization header is not "Bearer <token>"', { hint: BEARER_HINT }),
       );
     }
     // Both sides hashed: equal lengths for timingSafeEqual, and no timing clue to the token's length.
     if (this.#tokenDigest !== undefined && timingSafeEqual(sha256(token), this.#tokenDigest)) return SERVER_CALLER;
-    if (this.#jwt === undefined || access === 'server') {
+    if ((this.#jwt === undefined && this.#oauth === undefined) || access === 'server') {
       const message =
-        this.#jwt === undefined
+        this.#jwt === undefined && this.#oauth === undefined
           ? 'the token given is not valid for this server'
           : `${route} takes the server's token only; the token given is not it`;
       return this.#refuse(
         'not_server_token',
-        req,
-        route,
+        where,
         new FenecError('invalid_token', message, { hint: `${BEARER_HINT} with the server's token` }),
       );
     }
+    const oauth = this.#oauth?.check(token);
+    if (oauth !== undefined) {
+      return oauth instanceof Promise
+        ? oauth.then((check) => this.#oauthCaller(check, where))
+        : this.#oauthCaller(oauth, where);
+    }
+    if (this.#jwt === undefined) {
+      const foreign = this.#oauth!.foreignIssuer();
+      return this.#refuse(
+        foreign.why,
+        where,
+        new FenecError('invalid_token', this.#neither(token) ?? foreign.message, {
+          hint: `sign in with ${this.#oauth!.issuers.join(' or ')} for this server's resource`,
+        }),
+      );
+    }
     const verification = this.#jwt.check(token);
-    if (verification.ok) return { kind: 'jwt', claims: verification.claims };
-    return this.#refuse(
-      verification.why,
-      req,
-      route,
-      new FenecError('invalid_token', verification.message, {
-        hint: "mint a valid token (fenec token) with this server's key, issuer and audience",
-      }),
-    );
-  }
-
-  /**
-   * Who is asking for tenant `tenant`'s route: as caller(), and a JWT must name the tenant in its
-   * `tenant` claim — one without (401, it reaches no tenant) or naming another (403) is refused.
-   */
-  tenantCaller(req: IncomingMessage, tenant: string, route: string, access: Access = 'any'): Caller | FenecError {
-    const caller = this.caller(req, route, access);
-    if (caller instanceof FenecError || caller.kind === 'server') return caller;
+    if (!verification.ok) {
+      const neither = verification.why === 'malformed' ? this.#neither(token) : undefined;
+      return this.#refuse(
+        verification.why,
+        where,
+        new FenecError('invalid_token', neither ?? verification.message, {
+          hint:
+            neither === undefined
+              ? "mint a valid token (fenec token) with this server's key, issuer and audience"
+              : "send the server's token, or a token minted with fenec token",
+        }),
+      );
+    }
+    const caller: Caller = { kind: 'jwt', claims: verification.claims };
+    if (tenant === undefined) return caller;
     const claimed = caller.claims.tenant;
+    const who = { tokenTenant: typeof claimed === 'string' ? claimed : null, sub: subjectOf(caller.claims) };
     if (typeof claimed !== 'string' || claimed === '') {
       return this.#refuse(
         'no_tenant',
-        req,
-        route,
+        where,
         new FenecError('invalid_token', 'the token has no tenant claim; a hosted JWT names its tenant', {
           hint: 'mint it with fenec token --tenant NAME',
         }),
+        who,
       );
     }
     if (claimed === tenant) return caller;
     return this.#refuse(
       'wrong_tenant',
-      req,
-      route,
+      where,
       new FenecError('wrong_tenant', `the token reaches tenant ${claimed}, not ${tenant}`, {
         hint: `use a token minted with fenec token --tenant ${tenant}`,
       }),
+      who,
     );
+  }
+
+  /** An OAuth token's caller, once verified and found to be for the request's resource. */
+  #oauthCaller(check: OAuthCheck, where: RefusalPlace): Checked {
+    const oauth = this.#oauth!;
+    const hint = `sign in again with ${oauth.issuers.join(' or ')} for ${oauth.resource.resource(where.tenant)}`;
+    if (!check.ok) return this.#refuse(check.why, where, new FenecError('invalid_token', check.message, { hint }));
+    const refused = oauth.audienceRefusal(check, where.tenant);
+    if (refused === undefined) return { kind: 'jwt', claims: check.claims, scopes: check.scopes };
+    return this.#refuse(refused.why, where, new FenecError('invalid_token', refused.message, { hint }), {
+      tokenTenant: refused.claimedTenant ?? null,
+      sub: subjectOf(check.claims),
+    });
+  }
+
+  /** "Neither the server token nor a JWT" for a token that is no JSON Web Token, on a server that also has a token. */
+  #neither(token: string): string | undefined {
+    if (this.#tokenDigest === undefined || token.split('.').length === 3) return undefined;
+    return 'the token matches neither the server token nor a JSON Web Token this server takes';
   }
 
   /**
@@ -160,7 +262,9 @@ export class FrontDoor {
   preflightRefusal(req: IncomingMessage): FenecError | undefined {
     const refusal = this.#originRefusal(req);
     if (refusal !== undefined) return refusal;
-    return this.#tokenDigest === undefined && this.#jwt === undefined ? this.#hostRefusal(req.headers.host) : undefined;
+    return this.#tokenDigest === undefined && this.#jwt === undefined && this.#oauth === undefined
+      ? this.#hostRefusal(req.headers.host)
+      : undefined;
   }
 
   /** True when the request comes from the origin that --http-cors names: its answers carry CORS headers. */
@@ -168,9 +272,22 @@ export class FrontDoor {
     return this.#cors !== undefined && req.headers.origin === this.#cors;
   }
 
-  #refuse(why: string, req: IncomingMessage, route: string, error: FenecError): FenecError {
-    this.#audit.auth(why, req.socket.remoteAddress, route);
-    return error;
+  /**
+   * A refusal audited and counted, its answer carrying where to sign in on a route an OAuth token may call
+   * (`error="invalid_token"` when a token was sent: `sent`).
+   */
+  #refuse(why: string, where: RefusalPlace, error: FenecError, who: AuthWho = {}, sent = true): FenecError {
+    this.#audit.auth(why, where.req.socket.remoteAddress, where.route, {
+      ...(where.tenant === undefined ? {} : { tenant: where.tenant }),
+      ...who,
+    });
+    this.#refused(why);
+    if (!where.challenged || error.status !== 401) return error;
+    const challenge = this.#oauth!.resource.challenge(where.tenant, sent ? 'invalid_token' : undefined);
+    return new FenecError(error.code, error.message, {
+      ...(error.hint === undefined ? {} : { hint: error.hint }),
+      challenge,
+    });
   }
 
   #originRefusal(req: IncomingMessage): FenecError | undefined {

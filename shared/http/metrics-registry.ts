@@ -49,6 +49,17 @@ export class MetricsRegistry {
     this.#loopDelay(new LoopDelaySampler());
   }
 
+  readonly #authRefusals: Counter<'why'> = this.counter(
+    'fenec_auth_refusals_total',
+    'Requests refused at the front door for their credentials, by reason (missing, expired, wrong_audience…).',
+    ['why'],
+  );
+
+  /** Counts one refusal of a request's credentials. */
+  readonly authRefused = (why: string): void => {
+    this.#authRefusals.inc({ why });
+  };
+
   counter<Label extends string>(name: string, help: string, labelNames: readonly Label[]): Counter<Label> {
     return new Counter({ name, help, labelNames, registers: [this.registry] });
   }

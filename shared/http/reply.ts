@@ -58,6 +58,11 @@ export function writeError(
   extra?: OutgoingHttpHeaders,
 ): FenecError {
   const { error, body } = errorBody(err);
-  writeJson(req, res, error.status, body, extra);
+  writeJson(req, res, error.status, body, withChallenge(error, extra));
   return error;
+}
+
+/** `extra` with the error's WWW-Authenticate challenge, when it has one. */
+export function withChallenge(error: FenecError, extra?: OutgoingHttpHeaders): OutgoingHttpHeaders | undefined {
+  return error.challenge === undefined ? extra : { ...extra, 'www-authenticate': error.challenge };
 }

@@ -43,6 +43,8 @@ export interface McpReply {
   readonly answer: RpcAnswer | undefined;
   /** The answer as JSON, one line, made once (a tool's answer is not written out twice for it). */
   readonly json: string | undefined;
+  /** A 403 for a tool past the token's scopes: the OAuth scope it needs, for WWW-Authenticate. */
+  readonly scope?: string;
 }
 
 /**
@@ -270,6 +272,15 @@ export class McpEndpoint<O> {
     const started = performance.now();
     const name = request.params.name;
     let offered = typeof name === 'string' ? this.#runner.tool(name) : undefined;
+    const scope = offered === undefined ? undefined : caller.scopeNeeded?.get(offered.tool.name);
+    if (scope !== undefined) {
+      throw new RpcFault(
+        RpcCode.invalidRequest,
+        `Insufficient scope: tool ${offered!.tool.name} needs the OAuth scope ${scope}; sign in again asking for it`,
+        403,
+        { data: { code: 'insufficient_scope', scope } },
+      );
+    }
     // A tool the token is not granted is as unknown to it as one the server does not offer.
     if (offered !== undefined && caller.tools !== undefined && !caller.tools.has(offered.tool.name))
       offered = undefined;
@@ -349,7 +360,9 @@ export class McpEndpoint<O> {
 }
 
 function fault(err: RpcFault, id: RpcAnswer['id'] | null = err.id): McpReply {
-  return reply(err.httpStatus, errorAnswer(id, err.body()));
+  const answered = reply(err.httpStatus, errorAnswer(id, err.body()));
+  const scope = err.httpStatus === 403 ? (err.data as { scope?: string } | undefined)?.scope : undefined;
+  return scope === undefined ? answered : { ...answered, scope };
 }
 
 /** A name the client sent, as an error repeats it: at most 100 characters, so that no answer echoes a megabyte back. */

@@ -70,6 +70,11 @@ export interface ToolCaller<O> {
   readonly tools?: ReadonlySet<string>;
   /** Who the caller is, for the cursors it is given: a cursor is refused to any other (cursor.ts). */
   readonly subject?: string;
+  /**
+   * An OAuth token's tools that its policy grants but its scopes do not, with the scope each needs: a call of one is
+   * answered 403 insufficient_scope (the client may sign in again for it), not as an unknown tool.
+   */
+  readonly scopeNeeded?: ReadonlyMap<string, string>;
 }
 
 export type ToolOutcome =

@@ -87,6 +87,28 @@ describe('audit lines for refused tokens at every door (--audit)', function () {
   after(() => sandbox.cleanUp());
 
   for (const door of ['router', 'node'] as const) {
+    it(`${door}: names the tenant asked for, and the tenant and sub a refused token claimed`, async () => {
+      const base = door === 'router' ? router.url : node.url;
+      const file = door === 'router' ? routerAudit : nodeAudit;
+      const from = fs.existsSync(file) ? fs.statSync(file).size : 0;
+      expect((await post(base, 'query', `Bearer ${jwt({ tenant: 'globex' })}`)).status).to.equal(403);
+      expect(linesOf(file, from).at(-1)).to.include({
+        why: 'wrong_tenant',
+        tenant: 'acme',
+        token_tenant: 'globex',
+        sub: 'agent-7',
+      });
+    });
+
+    it(`${door}: tells a wrong server token that it matches neither the server token nor a JWT`, async () => {
+      const reply = await post(door === 'router' ? router.url : node.url, 'query', 'Bearer not-the-server-token');
+      expect(reply.status).to.equal(401);
+      expect(reply.json.error.message).to.equal(
+        'the token matches neither the server token nor a JSON Web Token this server takes',
+      );
+      expect(reply.json.error.message).not.to.contain('fenec token');
+    });
+
     it(`${door}: writes a line for each refused token, on /query and /_mcp, before the answer, and none for a token taken`, async () => {
       const base = door === 'router' ? router.url : node.url;
       const file = door === 'router' ? routerAudit : nodeAudit;

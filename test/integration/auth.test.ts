@@ -380,7 +380,7 @@ describe('tokens, policies, Origin and Host over HTTP', function () {
       [
         'a policy without a key',
         () => ['--policy', path.join(dir, 'policy.txt')],
-        'give --jwt-secret or --jwt-public-key',
+        'give --jwt-secret, --jwt-public-key or --oauth-issuer',
       ],
       [
         'a bad policy line',

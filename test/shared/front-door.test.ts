@@ -48,7 +48,17 @@ describe('the front door (router and node alike)', () => {
     expect(refusal).to.be.instanceOf(FenecError).with.property('status', 403);
     expect((refusal as FenecError).code).to.equal('wrong_tenant');
     expect(lines.map((line) => JSON.parse(line))).to.deep.equal([
-      { time: JSON.parse(lines[0]!).time, event: 'auth', why: 'wrong_tenant', ip: '10.0.0.7', route: ROUTE },
+      {
+        time: JSON.parse(lines[0]!).time,
+        event: 'auth',
+        why: 'wrong_tenant',
+        ip: '10.0.0.7',
+        route: ROUTE,
+        // Who tried what: the tenant asked for, and the tenant and sub the token claimed.
+        tenant: 'globex',
+        token_tenant: 'acme',
+        sub: 'agent',
+      },
     ]);
   });
 
