@@ -53,9 +53,10 @@ const READS = kindsOver('query')
 function readOf(text: string): McpStatement<'query'> {
   const statement = parseStatement(text);
   if (!runsOver('query', statement)) {
+    const kind = statement.kind.toLowerCase();
     throw new FenecError(
       'forbidden',
-      `query runs reads (${READS}); this statement is a${statement.kind === 'Insert' ? 'n' : ''} ${statement.kind.toLowerCase()}`,
+      `query runs reads (${READS}); this statement is a${/^[aeiou]/.test(kind) ? 'n' : ''} ${kind}`,
       {
         hint: 'rows are written with the write tool, where the server offers it (--mcp-write); schemas and compact are never changed over MCP',
       },

@@ -200,6 +200,16 @@ describe('ToolRunner', () => {
       }
       expect(db.execute('get docs count')).to.deep.equal({ count: 3 });
     });
+
+    it('names the kind of statement it refuses, with its article', () => {
+      expect(refused('query', { statement: 'insert into docs {title: "x"}' }).error.message).to.match(
+        /this statement is an insert$/,
+      );
+      expect(refused('query', { statement: 'explain get docs' }).error.message).to.match(
+        /this statement is an explain$/,
+      );
+      expect(refused('query', { statement: 'compact' }).error.message).to.match(/this statement is a compact$/);
+    });
   });
 
   describe('schema', () => {
