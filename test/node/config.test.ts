@@ -23,6 +23,7 @@ describe('serverConfig', () => {
       httpCors: undefined,
       sweepIntervalMs: 10_000,
       jwt: undefined,
+      oauth: undefined,
       policy: undefined,
       audit: undefined,
       mcp: undefined,
