@@ -6,7 +6,7 @@
 #   2. Node.js: the machine's when it is 22 or newer, else Node.js 24 from the npm registry into .cache/
 #      (scripts/install-node.sh); every later step runs on it
 #   3. npm ci, here and in examples/mcp-agent (only where package-lock.json changed since the last install)
-#   4. native modules, built against that Node.js's headers: better-sqlite3 compiled from source, then each
+#   4. native modules, against that Node.js's headers: better-sqlite3 (its shipped binary, else compiled from source), then each
 #      addon under native/ that has a build script of its own
 #   5. the TypeScript build (make's own dependency tracking decides; not here)
 set -euo pipefail
@@ -67,14 +67,13 @@ fi
 # npm's bundled node-gyp, beside the npm on PATH.
 node_gyp=$(dirname "$(node -p 'require("fs").realpathSync(process.argv[1])' "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js
 export FENEC_NODEDIR=$nodedir FENEC_NODE_GYP=$node_gyp
-# better-sqlite3 13 ships prebuilt binaries too (so its build does nothing unless forced); it loads build/Release
-# first when there is one, and we build that one here, from its source and its bundled SQLite, whose headers
-# native/fts5 compiles against.
-sqlite_addon=node_modules/better-sqlite3/build/Release/better_sqlite3.node
-if [ ! -f "$sqlite_addon" ] || ! node -e "require('./$sqlite_addon'); new (require('better-sqlite3'))(':memory:').close()" 2>/dev/null; then
+# better-sqlite3 13 ships its binaries inside its npm package (prebuilds/, Node-API, the same bundled SQLite and
+# compile options as its source build; native/fts5 compiles against that SQLite's headers, in deps/sqlite3). Where
+# none fits this machine, or it does not load, it is built here from its source and its bundled SQLite.
+if ! node -e "new (require('better-sqlite3'))(':memory:').close()" 2>/dev/null; then
   say "compiling better-sqlite3 for Node.js $(node --version) (about 90 s on 2 cores)"
   (cd node_modules/better-sqlite3 && npm_config_nodedir="$nodedir" node "$node_gyp" rebuild --release --force_build=1 --jobs=max --loglevel=warn --nodedir="$nodedir" >&2)
-  node -e "require('./$sqlite_addon'); new (require('better-sqlite3'))(':memory:').close()"
+  node -e "new (require('better-sqlite3'))(':memory:').close()"
 fi
 for build in native/*/build.sh; do
   [ -f "$build" ] || continue
