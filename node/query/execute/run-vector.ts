@@ -4,6 +4,7 @@
  */
 import { FenecError } from '../../../shared/errors.js';
 import { textMatchAmongSql } from '../../search/text-index.js';
+import type { SqlValue } from '../../storage/codec.js';
 import { exactSearch, queryVector, type ScoredRow, type VectorStore } from '../../vector/store.js';
 import type { StatementCache } from './statement-cache.js';
 import { withScopedRank } from './scoped-rank.js';
@@ -123,7 +124,7 @@ function readRows(
  */
 function matchedAmong(
   collection: string,
-  match: string,
+  match: SqlValue,
   chosen: readonly ScoredRow[],
   found: Set<number>,
   runner: VectorRunner,
@@ -161,12 +162,12 @@ export function runVector(plan: VectorPlan, ctx: BindContext, runner: VectorRunn
   const wanted = limit + offset;
   let chosen: ScoredRow[];
   let found: Set<number> | undefined;
-  let match: string | null = null;
+  let match: SqlValue = null;
   if (plan.text === undefined) {
     chosen = vectorRanking(plan, query, wanted, runner, ctx);
   } else {
     const depth = Math.max(FUSE_MIN, FUSE_DEPTH * wanted);
-    match = bindArg(plan.text.query, ctx) as string | null;
+    match = bindArg(plan.text.query, ctx);
     let textRows: number[] = [];
     if (match !== null) {
       const { rank: scoring } = plan.text;
