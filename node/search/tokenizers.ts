@@ -63,33 +63,38 @@ export function storedTokenizer(defs: readonly FieldDef[]): TextTokenizer | unde
 
 /**
  * Definitions as the catalogue stores them: every `@text` with its tokenizer written out — a bare one
- * takes `inherited` (the collection's `@text` fields' own, when a field is added to them) or the
- * default. Refuses two tokenizers in one collection.
+ * takes `inherited` (the tokenizer of the collection's `@text` fields, when a field is added to them)
+ * or else the default. Refuses two tokenizers in one collection.
  */
 export function withTokenizers(
   collection: string,
   defs: readonly FieldDef[],
   inherited: TextTokenizer | undefined,
 ): FieldDef[] {
-  let chosen = inherited;
-  let chosenBy: string | undefined = inherited === undefined ? undefined : `the @text fields of ${collection}`;
+  const bare = inherited ?? DEFAULT_TOKENIZER;
+  let first: { readonly tokenizer: TextTokenizer; readonly by: string } | undefined =
+    inherited === undefined ? undefined : { tokenizer: inherited, by: `the @text fields of ${collection}` };
   for (const def of defs) {
-    const tokenizer = def.annotations.find((a) => a.kind === 'text')?.tokenizer;
-    if (tokenizer === undefined) continue;
-    if (chosen !== undefined && tokenizer !== chosen) {
+    const annotation = def.annotations.find((a) => a.kind === 'text');
+    if (annotation === undefined) continue;
+    const tokenizer = annotation.tokenizer ?? bare;
+    first ??= { tokenizer, by: `${collection}.${def.name}` };
+    if (tokenizer !== first.tokenizer) {
       throw new FenecError(
         'invalid_annotation',
-        `a collection's @text fields share one tokenizer: ${collection}.${def.name} asks for ${tokenizer}, ${chosenBy} for ${chosen}`,
-        { hint: `write @text(${chosen}) or a bare @text on ${def.name}` },
+        `a collection's @text fields share one tokenizer: ${collection}.${def.name} asks for ${tokenizer}, ${first.by} for ${first.tokenizer}`,
+        { hint: `name the same one on each: @text(${first.tokenizer}), or @text(${tokenizer}) on all` },
       );
     }
-    chosen = tokenizer;
-    chosenBy ??= `${collection}.${def.name}`;
   }
-  const tokenizer = chosen ?? DEFAULT_TOKENIZER;
   return defs.map((def) =>
     def.annotations.some((a) => a.kind === 'text')
-      ? { ...def, annotations: def.annotations.map((a) => (a.kind === 'text' ? { kind: 'text', tokenizer } : a)) }
+      ? {
+          ...def,
+          annotations: def.annotations.map((a) =>
+            a.kind === 'text' ? { kind: 'text', tokenizer: first!.tokenizer } : a,
+          ),
+        }
       : def,
   );
 }

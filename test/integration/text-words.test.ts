@@ -99,6 +99,11 @@ describe('words as people write them', function () {
     expect(error.message).to.equal(
       "a collection's @text fields share one tokenizer: mixed.b asks for english, mixed.a for exact",
     );
+    const bare = await refused('create collection mixed (a text @text, b text @text(exact))');
+    expect(bare.message).to.equal(
+      "a collection's @text fields share one tokenizer: mixed.b asks for exact, mixed.a for english",
+    );
+    expect(bare.hint).to.equal('name the same one on each: @text(english), or @text(exact) on all');
     const added = await refused('alter collection words add title text @text(english)');
     expect(added.message).to.equal(
       "a collection's @text fields share one tokenizer: words.title asks for english, the @text fields of words for exact",
