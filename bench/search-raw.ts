@@ -9,7 +9,8 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { SNIPPET_TOKENS, TEXT_TOKENIZER } from '../node/search/text-index.js';
+import { SNIPPET_TOKENS } from '../node/search/text-index.js';
+import { DEFAULT_TOKENIZER, FTS5_TOKENIZE } from '../node/search/tokenizers.js';
 import { StatementCache } from '../node/query/execute/statement-cache.js';
 import { faiss } from '../node/vector/faiss.js';
 import { DEFAULT_EF_SEARCH, DEFAULT_M, EF_CONSTRUCTION } from '../node/vector/store.js';
@@ -25,7 +26,7 @@ export function openRawSqlite(file: string): Database.Database {
 }
 
 /** The raw FTS5 table of the rows' texts, `t (body)`, with fenecdb's tokenizer; rowid = row id. */
-export const RAW_TEXT_TABLE = `CREATE VIRTUAL TABLE t USING fts5(body, tokenize = '${TEXT_TOKENIZER}')`;
+export const RAW_TEXT_TABLE = `CREATE VIRTUAL TABLE t USING fts5(body, tokenize = '${FTS5_TOKENIZE[DEFAULT_TOKENIZER]}')`;
 
 /**
  * Raw FTS5's top k as FTS5's documentation writes it, ranked by FTS5's own bm25(), the limit written in:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds native/fts5/build/fenec_fts5.so, a SQLite loadable extension (fenec_bm25, fenec_doclen, fenec_snippet, fenec_deadline: see
+# Builds native/fts5/build/fenec_fts5.so, a SQLite loadable extension (fenec_bm25, fenec_doclen, fenec_snippet, fenec_deadline,
+# the tokenizer fenec_stem over libstemmer (Snowball; Debian libstemmer-dev, native/debian-packages.txt): see
 # src/fenec_fts5.c) that node/storage/sqlite.ts loads into every connection it opens. Compiled against
 # the SQLite headers better-sqlite3 bundles, the SQLite it is loaded into.
 #
@@ -23,7 +24,7 @@ cc=${CC:-gcc}
 shared=-shared
 [ "$(uname)" = Darwin ] && shared="-bundle -undefined dynamic_lookup"
 # shellcheck disable=SC2086
-"$cc" -O2 -fPIC -Wall -Wextra -Werror -std=c11 -I"$headers" $shared src/fenec_fts5.c src/deadline.c src/snippet.c -o "$out.tmp" -lm -pthread -Wl,-z,nodelete
+"$cc" -O2 -fPIC -Wall -Wextra -Werror -std=c11 -I"$headers" $shared src/fenec_fts5.c src/deadline.c src/snippet.c src/stem.c -o "$out.tmp" -lstemmer -lm -pthread -Wl,-z,nodelete
 mv "$out.tmp" "$out"
 node -e "const D = require('better-sqlite3'); const db = new D(':memory:'); db.loadExtension('./$out'); db.close()" ||
   { say "$out was built but does not load"; exit 1; }

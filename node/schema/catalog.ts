@@ -15,11 +15,12 @@
  * before (definition without `vectors: "apart"`) are moved to this layout when first opened writable
  * (upgradeLayout); opened read-only, their vectors are read where they are (Field.apart undefined).
  */
-import type { FieldDef, FieldType } from '../../shared/fenecql/ast.js';
+import type { FieldDef, FieldType, TextTokenizer } from '../../shared/fenecql/ast.js';
 import { FenecError } from '../../shared/errors.js';
 import { printFieldType } from '../../shared/fenecql/print.js';
 import { didYouMean } from '../../shared/nearest-name.js';
 import { textIndexSql } from '../search/text-index.js';
+import { DEFAULT_TOKENIZER, storedTokenizer, withTokenizers } from '../search/tokenizers.js';
 import type { VectorFieldSpec } from '../vector/vector-field.js';
 import { triggerNames, vectorFieldSql, vectorTable } from '../vector/vector-log.js';
 import { columnType, decoderFor } from '../storage/codec.js';
@@ -46,6 +47,8 @@ export interface Collection {
   readonly byName: ReadonlyMap<string, Field>;
   /** The `@text` fields, in the order of the text index's columns. */
   readonly textFields: readonly Field[];
+  /** How the `@text` fields compare words (all share it; the default where there are none). */
+  readonly textTokenizer: TextTokenizer;
   /** The fields whose values are in the collection's table (all but the vectors kept apart). */
   readonly rowFields: readonly Field[];
   /** The vector fields kept in tables of their own. */
@@ -87,7 +90,9 @@ function withoutPositions<T>(tree: T): T {
   return JSON.parse(JSON.stringify(tree, (key, value) => (key === 'pos' ? undefined : value))) as T;
 }
 
-function buildCollection(name: string, defs: readonly FieldDef[], vectorsApart = true): Collection {
+function buildCollection(name: string, stored: readonly FieldDef[], vectorsApart = true): Collection {
+  // A stored @text without a tokenizer was written before the choice: it is FTS5's porter.
+  const defs = withTokenizers(name, stored, storedTokenizer(stored));
   const fields = defs.map((def): Field => ({
     def,
     name: def.name,
@@ -104,6 +109,7 @@ function buildCollection(name: string, defs: readonly FieldDef[], vectorsApart =
     fields,
     byName: new Map(fields.map((f) => [f.name, f])),
     textFields,
+    textTokenizer: storedTokenizer(defs) ?? DEFAULT_TOKENIZER,
     rowFields: fields.filter((f) => f.apart === undefined),
     apartFields: fields.filter((f) => f.apart !== undefined),
   });
@@ -144,7 +150,7 @@ function derivedIndexes(collection: string, defs: readonly FieldDef[]): DerivedI
   const indexes: DerivedIndex[] = [];
   const text = defs.filter((def) => hasAnnotation(def, 'text'));
   if (text.length > 0) {
-    const sql = textIndexSql(collection, text);
+    const sql = textIndexSql(collection, text, storedTokenizer(text) ?? DEFAULT_TOKENIZER);
     indexes.push({ key: `text:${text.map((def) => def.name).join(',')}`, create: sql.create, drop: sql.drop });
   }
   for (const def of defs.filter((d) => hasAnnotation(d, 'hnsw'))) {
@@ -354,7 +360,7 @@ export class Catalog {
       seen.push(def.name);
       checkField(name, def);
     }
-    const stored = withoutPositions(defs);
+    const stored = withTokenizers(name, withoutPositions(defs), undefined);
     const columns = [
       '"id" INTEGER PRIMARY KEY AUTOINCREMENT',
       ...stored.filter((def) => !isApart(def)).map((def) => columnSql(def)),
@@ -395,7 +401,11 @@ export class Catalog {
     if (clash !== undefined)
       throw new FenecError('duplicate_field', `fields ${clash} and ${def.name} differ only in case`);
     checkField(name, def);
-    const [stored] = withoutPositions([def]) as [FieldDef];
+    const [stored] = withTokenizers(
+      name,
+      withoutPositions([def]),
+      storedTokenizer(collection.fields.map((f) => f.def)),
+    ) as [FieldDef];
     const rows = this.#db.prepare(`SELECT count(*) FROM ${collection.table}`).pluck().get() as number;
     if (stored.required && fill === null && rows > 0) {
       throw new FenecError(

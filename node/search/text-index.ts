@@ -18,10 +18,8 @@
  * table `t_notes` owns `t_notes_data`, the name a collection `notes_data` would need. The FTS5 column
  * names `f.<field>` cannot be `rank` or `rowid`, which FTS5 reserves, nor any field's own name.
  *
- * Tokenizer: `porter unicode61 remove_diacritics 2`: words of letters and digits, case folded in every
- * script, accents removed from Latin letters ("café" is "cafe"; Greek and Cyrillic keep theirs), English
- * (Porter) stemming ("deploys", "deployed", "deploying" are "deploy"). No stop words: BM25's IDF
- * weighs common words down.
+ * Tokenizer: the collection's (node/search/tokenizers.ts), named in the FTS5 table's `tokenize=` and
+ * passed to fenec_snippet, which must tokenize the text as the index did.
  *
  * Keep in mind:
  * - The same `fields`, in the same order, go to textIndexSql, textSearchSql and matchExpression.
@@ -33,13 +31,13 @@
  *   (for `compact`) clears them all.
  */
 import assert from 'node:assert/strict';
-import type { FieldType } from '../../shared/fenecql/ast.js';
+import type { FieldType, TextTokenizer } from '../../shared/fenecql/ast.js';
 import { ident } from '../storage/sqlite.js';
 import { textColumn } from './text-query.js';
+import { FTS5_TOKENIZE } from './tokenizers.js';
 
 export { MAX_QUERY_WORDS, matchExpression, matchTerms, queryWords, textColumn, wordExpressions } from './text-query.js';
 
-export const TEXT_TOKENIZER = 'porter unicode61 remove_diacritics 2';
 /** How many tokens a snippet holds at most (FTS5 allows 1 to 64). */
 export const SNIPPET_TOKENS = 20;
 /** Between the elements of a [text] field, as indexed and as a snippet shows them. */
@@ -100,7 +98,7 @@ function indexedValue(row: string, field: TextField): string {
 }
 
 /** The statements that make, fill and drop a collection's text index over `fields` (in index order). */
-export function textIndexSql(collection: string, fields: readonly TextField[]): TextIndexSql {
+export function textIndexSql(collection: string, fields: readonly TextField[], tokenizer: TextTokenizer): TextIndexSql {
   assert(fields.length > 0, 'a text index has at least one field');
   const table = tableName(collection);
   const fts = textIndexName(collection);
@@ -116,7 +114,7 @@ export function textIndexSql(collection: string, fields: readonly TextField[]): 
   const rebuild = `INSERT INTO ${fts} (${fts}) VALUES ('rebuild')`;
   const create = [
     `CREATE VIEW ${source} AS SELECT c."id" AS "id", ${fields.map((f, i) => `${indexedValue('c', f)} AS ${columns[i]}`).join(', ')} FROM ${table} AS c`,
-    `CREATE VIRTUAL TABLE ${fts} USING fts5(${columns.join(', ')}, content=${sqlString(`t.${collection}.src`)}, content_rowid='id', tokenize=${sqlString(TEXT_TOKENIZER)})`,
+    `CREATE VIRTUAL TABLE ${fts} USING fts5(${columns.join(', ')}, content=${sqlString(`t.${collection}.src`)}, content_rowid='id', tokenize=${sqlString(FTS5_TOKENIZE[tokenizer])})`,
     `CREATE TRIGGER ${trigger('insert')} AFTER INSERT ON ${table} BEGIN ${insertRow} END`,
     // Only when an indexed column changes: `set notes {year: 2026} where …` leaves the index alone.
     `CREATE TRIGGER ${trigger('update')} AFTER UPDATE OF ${watched.join(', ')} ON ${table} WHEN ${changed} BEGIN ${deleteRow} ${insertRow} END`,
@@ -225,10 +223,15 @@ export function textMatchAmongSql(collection: string): string {
  * has them), for rows a ranking has chosen, with no cursor of the index on them
  * (native/fts5/src/snippet.c).
  */
-export function snippetCall(fields: readonly TextField[], field: string, row: string): string {
+export function snippetCall(
+  fields: readonly TextField[],
+  field: string,
+  row: string,
+  tokenizer: TextTokenizer,
+): string {
   const snipped = field === '*' ? fields : fields.filter((f) => f.name === field);
   assert(snipped.length > 0, `${field} is not an @text field`);
-  return `fenec_snippet(?, ${sqlString(TEXT_TOKENIZER)}, '**', '**', '…', ${SNIPPET_TOKENS}, ${snipped.map((f) => indexedValue(row, f)).join(', ')})`;
+  return `fenec_snippet(?, ${sqlString(FTS5_TOKENIZE[tokenizer])}, '**', '**', '…', ${SNIPPET_TOKENS}, ${snipped.map((f) => indexedValue(row, f)).join(', ')})`;
 }
 
 /**
@@ -246,10 +249,15 @@ export function textTopSelect(
   field: string,
   columns: readonly string[],
   page: string,
+  tokenizer: TextTokenizer,
   options: TopOptions = {},
 ): string {
   const top = textTopSql(collection, fields, field, page, options);
-  const list = [...columns, `${snippetCall(fields, field, 'c')} AS "_snippet"`, '(- top.s) AS "_score"'].join(', ');
+  const list = [
+    ...columns,
+    `${snippetCall(fields, field, 'c', tokenizer)} AS "_snippet"`,
+    '(- top.s) AS "_score"',
+  ].join(', ');
   return `SELECT ${list} FROM (${top}) AS top JOIN ${tableName(collection)} AS c ON c."id" = top.r ORDER BY ${options.order ?? 'top.s, top.r'}`;
 }
 

@@ -9,11 +9,17 @@
  * only characters that reach FTS5 are word characters, double quotes around them, `OR`, and the
  * column filter `{…} : ( … )` around the whole.
  *
+ * With `@text(english)` the query's stop words are left out (tokenizers.ts); a text of stop words alone
+ * holds no word to search. A word followed by `*` (`data*`) is refused: the index holds stems, and a
+ * prefix of a word is not one of its stem ("running" is `run`), so FTS5's prefix queries would miss.
+ *
  * Where the tokenizer splits a word further (unicode61 splits Devanagari and Thai at some vowel signs),
  * the quoted word is an FTS5 phrase of its pieces, which matches the same word in the text.
  */
 import assert from 'node:assert/strict';
+import type { TextTokenizer } from '../../shared/fenecql/ast.js';
 import { FenecError } from '../../shared/errors.js';
+import { isStopWord } from './tokenizers.js';
 
 /** The characters of a word, as unicode61 (with remove_diacritics) counts them. */
 const WORD = /[\p{L}\p{N}\p{M}\p{Co}]+/gu;
@@ -37,16 +43,19 @@ function fts5String(text: string): string {
 }
 
 /**
- * The words of a user's text, in order, each once (compared without case), at most MAX_QUERY_WORDS.
- * `"what's C++ (v2)?"` → `["what", "s", "C", "v2"]`.
+ * The words of a user's text that fields with `tokenizer` search, in order, each once (compared without
+ * case), at most MAX_QUERY_WORDS. `"what's C++ (v2)?"` → `["what", "s", "C", "v2"]` (exact, porter),
+ * `["C", "v2"]` (english). Throws `invalid_value` for a word followed by `*`.
  */
-export function queryWords(userText: string): string[] {
+export function queryWords(userText: string, tokenizer: TextTokenizer): string[] {
   const seen = new Set<string>();
   const words: string[] = [];
-  for (const [word] of userText.matchAll(WORD)) {
+  for (const match of userText.matchAll(WORD)) {
+    const [word] = match;
     if (!BASE.test(word)) continue;
+    if (asksForPrefix(userText, match.index, word.length)) throw prefixRefused(word);
     const key = word.normalize('NFC').toLowerCase();
-    if (seen.has(key)) continue;
+    if (seen.has(key) || isStopWord(tokenizer, key)) continue;
     seen.add(key);
     words.push(word);
     if (words.length === MAX_QUERY_WORDS) break;
@@ -55,10 +64,29 @@ export function queryWords(userText: string): string[] {
 }
 
 /**
+ * Whether the word at `start` is followed by a `*` that asks for a prefix (`data*`), not one that
+ * marks emphasis as Markdown writes it (`*data*`, `**data**`): those words are searched as words.
+ */
+function asksForPrefix(text: string, start: number, length: number): boolean {
+  const after = start + length;
+  return text[after] === '*' && text[after + 1] !== '*' && text[start - 1] !== '*';
+}
+
+function prefixRefused(word: string): FenecError {
+  return new FenecError(
+    'invalid_value',
+    `match searches whole words; "${word}*" asks for the words that begin with "${word}"`,
+    {
+      hint: `write whole words without "*": they are compared by their stems where the field stems (@text), so "deployment" finds "deploys"`,
+    },
+  );
+}
+
+/**
  * The MATCH argument of `match FIELD "…"` or `match * "…"`: the user's words as an FTS5 query,
- * `"when" OR "do" OR "we" OR "deploy"`, restricted to the field's column for a named field. `fields`
- * are the collection's `@text` fields, in index order. null when the text holds no word (`""`, `"?!"`,
- * an emoji): the caller answers no rows.
+ * `"when" OR "do" OR "we" OR "deploy"` (`"deploy"` for english), restricted to the field's column for a
+ * named field. `fields` are the collection's `@text` fields, in index order. null when the text holds no word to search
+ * (`""`, `"?!"`, an emoji, or for english only stop words): the caller answers no rows.
  *
  * Throws `invalid_statement` when `field` is not an `@text` field (the planner should refuse it first,
  * with the statement's position).
@@ -67,8 +95,9 @@ export function matchExpression(
   userText: string,
   field: string,
   fields: readonly { readonly name: string }[],
+  tokenizer: TextTokenizer,
 ): string | null {
-  return matchTerms(userText, field, fields)?.expression ?? null;
+  return matchTerms(userText, field, fields, tokenizer)?.expression ?? null;
 }
 
 /**
@@ -80,9 +109,10 @@ export function matchTerms(
   userText: string,
   field: string,
   fields: readonly { readonly name: string }[],
+  tokenizer: TextTokenizer,
 ): { readonly expression: string; readonly snippetWords: string } | null {
   checkField(field, fields);
-  const words = queryWords(userText);
+  const words = queryWords(userText, tokenizer);
   if (words.length === 0) return null;
   return { expression: inField(words.map(fts5String).join(' OR '), field), snippetWords: words.join('\n') };
 }
@@ -95,9 +125,10 @@ export function wordExpressions(
   userText: string,
   field: string,
   fields: readonly { readonly name: string }[],
+  tokenizer: TextTokenizer,
 ): string[] {
   checkField(field, fields);
-  return queryWords(userText).map((word) => inField(fts5String(word), field));
+  return queryWords(userText, tokenizer).map((word) => inField(fts5String(word), field));
 }
 
 function checkField(field: string, fields: readonly { readonly name: string }[]): void {

@@ -20,10 +20,17 @@ export type FieldType =
 
 export type Metric = 'cosine' | 'l2' | 'ip';
 
+/**
+ * How `@text` compares words: `english` stems (Snowball's English) and drops English stop words from
+ * queries; `porter` is FTS5's Porter stemmer, what every `@text` field had before the choice; `exact`
+ * does not stem. Absent in a statement: the default; absent in a stored catalogue: `porter`.
+ */
+export type TextTokenizer = 'english' | 'porter' | 'exact';
+
 export type Annotation =
   | { readonly kind: 'hash' }
   | { readonly kind: 'sorted' }
-  | { readonly kind: 'text' }
+  | { readonly kind: 'text'; readonly tokenizer?: TextTokenizer }
   | { readonly kind: 'ttl'; readonly ms: number }
   | {
       readonly kind: 'hnsw';

@@ -33,6 +33,7 @@ import type {
   ScalarType,
   SetStmt,
   Statement,
+  TextTokenizer,
 } from './ast.js';
 import { FenecError, type ErrorCode, type Position } from '../errors.js';
 import { Lexer, syntaxError } from './lexer.js';
@@ -96,8 +97,9 @@ type GetClause = (typeof GET_CLAUSES)[number];
 const SCALAR_TYPES: readonly ScalarType[] = ['text', 'int', 'float', 'bool', 'timestamp', 'json'];
 const ELEMENT_TYPES: readonly ElementType[] = ['text', 'int', 'float', 'bool', 'timestamp'];
 const TYPE_LIST = 'text, int, float, bool, timestamp, json, vector<N>, [T]';
-const ANNOTATION_LIST = '@hash, @sorted, @text, @ttl(DURATION), @hnsw(METRIC)';
+const ANNOTATION_LIST = '@hash, @sorted, @text, @text(TOKENIZER), @ttl(DURATION), @hnsw(METRIC)';
 const METRICS: readonly Metric[] = ['cosine', 'l2', 'ip'];
+const TEXT_TOKENIZERS: readonly TextTokenizer[] = ['english', 'porter', 'exact'];
 const HNSW_OPTIONS = {
   m: { min: 2, max: 128 },
   ef: { min: 1, max: 4096 },
@@ -602,15 +604,18 @@ class Parser {
   }
 
   /**
-   * Annotation : "@" ("hash" | "sorted" | "text" | "ttl" "(" DURATION ")" | "hnsw" "(" METRIC ("," HnswOption)* ")")
+   * Annotation : "@" ("hash" | "sorted" | "text" ["(" TOKENIZER ")"] | "ttl" "(" DURATION ")"
+   *            | "hnsw" "(" METRIC ("," HnswOption)* ")")
    */
   parseAnnotation(): Annotation {
     const at = this.#advance();
     const word = this.#keyword();
     switch (word) {
+      case 'text':
+        this.#advance();
+        return this.parseText();
       case 'hash':
       case 'sorted':
-      case 'text':
         this.#advance();
         if (this.#isPunct('(')) {
           throw this.#expected('another annotation, "," or ")"', {
@@ -630,6 +635,21 @@ class Parser {
         throw syntaxError('invalid_annotation', `expected an annotation (${ANNOTATION_LIST}), found ${found}`, at.pos);
       }
     }
+  }
+
+  /** Text : ["(" ("english" | "porter" | "exact") ")"] — after "@text" */
+  parseText(): Annotation {
+    if (!this.#eatPunct('(')) return { kind: 'text' };
+    const tokenizer = TEXT_TOKENIZERS.find((t) => t === this.#keyword());
+    if (tokenizer === undefined) {
+      throw this.#expected(`a tokenizer (${TEXT_TOKENIZERS.join(', ')})`, {
+        code: 'invalid_annotation',
+        note: '@text stems English words; @text(exact) matches words as written',
+      });
+    }
+    this.#advance();
+    this.#expectPunct(')', undefined, 'invalid_annotation');
+    return { kind: 'text', tokenizer };
   }
 
   /** Ttl : "(" DURATION ")" — after "@ttl" */

@@ -81,8 +81,9 @@ export function printAnnotation(annotation: Annotation): string {
   switch (annotation.kind) {
     case 'hash':
     case 'sorted':
-    case 'text':
       return `@${annotation.kind}`;
+    case 'text':
+      return annotation.tokenizer === undefined ? '@text' : `@text(${annotation.tokenizer})`;
     case 'ttl':
       return `@ttl(${printDuration(annotation.ms)})`;
     case 'hnsw': {

@@ -135,11 +135,11 @@ describe('deploy/docker-compose.yml', () => {
 describe('deploy/Dockerfile', () => {
   const dockerfile = fs.readFileSync(path.join(DEPLOY, 'Dockerfile'), 'utf8');
 
-  it('installs as make install does, Faiss and OpenBLAS among the Debian packages', () => {
+  it('installs as make install does, Faiss, OpenBLAS and libstemmer among the Debian packages', () => {
     expect(dockerfile).to.match(/^RUN bash scripts\/install\.sh/m);
     expect(fs.readFileSync(path.join(ROOT, 'Makefile'), 'utf8')).to.match(/^\tbash scripts\/install\.sh$/m);
     const packages = fs.readFileSync(path.join(ROOT, 'native/debian-packages.txt'), 'utf8').split('\n');
-    expect(packages).to.include.members(['libfaiss-dev', 'libopenblas-dev']);
+    expect(packages).to.include.members(['libfaiss-dev', 'libopenblas-dev', 'libstemmer-dev']);
   });
 
   it("runs on Node.js 24 LTS, within package.json's engines", () => {

@@ -2,19 +2,19 @@
  * A collection with a text index, over a real `.fenec` file, for the tests of node/search.
  */
 import { expect } from 'chai';
-import type { CreateCollectionStmt, FieldDef } from '../../shared/fenecql/ast.js';
+import type { CreateCollectionStmt, FieldDef, TextTokenizer } from '../../shared/fenecql/ast.js';
 import { parseStatement } from '../../shared/fenecql/parser.js';
 import { Catalog } from '../../node/schema/catalog.js';
 import { openWritable, type Connection } from '../../node/storage/sqlite.js';
 import {
   matchTerms,
-  TEXT_TOKENIZER,
   textColumn,
   textIndexName,
   textIndexSql,
   textTopSelect,
   type TextIndexSql,
 } from '../../node/search/text-index.js';
+import { FTS5_TOKENIZE } from '../../node/search/tokenizers.js';
 
 export interface Row {
   readonly id: number;
@@ -33,6 +33,8 @@ export class Store {
   readonly db: Connection;
   readonly name: string;
   fields: FieldDef[];
+  /** The collection's tokenizer, as the catalogue chose it. */
+  readonly tokenizer: TextTokenizer;
   ddl: TextIndexSql;
 
   constructor(file: string, definition: string) {
@@ -40,13 +42,15 @@ export class Store {
     const stmt = parseStatement(`create collection ${definition}`) as CreateCollectionStmt;
     this.name = stmt.name;
     this.fields = stmt.fields.filter((f) => f.annotations.some((a) => a.kind === 'text'));
-    this.ddl = textIndexSql(this.name, this.fields);
     // The catalogue makes the text index with the collection, as the product does.
-    this.db.transaction(() => new Catalog(this.db).create(stmt.name, stmt.fields))();
+    const catalog = new Catalog(this.db);
+    this.db.transaction(() => catalog.create(stmt.name, stmt.fields))();
+    this.tokenizer = catalog.require(stmt.name).textTokenizer;
+    this.ddl = textIndexSql(this.name, this.fields, this.tokenizer);
   }
 
   createIndex(): void {
-    this.ddl = textIndexSql(this.name, this.fields);
+    this.ddl = textIndexSql(this.name, this.fields, this.tokenizer);
     this.db.transaction(() => this.ddl.create.forEach((sql) => this.db.exec(sql)))();
   }
 
@@ -56,11 +60,19 @@ export class Store {
 
   /** The product's ranked read (textTopSelect), as a `match` without a token's policy runs it. */
   search(text: string, field = '*', where?: Where, limit = 100): Row[] {
-    const terms = matchTerms(text, field, this.fields);
+    const terms = matchTerms(text, field, this.fields, this.tokenizer);
     if (terms === null) return [];
-    const sql = textTopSelect(this.name, this.fields, field, ['c."id"', `c."text"`], ` LIMIT ${limit}`, {
-      where: where?.sql,
-    });
+    const sql = textTopSelect(
+      this.name,
+      this.fields,
+      field,
+      ['c."id"', `c."text"`],
+      ` LIMIT ${limit}`,
+      this.tokenizer,
+      {
+        where: where?.sql,
+      },
+    );
     return this.db.prepare(sql).all(terms.snippetWords, ...(where?.args ?? []), terms.expression) as Row[];
   }
 
@@ -78,7 +90,7 @@ export class Store {
     const columns = this.fields.map((f) => `"${textColumn(f.name)}"`).join(', ');
     this.db.exec(`
       DROP TABLE IF EXISTS twin; DROP TABLE IF EXISTS twin_v; DROP TABLE IF EXISTS index_v;
-      CREATE VIRTUAL TABLE twin USING fts5(${columns}, content='t.${this.name}.src', content_rowid='id', tokenize='${TEXT_TOKENIZER}');
+      CREATE VIRTUAL TABLE twin USING fts5(${columns}, content='t.${this.name}.src', content_rowid='id', tokenize='${FTS5_TOKENIZE[this.tokenizer]}');
       INSERT INTO twin (twin) VALUES ('rebuild');
       CREATE VIRTUAL TABLE twin_v USING fts5vocab(twin, 'instance');
       CREATE VIRTUAL TABLE index_v USING fts5vocab(${fts}, 'instance');

@@ -70,6 +70,7 @@ describe('plans as data, and explain', function () {
       part: 'expression',
       field: 'title',
       fields: ['title'],
+      tokenizer: 'english',
       words: {
         kind: 'param',
         index: 1,

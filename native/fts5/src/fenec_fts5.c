@@ -33,6 +33,9 @@
  *
  * - fenec_deadline(ms), in deadline.c: the time limit a worker holds a request's statements to.
  *
+ * - the tokenizer fenec_stem (`fenec_stem english unicode61 …`), in stem.c: Snowball stems over a
+ *   parent tokenizer, for `@text` (node/search/tokenizers.ts).
+ *
  * All are registered on the connection that loads the extension, and on no other. Nothing in this file
  * is process-global beyond the SQLite API pointer every extension keeps; deadline.c keeps the armed
  * deadlines of every connection, and the thread that watches them, for the whole process.
@@ -44,6 +47,7 @@ SQLITE_EXTENSION_INIT1
 
 #include "deadline.h"
 #include "snippet.h"
+#include "stem.h"
 
 #define K1 1.2
 #define B 0.75
@@ -223,5 +227,6 @@ int sqlite3_fenecfts_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routin
   }
   if (rc == SQLITE_OK) rc = fenecRegisterSnippet(db, fts5);
   if (rc == SQLITE_OK) rc = fenecRegisterDeadline(db);
+  if (rc == SQLITE_OK) rc = fenecRegisterStem(fts5);
   return rc;
 }

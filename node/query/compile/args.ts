@@ -3,7 +3,7 @@
  * binder that turns them into SQL values for an execution. A plan holds no closure: it can be
  * printed (`explain`), compared whole in a test, and read without running it.
  */
-import type { Expr, FieldType } from '../../../shared/fenecql/ast.js';
+import type { Expr, FieldType, TextTokenizer } from '../../../shared/fenecql/ast.js';
 import { FenecError } from '../../../shared/errors.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
 import { matchTerms } from '../../search/text-index.js';
@@ -48,6 +48,8 @@ export type Arg =
       readonly part: 'expression' | 'snippet';
       readonly field: string;
       readonly fields: readonly string[];
+      /** Which of the words are searched (node/search/tokenizers.ts). */
+      readonly tokenizer: TextTokenizer;
       readonly words: Arg;
     }
   /** The rank function a scoped `match` counted before it runs (execute/scoped-rank.ts). */
@@ -98,26 +100,34 @@ export function convert(value: unknown, as: Conversion): SqlValue {
 }
 
 /** The words last read, for the two arguments (expression, snippet) a match binds from the same words. */
-let lastWords: { text: string; field: string; fields: readonly string[]; terms: ReturnType<typeof matchTerms> } = {
-  text: '',
-  field: '',
-  fields: [],
-  terms: null,
-};
+let lastWords: {
+  text: string;
+  field: string;
+  fields: readonly string[];
+  tokenizer: TextTokenizer | undefined;
+  terms: ReturnType<typeof matchTerms>;
+} = { text: '', field: '', fields: [], tokenizer: undefined, terms: null };
 
-function termsOf(text: string, field: string, fields: readonly string[]): ReturnType<typeof matchTerms> {
+function termsOf(
+  text: string,
+  field: string,
+  fields: readonly string[],
+  tokenizer: TextTokenizer,
+): ReturnType<typeof matchTerms> {
   // Reading the words (a Unicode scan, NFC, case folding) once for the guard, the MATCH argument and the snippet's.
-  if (lastWords.text !== text || lastWords.fields !== fields || lastWords.field !== field) {
-    lastWords = {
+  if (
+    lastWords.text !== text ||
+    lastWords.fields !== fields ||
+    lastWords.field !== field ||
+    lastWords.tokenizer !== tokenizer
+  ) {
+    const terms = matchTerms(
       text,
       field,
-      fields,
-      terms: matchTerms(
-        text,
-        field,
-        fields.map((name) => ({ name })),
-      ),
-    };
+      fields.map((name) => ({ name })),
+      tokenizer,
+    );
+    lastWords = { text, field, fields, tokenizer, terms };
   }
   return lastWords.terms;
 }
@@ -160,7 +170,7 @@ export function bindArg(arg: Arg, ctx: BindContext): SqlValue {
     case 'words': {
       const text = bindArg(arg.words, ctx);
       if (text === null) return null;
-      const terms = termsOf(String(text), arg.field, arg.fields);
+      const terms = termsOf(String(text), arg.field, arg.fields, arg.tokenizer);
       return terms === null ? null : arg.part === 'expression' ? terms.expression : terms.snippetWords;
     }
     case 'rank':

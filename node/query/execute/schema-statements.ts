@@ -132,7 +132,8 @@ export function runSchemaStatement(
         const count = deleteExpired(db, collections, ctx.now);
         // A deleted row's words stay in the text index's segments until they are merged.
         for (const collection of collections) {
-          if (collection.textFields.length > 0) db.exec(textIndexSql(collection.name, collection.textFields).optimize);
+          if (collection.textFields.length > 0)
+            db.exec(textIndexSql(collection.name, collection.textFields, collection.textTokenizer).optimize);
         }
         return count;
       })();

@@ -31,5 +31,5 @@ export function withScopedRank(
 function wordsOf(scoped: ScopedRank, ctx: BindContext): string[] {
   const words = bindArg(scoped.words, ctx);
   const fields = scoped.fields.map((name) => ({ name }));
-  return words === null ? [] : wordExpressions(String(words), scoped.field, fields);
+  return words === null ? [] : wordExpressions(String(words), scoped.field, fields, scoped.tokenizer);
 }

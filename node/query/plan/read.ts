@@ -202,7 +202,15 @@ function matchQuery(
   const words = bindValue(match.query, scalar('text'), 'the words after match');
   const column = match.field === '*' ? -1 : textFields.findIndex((f) => f.name === match.field);
   const fields = textFields.map((f) => f.name);
-  const terms = (part: 'expression' | 'snippet'): Arg => ({ kind: 'words', part, field: match.field, fields, words });
+  const { textTokenizer: tokenizer } = collection;
+  const terms = (part: 'expression' | 'snippet'): Arg => ({
+    kind: 'words',
+    part,
+    field: match.field,
+    fields,
+    tokenizer,
+    words,
+  });
   return {
     field: match.field,
     expression: terms('expression'),
@@ -235,11 +243,19 @@ function planMatch(stmt: GetStmt, query: MatchQuery, collection: Collection, fil
   ];
   // The top rows by SQLite's sorter, snipped after the limit (textTopSelect).
   const { rank } = query;
-  const sql = textTopSelect(collection.name, collection.textFields, query.field, selected, page.sql, {
-    where: filter?.sql,
-    scoped: rank !== undefined,
-    order,
-  });
+  const sql = textTopSelect(
+    collection.name,
+    collection.textFields,
+    query.field,
+    selected,
+    page.sql,
+    collection.textTokenizer,
+    {
+      where: filter?.sql,
+      scoped: rank !== undefined,
+      order,
+    },
+  );
   const args = [
     query.snippetWords,
     ...filterArgs,

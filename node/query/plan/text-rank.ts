@@ -11,7 +11,7 @@
  * (docs/security.md). What that costs (bench/HISTORY.md, "Scores under a policy"): one statement over the token's rows
  * and one per word over the rows holding the word, each joined to the policy's condition.
  */
-import type { Cond } from '../../../shared/fenecql/ast.js';
+import type { Cond, TextTokenizer } from '../../../shared/fenecql/ast.js';
 import { textStatsSql } from '../../search/text-index.js';
 import type { Collection } from '../../schema/catalog.js';
 import type { Compiler } from '../compile/compiler.js';
@@ -29,6 +29,8 @@ export interface ScopedRank {
   /** The field matched ('*': every @text field), and the @text fields' names. */
   readonly field: string;
   readonly fields: readonly string[];
+  /** Which of the words are searched (tokenizers.ts). */
+  readonly tokenizer: TextTokenizer;
   readonly column: number;
 }
 
@@ -74,6 +76,7 @@ export function textRank(
       words,
       field,
       fields: collection.textFields.map((f) => f.name),
+      tokenizer: collection.textTokenizer,
       column,
     },
   };

@@ -89,7 +89,7 @@ export function planVector(
       rank: textQuery.rank,
       words: textQuery.snippetWords,
     };
-    columns.push(snippetCall(collection.textFields, field, collection.table));
+    columns.push(snippetCall(collection.textFields, field, collection.table, collection.textTokenizer));
   }
   const list = columns.join(', ');
   return {

@@ -4,26 +4,26 @@ import { MAX_QUERY_WORDS, matchExpression, queryWords } from '../../../node/sear
 
 const FIELDS = [{ name: 'text' }, { name: 'tags' }];
 /** The words as an FTS5 query over every column (`match *`). */
-const textQuery = (text: string): string | null => matchExpression(text, '*', FIELDS);
+const textQuery = (text: string): string | null => matchExpression(text, '*', FIELDS, 'exact');
 
 describe('queryWords', () => {
   it('splits at everything but letters, digits and marks, as unicode61 does', () => {
-    expect(queryWords("what's C++ (v2)?")).to.deep.equal(['what', 's', 'C', 'v2']);
-    expect(queryWords('x_y-z a·b')).to.deep.equal(['x', 'y', 'z', 'a', 'b']);
-    expect(queryWords('deploy 😀 on\u0000fridays\u0007')).to.deep.equal(['deploy', 'on', 'fridays']);
+    expect(queryWords("what's C++ (v2)?", 'exact')).to.deep.equal(['what', 's', 'C', 'v2']);
+    expect(queryWords('x_y-z a·b', 'exact')).to.deep.equal(['x', 'y', 'z', 'a', 'b']);
+    expect(queryWords('deploy 😀 on\u0000fridays\u0007', 'exact')).to.deep.equal(['deploy', 'on', 'fridays']);
   });
 
   it('keeps combining marks inside a word and drops words made of marks alone', () => {
-    expect(queryWords('cafe\u0301 \u0301\u0302 नमस्ते')).to.deep.equal(['cafe\u0301', 'नमस्ते']);
+    expect(queryWords('cafe\u0301 \u0301\u0302 नमस्ते', 'exact')).to.deep.equal(['cafe\u0301', 'नमस्ते']);
   });
 
   it('keeps each word once, compared without case', () => {
-    expect(queryWords('Deploy deploy DEPLOY now')).to.deep.equal(['Deploy', 'now']);
+    expect(queryWords('Deploy deploy DEPLOY now', 'exact')).to.deep.equal(['Deploy', 'now']);
   });
 
   it(`searches at most ${MAX_QUERY_WORDS} distinct words, the first ones`, () => {
     const words = Array.from({ length: 200 }, (_, i) => `w${i}`);
-    expect(queryWords(words.join(' '))).to.deep.equal(words.slice(0, MAX_QUERY_WORDS));
+    expect(queryWords(words.join(' '), 'exact')).to.deep.equal(words.slice(0, MAX_QUERY_WORDS));
   });
 });
 
@@ -41,19 +41,19 @@ describe('textQuery', () => {
 
 describe('matchExpression', () => {
   it('restricts a named field to its column', () => {
-    expect(matchExpression('fox', 'text', FIELDS)).to.equal('{"f.text"} : ("fox")');
+    expect(matchExpression('fox', 'text', FIELDS, 'exact')).to.equal('{"f.text"} : ("fox")');
   });
 
   it('searches every column for *', () => {
-    expect(matchExpression('red fox', '*', FIELDS)).to.equal('"red" OR "fox"');
+    expect(matchExpression('red fox', '*', FIELDS, 'exact')).to.equal('"red" OR "fox"');
   });
 
   it('is null when the text holds no word', () => {
-    expect(matchExpression('?!', 'text', FIELDS)).to.equal(null);
+    expect(matchExpression('?!', 'text', FIELDS, 'exact')).to.equal(null);
   });
 
   it('refuses a field that is not an @text field', () => {
-    const err = refusal(() => matchExpression('fox', 'year', FIELDS));
+    const err = refusal(() => matchExpression('fox', 'year', FIELDS, 'exact'));
     expect(err.code).to.equal('invalid_statement');
     expect(err.message).to.equal('match year: year is not an @text field');
     expect(err.hint).to.equal('the @text fields: text, tags; match * searches them all');

@@ -4,11 +4,12 @@ import {
   rankFunction,
   matchTerms,
   SNIPPET_TOKENS,
-  TEXT_TOKENIZER,
   textIndexName,
   textSearchSql,
   textTopSelect,
 } from '../../../node/search/text-index.js';
+import { FTS5_TOKENIZE, STOP_WORDS } from '../../../node/search/tokenizers.js';
+import { FenecError } from '../../../shared/errors.js';
 import { bm25Term } from '../../helpers/bm25.js';
 import { fts5RankedRead } from '../../helpers/fts5-read.js';
 import { tempDir } from '../../helpers/temp.js';
@@ -38,10 +39,55 @@ describe('text search', () => {
     expect(rows[0]!._score).to.be.greaterThan(0);
   });
 
-  it('stems English words: deploys, deployed and deploying are deploy', () => {
-    const ids = [store.insert('he deploys'), store.insert('we deployed'), store.insert('deploying now')];
-    expect(store.ids('deploy')).to.have.members(ids);
-    expect(store.ids('DEPLOYMENT')).to.deep.equal([]);
+  it('stems English words: deploys, deployed, deploying and deployment are deploy', () => {
+    const ids = [
+      store.insert('he deploys'),
+      store.insert('we deployed'),
+      store.insert('deploying now'),
+      store.insert('the deployment'),
+    ];
+    for (const query of ['deploy', 'DEPLOYMENT', 'deploys']) expect(store.ids(query), query).to.have.members(ids);
+    const [row] = store.search('deployment', 'text', { sql: '"id" = ?', args: [ids[0]] });
+    expect(row!._snippet).to.equal('he **deploys**');
+  });
+
+  it("keeps FTS5's porter for @text(porter), where deployment and deploys differ, and stems nothing for @text(exact)", () => {
+    const porter = new Store(temp.file('porter.fenec'), 'old (text text @text(porter))');
+    const exact = new Store(temp.file('exact.fenec'), 'words (text text @text(exact))');
+    try {
+      for (const s of [porter, exact]) {
+        s.db
+          .prepare(`INSERT INTO "c_${s.name}" ("text") VALUES (?), (?), (?)`)
+          .run('he deploys', 'the deployment', 'the');
+      }
+      expect(porter.ids('deploying')).to.deep.equal([1]);
+      expect(porter.ids('deployments')).to.deep.equal([2]);
+      expect(porter.ids('the')).to.have.members([2, 3], 'porter searches every word');
+      expect(exact.ids('deploy')).to.deep.equal([]);
+      expect(exact.ids('Deploys')).to.deep.equal([1]);
+      expect(exact.ids('the')).to.have.members([2, 3], 'exact searches every word');
+    } finally {
+      porter.close();
+      exact.close();
+    }
+  });
+
+  it('leaves English stop words out of the query: a row that shares only "the" is no answer', () => {
+    const deploy = store.insert('the deploy runs on fridays');
+    store.insert('the cat');
+    store.insert('what is it');
+    expect(store.ids('what day is the deploy?')).to.deep.equal([deploy]);
+    expect(store.search('what day is the deploy?')[0]!._snippet).to.equal('the **deploy** runs on fridays');
+    for (const query of ['the', 'What is it?', "what's this", 'to be or not to be'])
+      expect(store.ids(query), query).to.deep.equal([]);
+  });
+
+  it('refuses a word followed by * (a prefix), and searches a word in *emphasis* as the word', () => {
+    const data = store.insert('data lake');
+    for (const query of ['data*', 'big data* lake', 'dat*'])
+      expect(() => store.search(query), query).to.throw('match searches whole words');
+    for (const query of ['*data*', '**data**', 'data *', '* data'])
+      expect(store.ids(query), query).to.deep.equal([data]);
   });
 
   it('folds case and accents: café is cafe, CAFÉ and cafe with a combining accent', () => {
@@ -110,7 +156,7 @@ describe('text search', () => {
         const search = textSearchSql(store.name, store.fields, field);
         const theirs = store.db
           .prepare(fts5RankedRead(store.name, search, ['c."id"', 'c."text"']))
-          .all(matchExpression(query, field, store.fields), rankFunction(search.column), 1_000, 0);
+          .all(matchExpression(query, field, store.fields, store.tokenizer), rankFunction(search.column), 1_000, 0);
         const ours = store.search(query, field, undefined, 1_000);
         expect(ours, `${field}: ${query}`).to.deep.equal(theirs);
         compared += ours.length;
@@ -164,7 +210,7 @@ describe('text search', () => {
       'on call 東京',
       'fox nowhere',
     ]) {
-      const { expression, snippetWords } = matchTerms(query, 'text', store.fields)!;
+      const { expression, snippetWords } = matchTerms(query, 'text', store.fields, store.tokenizer)!;
       for (const [open, close, ellipsis] of [
         ['**', '**', '…'],
         ['<b>', '</b>', '...'],
@@ -175,11 +221,17 @@ describe('text search', () => {
           const rows = store.db
             .prepare(sql)
             .raw(true)
-            .all(open, close, ellipsis, snippetWords, TEXT_TOKENIZER, open, close, ellipsis, expression) as [
-            string,
-            string,
-            string,
-          ][];
+            .all(
+              open,
+              close,
+              ellipsis,
+              snippetWords,
+              FTS5_TOKENIZE[store.tokenizer],
+              open,
+              close,
+              ellipsis,
+              expression,
+            ) as [string, string, string][];
           for (const [theirs, ours, text] of rows) {
             expect(ours, `${query} / ${tokens} / ${open}: ${JSON.stringify(text)}`).to.equal(theirs);
             compared++;
@@ -197,18 +249,20 @@ describe('text search', () => {
           .raw(true)
           .get(...args) as unknown[]
       )[0];
-    expect(one(`SELECT fenec_snippet('fox', ?, '*', '*', '…', 20, NULL)`, TEXT_TOKENIZER)).to.equal(null);
-    expect(one(`SELECT fenec_snippet('fox', ?, '*', '*', '…', 20, '')`, TEXT_TOKENIZER)).to.equal('');
-    expect(one(`SELECT fenec_snippet('fox', ?, '[', ']', '…', 20, 'The Fox ran.')`, TEXT_TOKENIZER)).to.equal(
-      'The [Fox] ran.',
+    expect(one(`SELECT fenec_snippet('fox', ?, '*', '*', '…', 20, NULL)`, FTS5_TOKENIZE[store.tokenizer])).to.equal(
+      null,
     );
-    expect(one(`SELECT fenec_snippet('fox', ?, '[', ']', '…', 20, 'no', NULL, 'a fox')`, TEXT_TOKENIZER)).to.equal(
-      'a [fox]',
-    );
+    expect(one(`SELECT fenec_snippet('fox', ?, '*', '*', '…', 20, '')`, FTS5_TOKENIZE[store.tokenizer])).to.equal('');
+    expect(
+      one(`SELECT fenec_snippet('fox', ?, '[', ']', '…', 20, 'The Fox ran.')`, FTS5_TOKENIZE[store.tokenizer]),
+    ).to.equal('The [Fox] ran.');
+    expect(
+      one(`SELECT fenec_snippet('fox', ?, '[', ']', '…', 20, 'no', NULL, 'a fox')`, FTS5_TOKENIZE[store.tokenizer]),
+    ).to.equal('a [fox]');
     expect(() => one(`SELECT fenec_snippet('fox', 'nosuch', '*', '*', '…', 20, 'fox')`)).to.throw(
       /fenec_snippet: no such tokenizer/,
     );
-    expect(() => one(`SELECT fenec_snippet('fox', ?, '*', '*', '…', 20)`, TEXT_TOKENIZER)).to.throw(
+    expect(() => one(`SELECT fenec_snippet('fox', ?, '*', '*', '…', 20)`, FTS5_TOKENIZE[store.tokenizer])).to.throw(
       /fenec_snippet: give the words/,
     );
   });
@@ -244,7 +298,9 @@ describe('text search', () => {
     expect(store.ids('fox', '*', everyEighth, 3)).to.deep.equal([ids[0], ids[8], ids[16]]);
 
     store.db.exec('CREATE INDEX "i.notes.year" ON "c_notes" ("year")');
-    const read = textTopSelect('notes', store.fields, '*', ['c."id"'], ' LIMIT 5', { where: '"year" = ?' });
+    const read = textTopSelect('notes', store.fields, '*', ['c."id"'], ' LIMIT 5', store.tokenizer, {
+      where: '"year" = ?',
+    });
     const plan = store.db.prepare(`EXPLAIN QUERY PLAN ${read}`).all('fox', 8, '"fox"') as { detail: string }[];
     // The index leads (never the year index: a scan of every row of the year), each hit looks its row
     // up by id, and SQLite's sorter keeps the best; the kept rows are read again by id.
@@ -268,7 +324,7 @@ describe('text search', () => {
 
   it('gives rows that tie on score in id order', () => {
     const ids = [store.insert('same words'), store.insert('same words'), store.insert('same words')];
-    expect(store.ids('same')).to.deep.equal(ids);
+    expect(store.ids('words')).to.deep.equal(ids);
   });
 
   it('indexes fields named rank and rowid, which FTS5 reserves as column names', () => {
@@ -276,12 +332,14 @@ describe('text search', () => {
     try {
       odd.db.prepare('INSERT INTO "c_odd" ("rank", "rowid") VALUES (?, ?)').run('first place', 'row words');
       const search = textSearchSql('odd', odd.fields, 'rowid');
-      const read = textTopSelect('odd', odd.fields, 'rowid', ['c."id"'], ' LIMIT 5');
-      expect(odd.db.prepare(read).all('words', matchExpression('words', 'rowid', odd.fields))).to.have.length(1);
+      const read = textTopSelect('odd', odd.fields, 'rowid', ['c."id"'], ' LIMIT 5', odd.tokenizer);
+      expect(
+        odd.db.prepare(read).all('words', matchExpression('words', 'rowid', odd.fields, odd.tokenizer)),
+      ).to.have.length(1);
       expect(
         odd.db
           .prepare(fts5RankedRead('odd', search, ['c."id"']))
-          .all(matchExpression('words', 'rowid', odd.fields), rankFunction(search.column), 5, 0),
+          .all(matchExpression('words', 'rowid', odd.fields, odd.tokenizer), rankFunction(search.column), 5, 0),
       ).to.have.length(1);
       odd.expectExact();
     } finally {
@@ -337,9 +395,12 @@ describe('text search', () => {
       store.db.exec(`CREATE VIRTUAL TABLE vocab USING fts5vocab(${textIndexName('notes')}, 'row')`);
       const terms = store.db.prepare('SELECT term FROM vocab ORDER BY term').pluck().all();
       expect(terms).to.deep.equal([...new Set(CORPUS.flatMap(tokens))].sort());
-      // 'the' is in four rows of six, 'and' in three, 'fox' in four: FTS5's own bm25() scores each about 1e-6.
-      for (const query of ['red hat sun mat', 'fox', 'big red cat', 'dog sun', 'the', 'and fox'])
+      // 'fox' is in four rows of six: FTS5's own bm25() scores it about 1e-6.
+      for (const query of ['red hat sun mat', 'fox', 'big red cat', 'dog sun'])
         expectRanking(query, bm25(CORPUS, tokens(query)), ids);
+      // Stop words are not searched, and still count in a row's length: 'and fox' scores as 'fox'.
+      expectRanking('and fox', bm25(CORPUS, ['fox']), ids);
+      expectRanking('the and', new Map(), ids);
     });
 
     it('scores a word most rows hold on the scale of any other, not near zero', () => {
@@ -374,6 +435,23 @@ describe('text search', () => {
   });
 
   describe('hostile queries', () => {
+    /**
+     * Runs a search that must answer, or be refused as a prefix (a word then `*`, which the query's
+     * text shows): never any other error. Whether it answered.
+     */
+    function expectSearched(search: () => unknown, what: string): boolean {
+      try {
+        search();
+        return true;
+      } catch (err) {
+        expect(err, what).to.be.instanceOf(FenecError);
+        expect((err as FenecError).code, what).to.equal('invalid_value');
+        expect((err as FenecError).message, what).to.match(/^match searches whole words; ".+\*" asks for/);
+        expect(what, 'a refused query holds a word and a *').to.match(/[\p{L}\p{N}\p{M}\p{Co}]\*/u);
+        return false;
+      }
+    }
+
     const HOSTILE = [
       "what's C++ (v2)?",
       '"',
@@ -439,11 +517,11 @@ describe('text search', () => {
       const where: Where = { sql: '"year" IS NULL', args: [] as unknown[] };
       for (const query of HOSTILE) {
         for (const field of ['*', 'text', 'tags']) {
-          expect(() => store.search(query, field), `${JSON.stringify(query.slice(0, 40))} on ${field}`).not.to.throw();
-          expect(
+          expectSearched(() => store.search(query, field), `${JSON.stringify(query.slice(0, 40))} on ${field}`);
+          expectSearched(
             () => store.search(query, field, where),
             `${JSON.stringify(query.slice(0, 40))} on ${field} with where`,
-          ).not.to.throw();
+          );
         }
       }
       expect(store.ids("what's C++ (v2)?")).to.have.length(1);
@@ -495,10 +573,10 @@ describe('text search', () => {
       for (let i = 0; i < 1_000; i++) {
         const length = Math.floor(random() * 12);
         const query = Array.from({ length }, () => pieces[Math.floor(random() * pieces.length)]).join('');
-        const expression = matchExpression(query, '*', store.fields);
+        if (!expectSearched(() => store.search(query), JSON.stringify(query))) continue;
+        const expression = matchExpression(query, '*', store.fields, store.tokenizer);
         if (expression !== null) expect(expression).to.match(/^"[^"\u0000]+"( OR "[^"\u0000]+")*$/);
-        expect(() => store.search(query), JSON.stringify(query)).not.to.throw();
-        expect(() => store.search(query, 'text'), JSON.stringify(query)).not.to.throw();
+        expectSearched(() => store.search(query, 'text'), JSON.stringify(query));
       }
     });
 
@@ -507,7 +585,7 @@ describe('text search', () => {
       const ids = texts.map((text) => store.insert(text));
       texts.forEach((text, i) => {
         for (const word of text.match(/[\p{L}\p{N}\p{M}\p{Co}]+/gu) ?? []) {
-          if (!/[\p{L}\p{N}\p{Co}]/u.test(word)) continue;
+          if (!/[\p{L}\p{N}\p{Co}]/u.test(word) || STOP_WORDS.has(word.toLowerCase())) continue;
           expect(
             store.ids(word, 'text', undefined, 1000),
             `${JSON.stringify(word)} of ${JSON.stringify(text)}`,

@@ -135,6 +135,26 @@ describe('parseStatement', () => {
       ]);
     });
 
+    it('parses @text with a tokenizer, and leaves it out of a bare @text', () => {
+      const stmt = parse(
+        'create collection t (a text @text(english), b [text] @text(EXACT) @hash, c text @text(porter), d text @text)',
+      );
+      expect(stmt.kind === 'CreateCollection' && stmt.fields.map((f) => f.annotations)).to.deep.equal([
+        [{ kind: 'text', tokenizer: 'english' }],
+        [{ kind: 'text', tokenizer: 'exact' }, { kind: 'hash' }],
+        [{ kind: 'text', tokenizer: 'porter' }],
+        [{ kind: 'text' }],
+      ]);
+    });
+
+    it('refuses a tokenizer it does not have, naming the ones it has', () => {
+      const err = failure(() => parseStatement('create collection t (a text @text(french))'));
+      expect(err.code).to.equal('invalid_annotation');
+      expect(err.message).to.equal(
+        'expected a tokenizer (english, porter, exact) after "(", found "french" (@text stems English words; @text(exact) matches words as written) at line 1, column 35',
+      );
+    });
+
     it('reads keywords, types and annotations in any case', () => {
       expect(
         parse('CREATE Collection IF NOT EXISTS Notes (Title TEXT REQUIRED @TEXT, v VECTOR<2> @HNSW(COSINE, M = 4))'),
@@ -571,6 +591,11 @@ describe('parseStatement', () => {
       ['create collection notes (a text @hnsw(cosine))', 'invalid_annotation', 1, 33],
       ['create collection notes (a int @text)', 'invalid_annotation', 1, 32],
       ['create collection notes (a text @text @text)', 'invalid_annotation', 1, 39],
+      ['create collection notes (a text @text(exact) @text)', 'invalid_annotation', 1, 46],
+      ['create collection notes (a text @text())', 'invalid_annotation', 1, 39],
+      ['create collection notes (a text @text(exact)', 'syntax_error', 1, 45],
+      ['create collection notes (a text @text(exact, porter))', 'invalid_annotation', 1, 44],
+      ['create collection notes (a int @text(exact))', 'invalid_annotation', 1, 32],
       ['create collection notes (a json @sorted)', 'invalid_annotation', 1, 33],
       ['create collection notes (a int required required)', 'syntax_error', 1, 41],
       ['create collection notes (a int @hash required)', 'syntax_error', 1, 38],

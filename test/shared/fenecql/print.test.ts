@@ -32,6 +32,12 @@ describe('print', () => {
       expect(printAnnotation({ kind: 'text' })).to.equal('@text');
     });
 
+    it("prints @text's tokenizer when it has one", () => {
+      expect(printAnnotation({ kind: 'text', tokenizer: 'english' })).to.equal('@text(english)');
+      expect(printAnnotation({ kind: 'text', tokenizer: 'exact' })).to.equal('@text(exact)');
+      expect(printAnnotation({ kind: 'text', tokenizer: 'porter' })).to.equal('@text(porter)');
+    });
+
     it('prints a ttl in the largest unit that states it exactly', () => {
       const printed = [1, 1000, 10_000, 90_000, 60_000, 3_600_000, 86_400_000, 1_209_600_000, 1_500].map((ms) =>
         printAnnotation({ kind: 'ttl', ms }),
@@ -138,6 +144,9 @@ describe('print', () => {
       'create collection t (a int required unique default 3 @hash @sorted, b float default -1.5, c bool default true, d json default {x: [1, {y: null}]})',
       'create collection t (a vector<4096> @hnsw(ip, m = 2, ef = 4096), b [timestamp] @sorted, c timestamp @ttl(90m), d [bool], e [float], f [int] @hash)',
       'create collection t (a timestamp default now() @ttl(2w), b text default "x\\ty" @text)',
+      'create collection t (a text @text(exact), b [text] @text(exact) @hash)',
+      'create collection t (a text @text(porter))',
+      'alter collection notes add body text required @text(english)',
       'drop collection notes',
       'drop collection if exists notes',
       'alter collection notes add rank int default 0 @sorted',
