@@ -14,6 +14,7 @@ import type { Logger } from '../../shared/logger.js';
 import { CursorKeeper } from '../../shared/paging/cursor.js';
 import type { ServerConfig } from '../config.js';
 import type { ExecuteOptions } from '../database.js';
+import { EmbeddingsWanted } from '../embedder/round.js';
 
 export type { ToolCaller };
 
@@ -66,6 +67,8 @@ export function mcpEndpoint(
   return new McpEndpoint(runner, {
     serverInfo: SERVER_INFO,
     onToolCall: (event, caller) => {
+      // A call stopped for texts to embed runs again with them: only that run is counted and audited.
+      if (event.error instanceof EmbeddingsWanted) return;
       count?.(event.tool, event.outcome);
       if (event.outcome === 'failed' && event.error !== undefined) {
         logger.error(
