@@ -216,6 +216,15 @@ export class FenecDatabase {
     }
   }
 
+  /**
+   * The server's embedder, for a statement built to make a field with `@embed` (the memory collection): its model
+   * and dimension. Refused without one; a pass stops when it is not probed yet (node/embedder/round.ts).
+   */
+  embedder(what: string): { readonly model: string; readonly dimension: number } {
+    if (this.#round === undefined) throw missing(what);
+    return this.#round.embedder(what);
+  }
+
   /** Parses (or finds parsed) and runs one statement. Throws FenecError; a refused statement changes nothing. */
   execute(text: string, params: readonly unknown[] = [], options: ExecuteOptions = {}): Answer {
     const prepared = this.#prepare(text);

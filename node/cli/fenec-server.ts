@@ -72,6 +72,7 @@ interface Options extends OAuthFlags, EmbedderFlags {
   mcp?: boolean;
   mcpWrite?: boolean;
   mcpMemory?: string;
+  mcpMemoryMerge?: string;
   otelEndpoint?: string;
   workers: string;
   statementTimeout: string;
@@ -200,6 +201,10 @@ async function main(): Promise<void> {
       `add the MCP tools ${toolNames(switchedBy('memory'))} over this collection, made at the first memory; implies --mcp`,
     )
     .option(
+      '--mcp-memory-merge <cosine>',
+      "with --mcp-memory: a remember whose vector is within this cosine (e.g. 0.92) of one of the same owner's memories refreshes it instead of adding a twin (off by default)",
+    )
+    .option(
       '--audit [file]',
       `write one JSON line per refused token, schema change and MCP ${toolNames((tool) => tool.audited, 'or')} to this file (appended), or to stderr when no file is named`,
     )
@@ -261,7 +266,11 @@ async function main(): Promise<void> {
       audit: auditTarget(options.audit),
       mcp:
         options.mcp === true || options.mcpWrite === true || options.mcpMemory !== undefined
-          ? { write: options.mcpWrite === true, memory: options.mcpMemory }
+          ? {
+              write: options.mcpWrite === true,
+              memory: options.mcpMemory,
+              ...(options.mcpMemoryMerge === undefined ? {} : { memoryMerge: Number(options.mcpMemoryMerge) }),
+            }
           : undefined,
       otel: tracingConfig(options.otelEndpoint, process.env),
       workers: parseCount('--workers', options.workers, 1),

@@ -33,6 +33,7 @@ const LOCK_PATIENCE_MS = 3_000;
 const LOCK_RETRY_MS = 50;
 
 interface McpOptions extends Partial<EmbedderFlags> {
+  memoryMerge?: string;
   file?: string;
   url?: string;
   memory?: string;
@@ -53,6 +54,10 @@ export function addMcpCommand(program: Command): void {
       "bridge to a server's MCP endpoint, e.g. http://127.0.0.1:8080/_mcp; the token from $FENEC_TOKEN",
     )
     .option('--memory <collection>', `with --file: offer ${toolNames(switchedBy('memory'))} over this collection`)
+    .option(
+      '--memory-merge <cosine>',
+      'with --memory: a remember within this cosine (e.g. 0.92) of one of the memories refreshes it instead (off by default)',
+    )
     .option('--write', `with --file: offer ${toolNames(switchedBy('write'))} (rows written; never a schema change)`)
     .option(
       '--read-only',
@@ -95,10 +100,20 @@ async function serveFile(file: string, options: McpOptions): Promise<void> {
   } catch (err) {
     usageError(NAME, asFenecError(err).message);
   }
+  const merge = options.memoryMerge === undefined ? undefined : Number(options.memoryMerge);
+  if (merge !== undefined && (!(merge > 0 && merge <= 1) || options.memory === undefined))
+    usageError(NAME, `--memory-merge takes a cosine above 0 and at most 1 (such as 0.92), with --memory`);
   const dimension = choice === undefined ? undefined : await probeEmbedder(PROGRAM, choice, (m) => logger.warn(m));
   const db = await openPatiently(file, readOnly, logger);
   onExit(() => db.close());
-  const endpoint = mcpEndpoint(db, { write: options.write === true, memory: options.memory, readOnly, logger });
+  const endpoint = mcpEndpoint(db, {
+    write: options.write === true,
+    memory: options.memory,
+    readOnly,
+    logger,
+    ...(choice === undefined ? {} : { embedder: (what: string) => db.embedder(what) }),
+    ...(merge === undefined ? {} : { memoryMerge: merge }),
+  });
   // The process is the file's owner, as the server's token is the server's: it reaches everything.
   const caller = { options: { readOnly }, scoped: false };
   logger.info(

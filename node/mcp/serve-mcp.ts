@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { Audit, subjectOf } from '../../shared/audit.js';
 import { auditedChange } from '../../shared/fenecql/kinds.js';
 import { McpEndpoint, type ToolCallEvent } from '../../shared/mcp/endpoint.js';
-import { offers, type Tool } from '../../shared/mcp/tool.js';
+import { offers, type EmbedderOf, type Tool } from '../../shared/mcp/tool.js';
 import { ToolRunner, type StatementRunner, type ToolCaller } from '../../shared/mcp/tool-runner.js';
 import { TOOLS } from '../../shared/mcp/tools.js';
 import type { Logger } from '../../shared/logger.js';
@@ -41,6 +41,10 @@ export interface McpServeOptions {
   readonly count?: (tool: string, outcome: ToolCallEvent['outcome']) => void;
   /** The tools it can offer. Default: the list of tools (shared/mcp/tools.ts). */
   readonly tools?: readonly Tool[];
+  /** The server's embedder (--embedder-url): the tools search words by meaning too, and the memories embed. */
+  readonly embedder?: EmbedderOf;
+  /** --mcp-memory-merge COSINE. */
+  readonly memoryMerge?: number;
 }
 
 export function mcpEndpoint(
@@ -51,9 +55,16 @@ export function mcpEndpoint(
   // Only the server's token (or the file's own process) makes the memory collection: "who" is the server.
   const runner = new ToolRunner<ExecuteOptions>(
     db,
-    { write: options.write, memory: options.memory, readOnly: options.readOnly },
+    {
+      write: options.write,
+      memory: options.memory,
+      readOnly: options.readOnly,
+      embedder: options.embedder !== undefined,
+      ...(options.memoryMerge === undefined ? {} : { memoryMerge: options.memoryMerge }),
+    },
     {
       tools: options.tools,
+      embedder: options.embedder,
       // The audit reads the tree the tool ran, as the kinds table says to record it.
       onSchemaChange: (change) => {
         const audited = auditedChange(change);

@@ -236,6 +236,8 @@ export class TenantWorker {
           : this.#mcpEndpoint!(executor, {
               write: setup.mcp.write,
               memory: setup.mcp.memory,
+              ...(setup.embedder === undefined ? {} : { embedder: (what: string) => db.embedder(what) }),
+              ...(setup.mcp.memoryMerge === undefined ? {} : { memoryMerge: setup.mcp.memoryMerge }),
               readOnly: setup.httpReadOnly || setup.readOnly,
               audit: this.#audit,
               logger: this.#logger,
