@@ -32,10 +32,14 @@ export interface Pass {
  */
 export class EmbedBucket {
   #level: number;
-  #last = performance.now();
+  #last: number;
 
-  constructor(readonly rate: number) {
+  constructor(
+    readonly rate: number,
+    now = performance.now(),
+  ) {
     this.#level = rate;
+    this.#last = now;
   }
 
   /** Takes `count` texts: 0 when taken, else the seconds until they may be (Retry-After). */

@@ -68,6 +68,42 @@ describe('the MCP tools with an embedder', function () {
     }
   }
 
+  for (const transport of ['http', 'stdio'] as const) {
+    it(`over ${transport}, an embedder that fails refuses the call as the tool's refusal, writing nothing`, async () => {
+      const file = path.join(sandbox.dir(), 'f.fenec');
+      if (transport === 'http') {
+        const server = await sandbox.startServer([
+          '--file',
+          file,
+          '--mcp-memory',
+          'memories',
+          ...embedderFlags(),
+          '--embedder-retries',
+          '0',
+        ]);
+        client = await connect('sdk 1.x', { transport: 'http', url: `${server.url}/_mcp` });
+      } else {
+        client = await connect('client 2.x', {
+          transport: 'stdio',
+          args: ['mcp', '--file', file, '--memory', 'memories', ...embedderFlags(), '--embedder-retries', '0'],
+        });
+      }
+      answer(await client.callTool('remember', { text: 'the deploy runs on fridays' }));
+      embedder.fault = { kind: 'status', status: 500, times: 100, body: '{"error": {"message": "model crashed"}}' };
+      const refused = await client.callTool('remember', { text: 'staging is in eu-west-1' });
+      expect(refused.isError).to.equal(true);
+      const error = (refused.structuredContent as { error: { code: string; status: number; message: string } }).error;
+      expect(error.code).to.equal('embedder_failed');
+      expect(error.status).to.equal(502);
+      expect(error.message).to.include('model crashed');
+      const recalled = await client.callTool('recall', { text: 'which region' });
+      expect(recalled.isError, 'a recall by words needs the embedder too').to.equal(true);
+      embedder.fault = undefined;
+      const rows = answer(await client.callTool('query', { statement: 'get memories count' }));
+      expect(rows.count, 'nothing was written').to.equal(1);
+    });
+  }
+
   it('search with words alone fuses meaning on a collection with an @embed field', async () => {
     const server = await sandbox.startServer([
       '--file',
