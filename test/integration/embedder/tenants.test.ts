@@ -92,10 +92,10 @@ describe('tenants and the embedder (a tenant node)', function () {
     await Promise.all(writers);
     embedder.fault = undefined;
     expect(written, 'the slow tenant wrote meanwhile').to.be.at.least(4);
-    // A read held behind a 1.5 s embedding would take over a second: the ratio is loose, the gap it guards is not.
-    expect(beside / Math.max(alone, 5), `p99 ${beside.toFixed(1)} ms beside, ${alone.toFixed(1)} ms alone`).to.be.below(
-      20,
-    );
+    // A read held behind a 1.5 s embedding takes over a second (a worker blocked in each call: p99 3 s against
+    // 0.1 s alone on a loaded machine); served beside it, about as long as alone. The ratio is loose, the gap is not.
+    const ratio = beside / Math.max(alone, 20);
+    expect(ratio, `p99 ${beside.toFixed(1)} ms beside, ${alone.toFixed(1)} ms alone`).to.be.below(5);
   });
 
   it("stops a statement whose embedding runs past the tenant's time limit (504), writing nothing", async () => {
