@@ -25,6 +25,8 @@ export interface McpConfig {
   readonly write: boolean;
   /** Offer `remember`, `recall` and `forget` over this collection. Default: none. */
   readonly memory: string | undefined;
+  /** `--mcp-memory-merge COSINE`: a remember this near one of the caller's memories refreshes it. Default: off. */
+  readonly memoryMerge?: number;
 }
 
 /** What a server serves: one `.fenec` file (`--file`), or a tenant node's directory of them (`--data-dir`). */
@@ -201,6 +203,11 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
       `takes a collection name (a letter, then letters, digits or _, at most 64), not "${memory}"`,
     );
   }
+  const merge = config.mcp?.memoryMerge;
+  if (merge !== undefined && (!Number.isFinite(merge) || merge <= 0 || merge > 1))
+    throw invalidOption('--mcp-memory-merge', `takes a cosine above 0 and at most 1, such as 0.92, not ${merge}`);
+  if (merge !== undefined && memory === undefined)
+    throw invalidOption('--mcp-memory-merge', 'merges memories of --mcp-memory: give --mcp-memory too');
   return Object.freeze(config);
 }
 

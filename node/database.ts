@@ -33,6 +33,10 @@ import { plan } from './query/plan/row-statement.js';
 import { runSchemaStatement, type IndexState } from './query/execute/schema-statements.js';
 import type { BindContext } from './query/compile/evaluate.js';
 import { explainOther, explainPlan, type ExplainedPlan } from './query/execute/explain.js';
+import { EmbeddingRound, missing } from './embedder/round.js';
+import type { EmbedSpec } from './schema/catalog.js';
+import { embedRows, setEmbeds, setVectors, withModels, type VectorLookup } from './query/execute/embed-rows.js';
+import type { GetStmt, SetStmt } from '../shared/fenecql/ast.js';
 
 export type { Answer };
 
@@ -126,6 +130,8 @@ export class FenecDatabase {
   readonly #quota: ByteQuota | undefined;
   /** The time limit a request's statements are held to (within). */
   readonly #deadline: Deadline;
+  /** The embeddings of the request under way (embedding); undefined: the server has no embedder. */
+  #round: EmbeddingRound | undefined;
 
   private constructor(options: DatabaseOptions, db: Connection, lock: FileLock | undefined) {
     this.file = options.file;
@@ -196,6 +202,29 @@ export class FenecDatabase {
     return this.#deadline.hold(at, limitMs, work);
   }
 
+  /**
+   * Runs `work` — a request's statements — with the vectors `round` holds: a statement that needs texts embedded
+   * that the round lacks notes them and stops, having written nothing (node/embedder/round.ts).
+   */
+  embedding<T>(round: EmbeddingRound, work: () => T): T {
+    const outer = this.#round;
+    this.#round = round;
+    try {
+      return work();
+    } finally {
+      this.#round = outer;
+    }
+  }
+
+  /**
+   * The server's embedder, for a statement built to make a field with `@embed` (the memory collection): its model
+   * and dimension. Refused without one; a pass stops when it is not probed yet (node/embedder/round.ts).
+   */
+  embedder(what: string): { readonly model: string; readonly dimension: number } {
+    if (this.#round === undefined) throw missing(what);
+    return this.#round.embedder(what);
+  }
+
   /** Parses (or finds parsed) and runs one statement. Throws FenecError; a refused statement changes nothing. */
   execute(text: string, params: readonly unknown[] = [], options: ExecuteOptions = {}): Answer {
     const prepared = this.#prepare(text);
@@ -221,13 +250,17 @@ export class FenecDatabase {
     // each write, page and listing); print.ts is one text per tree (it parses back to the same tree,
     // print.test.ts), so two trees share a plan only when they are the same statement; and it is the
     // key /query's text of the same statement has, so a tool's read and /query's share one plan.
+    return this.#execute(this.#preparedTree(statement), params, options);
+  }
+
+  #preparedTree(statement: Statement): Prepared {
     const key = printStatement(statement);
     let prepared = this.#prepared.get(key);
     if (prepared === undefined) {
       prepared = { statement, plan: undefined, version: -1, scoped: new WeakMap() };
       this.#remember(key, prepared);
     }
-    return this.#execute(prepared, params, options);
+    return prepared;
   }
 
   #execute(prepared: Prepared, params: readonly unknown[], options: ExecuteOptions): Answer {
@@ -247,12 +280,29 @@ export class FenecDatabase {
       );
     }
     params.forEach((value, i) => checkJsonValue(value, `$${i + 1}`));
-    const ctx: BindContext = { params, now: Date.now(), jwt: options.jwt };
+    let ctx: BindContext = { params, now: Date.now(), jwt: options.jwt };
     try {
       if (statement.kind === 'Explain') return this.#explain(statement.statement, options.policy);
       if (!isRowStatement(statement))
         return this.#room(ROOM[kind.size], () => this.#runSchemaStatement(statement, ctx, options.policy));
-      const rowPlan = this.#planFor(prepared, statement, options.policy);
+      let rowPlan = this.#planFor(prepared, statement, options.policy);
+      if (kind.embeds === 'near') ctx = { ...ctx, embedQuery: this.#queryLookup };
+      else if (kind.embeds === 'rows' && (statement.kind === 'Insert' || statement.kind === 'Put')) {
+        // Planned as written first: a write refused for what it says is refused before anything is embedded.
+        const filled = embedRows(statement, params, this.#catalog.require(statement.collection), ctx, this.#rowLookup);
+        this.#round?.stop();
+        if (filled !== undefined) {
+          ctx = { ...ctx, params: filled.params };
+          rowPlan = this.#planFor(this.#preparedTree(filled.statement), filled.statement, options.policy);
+        }
+      } else if (kind.embeds === 'changes' && statement.kind === 'Set') {
+        const answer = this.#embeddedSet(statement, rowPlan, ctx, options.policy);
+        if (answer !== undefined) {
+          this.#deadline.release();
+          this.#vectors.catchUp();
+          return answer;
+        }
+      }
       const answer = this.#runRows(rowPlan, kind.size, ctx, options.maxAnswerBytes);
       if (kind.writes) {
         // The write has committed: the vector indexes apply what its triggers logged, whatever the time.
@@ -289,6 +339,83 @@ export class FenecDatabase {
         throw err;
       return this.#quota.within('freeing', go);
     }
+  }
+
+  /** A row's vector from the request's round; a server without an embedder refuses the write that needs one. */
+  readonly #rowLookup: VectorLookup = (field, spec, text, label) => {
+    const origin = { model: spec.model, dimension: spec.dimension };
+    if (this.#round === undefined)
+      throw missing(
+        `${label} is written without its vector, which ${field.name} makes with @embed(${spec.sources.join(', ')})`,
+      );
+    return this.#round.vector(text, false, label, field.name, origin);
+  };
+
+  /** The vector of a `near`'s words, embedded as a query (the embedder's cache of recent ones). */
+  readonly #queryLookup = (field: string, spec: EmbedSpec | undefined, text: string): Float32Array => {
+    if (spec === undefined)
+      throw new FenecError(
+        'type_mismatch',
+        `near ${field} takes a vector; words are embedded only for a field made with @embed`,
+        {
+          hint: `give the vector, or make ${field} with @embed(its text fields)`,
+        },
+      );
+    if (this.#round === undefined) throw missing(`near ${field} is given words to embed`);
+    const vector = this.#round.vector(text, true, `the words of near ${field}`, field, {
+      model: spec.model,
+      dimension: spec.dimension,
+    });
+    this.#round.stop();
+    return vector!;
+  };
+
+  /**
+   * A `set` that changes the texts an `@embed` field embeds: the rows it changes are read first (under the same
+   * policy), the new texts of each embedded (a row whose texts come out the same embeds nothing), then the set and
+   * each row's new vector in one transaction. Undefined when the set changes no embedded text: it runs as it is.
+   */
+  #embeddedSet(statement: SetStmt, setPlan: Plan, ctx: BindContext, policy: Policy | undefined): Answer | undefined {
+    const collection = this.#catalog.require(statement.collection);
+    const embeds = setEmbeds(statement, collection, ctx);
+    if (embeds === undefined) return undefined;
+    const sources = [...new Set(embeds.fields.flatMap(({ spec }) => spec.sources))];
+    const read: GetStmt = {
+      kind: 'Get',
+      collection: statement.collection,
+      select: ['id', ...sources],
+      fuse: false,
+      where: statement.where,
+      order: [],
+      count: false,
+    };
+    const rows = (
+      run(this.#planFor(this.#preparedTree(read), read, policy), ctx, this.#statements, this.#db, this.#vectors) as {
+        rows: Record<string, unknown>[];
+      }
+    ).rows;
+    const updates = setVectors(rows, embeds, this.#rowLookup);
+    this.#round?.stop();
+    return this.#db.transaction(() => {
+      const answer = this.#runRows(setPlan, 'grows', ctx, undefined);
+      for (const { id, field, vector } of updates) {
+        const change: SetStmt = {
+          kind: 'Set',
+          collection: statement.collection,
+          changes: { kind: 'Object', entries: [{ key: field.name, value: { kind: 'Param', index: 1 } }] },
+          where: { kind: 'Compare', op: '=', left: { kind: 'Field', name: 'id' }, right: { kind: 'Param', index: 2 } },
+        };
+        const value = vector === undefined ? null : Array.from(vector);
+        run(
+          this.#planFor(this.#preparedTree(change), change, undefined),
+          { ...ctx, params: [value, id] },
+          this.#statements,
+          this.#db,
+          this.#vectors,
+        );
+      }
+      return answer;
+    })();
   }
 
   #room<T>(room: Room, work: () => T): T {
@@ -365,7 +492,14 @@ export class FenecDatabase {
     const indexes =
       policy === undefined ? (collection: string, field: string) => this.#indexState(collection, field) : undefined;
     const later = statement.kind === 'Compact' ? this.#rebuildSmallIndexes(statement.collection) : [];
-    const answer = runSchemaStatement(statement, this.#catalog, this.#db, ctx, visible, indexes);
+    const answer = runSchemaStatement(
+      withModels(statement, this.#round),
+      this.#catalog,
+      this.#db,
+      ctx,
+      visible,
+      indexes,
+    );
     switch (statement.kind) {
       case 'Compact': {
         for (const spec of later) {

@@ -200,6 +200,11 @@ export const CATALOGUE = {
     summary:
       "The embedder answered something unusable: not JSON, not the embeddings shape, vectors of the wrong dimension, or a refusal (a 4xx, a 500) — quoted in the message; an input past the model's length is named.",
   },
+  embedder_missing: {
+    status: 409,
+    summary:
+      'The statement needs an embedder (an @embed field written without its vector, near with words) and the server has none: start it with --embedder-url and --embedder-model, or give the vector.',
+  },
   embedder_mismatch: {
     status: 409,
     summary:

@@ -26,6 +26,15 @@ import { ONE_FILE, type TenantLimits } from '../workers/protocol.js';
 import { replyError, WorkerPool, workerSetup } from '../workers/worker-pool.js';
 import { startTracing, type Tracing } from '../../shared/tracing.js';
 import {
+  addEmbedderFlags,
+  embedderChoice,
+  embedderFields,
+  probeEmbedder,
+  type EmbedderChoice,
+  type EmbedderFlags,
+} from './embedder-options.js';
+import type { WorkerEmbedder } from '../workers/protocol.js';
+import {
   auditTarget,
   createProgram,
   onExit,
@@ -37,7 +46,7 @@ import {
 
 const NAME = 'fenec-server';
 
-interface Options extends OAuthFlags {
+interface Options extends OAuthFlags, EmbedderFlags {
   file?: string;
   dataDir?: string;
   maxOpenTenants: string;
@@ -63,11 +72,13 @@ interface Options extends OAuthFlags {
   mcp?: boolean;
   mcpWrite?: boolean;
   mcpMemory?: string;
+  mcpMemoryMerge?: string;
   otelEndpoint?: string;
   workers: string;
   statementTimeout: string;
   maxAnswer: string;
   tenantCost: string;
+  tenantEmbedRate: string;
 }
 
 async function main(): Promise<void> {
@@ -76,6 +87,7 @@ async function main(): Promise<void> {
   let config: ServerConfig | undefined;
   let tenants: TenantNodeOptions | undefined;
   let authSources: AuthSources = {};
+  let embedder: EmbedderChoice | undefined;
   const program = createProgram(NAME)
     .description(
       'Serve one .fenec file over HTTP (POST /query, POST /_mcp with --mcp, GET /_health, GET /_metrics), ' +
@@ -117,6 +129,11 @@ async function main(): Promise<void> {
       '--tenant-cost <ms>',
       'default worker time of a tenant, in milliseconds per second (429 + Retry-After past it; 0: no limit)',
       String(QUOTA_DEFAULTS.costMs),
+    )
+    .option(
+      '--tenant-embed-rate <n>',
+      "default texts a tenant's statements may have embedded a second, as many banked (429 + Retry-After past it; 0: no limit)",
+      String(QUOTA_DEFAULTS.embedRate),
     )
     .option(
       '--workers <n>',
@@ -184,78 +201,93 @@ async function main(): Promise<void> {
       `add the MCP tools ${toolNames(switchedBy('memory'))} over this collection, made at the first memory; implies --mcp`,
     )
     .option(
+      '--mcp-memory-merge <cosine>',
+      "with --mcp-memory: a remember whose vector is within this cosine (e.g. 0.92) of one of the same owner's memories refreshes it instead of adding a twin (off by default)",
+    )
+    .option(
       '--audit [file]',
       `write one JSON line per refused token, schema change and MCP ${toolNames((tool) => tool.audited, 'or')} to this file (appended), or to stderr when no file is named`,
     )
-    .option('--otel-endpoint <url>', OTEL_ENDPOINT_HELP)
-    .action((options: Options) => {
-      // The secret from the environment only when no key is named on the command line: an empty
-      // FENEC_JWT_SECRET is unset, as FENEC_TOKEN's is.
-      const jwtSecret =
-        options.jwtSecret ??
-        (options.jwtPublicKey === undefined ? process.env.FENEC_JWT_SECRET || undefined : undefined);
-      // An empty FENEC_TOKEN is how shells and compose files say "unset"; an empty flag is an error.
-      const httpToken = options.httpToken ?? (process.env.FENEC_TOKEN || undefined);
-      authSources = {
-        token: httpToken === undefined ? undefined : options.httpToken !== undefined ? '--http-token' : '$FENEC_TOKEN',
-        jwt:
-          options.jwtPublicKey !== undefined
-            ? `--jwt-public-key ${options.jwtPublicKey}`
-            : jwtSecret === undefined
-              ? undefined
-              : options.jwtSecret !== undefined
-                ? '--jwt-secret'
-                : '$FENEC_JWT_SECRET',
-      };
-      checkWhere(options);
-      const statementTimeoutMs = parseDurationOption('--statement-timeout', options.statementTimeout);
-      const maxAnswerBytes = parseByteSize(options.maxAnswer, '--max-answer');
-      if (options.dataDir !== undefined) {
-        tenants = Object.freeze({
-          maxOpenTenants: parseCount('--max-open-tenants', options.maxOpenTenants, 1),
-          quotas: Object.freeze({
-            rate: parseCount('--tenant-rate', options.tenantRate, 0),
-            burst: parseCount('--tenant-burst', options.tenantBurst, 1),
-            maxBytes: parseByteSize(options.tenantMaxBytes, '--tenant-max-bytes'),
-            maxCollections: parseCount('--tenant-max-collections', options.tenantMaxCollections, 0),
-            maxRows: parseCount('--tenant-max-rows', options.tenantMaxRows, 0),
-            costMs: parseCount('--tenant-cost', options.tenantCost, 0),
-            statementTimeoutMs,
-            maxAnswerBytes,
-          }),
-        });
-      }
-      config = serverConfig({
-        ...(options.dataDir === undefined ? { file: options.file! } : { dataDir: options.dataDir }),
-        host: options.host,
-        port: parsePort(options.port),
-        httpToken,
-        httpReadOnly: options.httpReadOnly === true,
-        readOnly: options.readOnly === true,
-        maxBodyBytes: parseByteSize(options.maxBody),
-        httpCors: options.httpCors,
-        sweepIntervalMs: parseDurationOption('--sweep-interval', options.sweepInterval),
-        jwtSecret,
-        jwtPublicKey: options.jwtPublicKey === undefined ? undefined : readPublicKey(options.jwtPublicKey),
-        jwtIssuer: options.jwtIssuer,
-        jwtAudience: options.jwtAudience,
-        ...oauthInput(options, process.env),
-        policy: options.policy === undefined ? undefined : readPolicy(options.policy),
-        audit: auditTarget(options.audit),
-        mcp:
-          options.mcp === true || options.mcpWrite === true || options.mcpMemory !== undefined
-            ? { write: options.mcpWrite === true, memory: options.mcpMemory }
-            : undefined,
-        otel: tracingConfig(options.otelEndpoint, process.env),
-        workers: parseCount('--workers', options.workers, 1),
-        statementTimeoutMs,
-        maxAnswerBytes,
+    .option('--otel-endpoint <url>', OTEL_ENDPOINT_HELP);
+  addEmbedderFlags(program).action((options: Options) => {
+    // The secret from the environment only when no key is named on the command line: an empty
+    // FENEC_JWT_SECRET is unset, as FENEC_TOKEN's is.
+    const jwtSecret =
+      options.jwtSecret ?? (options.jwtPublicKey === undefined ? process.env.FENEC_JWT_SECRET || undefined : undefined);
+    // An empty FENEC_TOKEN is how shells and compose files say "unset"; an empty flag is an error.
+    const httpToken = options.httpToken ?? (process.env.FENEC_TOKEN || undefined);
+    authSources = {
+      token: httpToken === undefined ? undefined : options.httpToken !== undefined ? '--http-token' : '$FENEC_TOKEN',
+      jwt:
+        options.jwtPublicKey !== undefined
+          ? `--jwt-public-key ${options.jwtPublicKey}`
+          : jwtSecret === undefined
+            ? undefined
+            : options.jwtSecret !== undefined
+              ? '--jwt-secret'
+              : '$FENEC_JWT_SECRET',
+    };
+    checkWhere(options);
+    embedder = embedderChoice(options, process.env);
+    const statementTimeoutMs = parseDurationOption('--statement-timeout', options.statementTimeout);
+    const maxAnswerBytes = parseByteSize(options.maxAnswer, '--max-answer');
+    if (options.dataDir !== undefined) {
+      tenants = Object.freeze({
+        maxOpenTenants: parseCount('--max-open-tenants', options.maxOpenTenants, 1),
+        quotas: Object.freeze({
+          rate: parseCount('--tenant-rate', options.tenantRate, 0),
+          burst: parseCount('--tenant-burst', options.tenantBurst, 1),
+          maxBytes: parseByteSize(options.tenantMaxBytes, '--tenant-max-bytes'),
+          maxCollections: parseCount('--tenant-max-collections', options.tenantMaxCollections, 0),
+          maxRows: parseCount('--tenant-max-rows', options.tenantMaxRows, 0),
+          costMs: parseCount('--tenant-cost', options.tenantCost, 0),
+          embedRate: parseCount('--tenant-embed-rate', options.tenantEmbedRate, 0),
+          statementTimeoutMs,
+          maxAnswerBytes,
+        }),
       });
+    }
+    config = serverConfig({
+      ...(options.dataDir === undefined ? { file: options.file! } : { dataDir: options.dataDir }),
+      host: options.host,
+      port: parsePort(options.port),
+      httpToken,
+      httpReadOnly: options.httpReadOnly === true,
+      readOnly: options.readOnly === true,
+      maxBodyBytes: parseByteSize(options.maxBody),
+      httpCors: options.httpCors,
+      sweepIntervalMs: parseDurationOption('--sweep-interval', options.sweepInterval),
+      jwtSecret,
+      jwtPublicKey: options.jwtPublicKey === undefined ? undefined : readPublicKey(options.jwtPublicKey),
+      jwtIssuer: options.jwtIssuer,
+      jwtAudience: options.jwtAudience,
+      ...oauthInput(options, process.env),
+      policy: options.policy === undefined ? undefined : readPolicy(options.policy),
+      audit: auditTarget(options.audit),
+      mcp:
+        options.mcp === true || options.mcpWrite === true || options.mcpMemory !== undefined
+          ? {
+              write: options.mcpWrite === true,
+              memory: options.mcpMemory,
+              ...(options.mcpMemoryMerge === undefined ? {} : { memoryMerge: Number(options.mcpMemoryMerge) }),
+            }
+          : undefined,
+      otel: tracingConfig(options.otelEndpoint, process.env),
+      workers: parseCount('--workers', options.workers, 1),
+      statementTimeoutMs,
+      maxAnswerBytes,
     });
+  });
   await parseCommandLine(program, process.argv);
   if (config === undefined) return;
-  if (isTenantNode(config)) await serveTenants(config, tenants!, authSources);
-  else if (config.where.kind === 'file') await serve(config, config.where.file, authSources);
+  const logger = createLogger(NAME);
+  // The probe comes before the file or the port is taken: an embedder that is away refuses the start (exit 2).
+  const dimension =
+    embedder === undefined ? undefined : await probeEmbedder(NAME, embedder, (message) => logger.warn(message));
+  const embedding: WorkerEmbedder | undefined =
+    embedder === undefined ? undefined : { config: embedder.config, dimension };
+  if (isTenantNode(config)) await serveTenants(config, tenants!, authSources, embedding);
+  else if (config.where.kind === 'file') await serve(config, config.where.file, authSources, embedding);
 }
 
 /** One of --file and --data-dir, each case refused in its own words. */
@@ -286,12 +318,19 @@ interface AuthSources {
 const DEFAULT_MAX_OPEN_TENANTS = 256;
 
 /** A tenant node: tenants' files under --data-dir, opened as requests come, closed on the way out. */
-async function serveTenants(config: TenantNodeConfig, tenants: TenantNodeOptions, sources: AuthSources): Promise<void> {
+async function serveTenants(
+  config: TenantNodeConfig,
+  tenants: TenantNodeOptions,
+  sources: AuthSources,
+  embedder: WorkerEmbedder | undefined,
+): Promise<void> {
   const logger = createLogger(NAME);
   const audit = openAudit(NAME, config.audit, logger);
   const tracing = await startTracing(config.otel, NAME, logger);
   const { startTenantNode } = await import('../tenants/tenant-node.js');
-  const server = await startTenantNode(config, tenants, logger, audit).catch((err: unknown) => refuseStart(err));
+  const server = await startTenantNode(config, tenants, logger, audit, embedder).catch((err: unknown) =>
+    refuseStart(err),
+  );
   // The issuers' keys are fetched while the first requests come; a start never waits on an IdP.
   void config.oauth?.warm();
   onExit(
@@ -317,6 +356,7 @@ async function serveTenants(config: TenantNodeConfig, tenants: TenantNodeOptions
       console: `${server.url}/_console/`,
       mcp: config.mcp === undefined ? undefined : mcpText(config),
       traces: config.otel?.endpoint,
+      embedder: embedderFields(embedder),
     },
     'listening',
   );
@@ -336,7 +376,12 @@ function readPolicy(file: string): Policy {
   return parsePolicy(readOptionFile('--policy', file), file);
 }
 
-async function serve(config: ServerConfig, file: string, sources: AuthSources): Promise<void> {
+async function serve(
+  config: ServerConfig,
+  file: string,
+  sources: AuthSources,
+  embedder: WorkerEmbedder | undefined,
+): Promise<void> {
   const logger = createLogger(NAME);
   const audit = openAudit(NAME, config.audit, logger);
   const tracing = await startTracing(config.otel, NAME, logger);
@@ -362,7 +407,7 @@ async function serve(config: ServerConfig, file: string, sources: AuthSources): 
     statementTimeoutMs: config.statementTimeoutMs,
   };
   // One file is one tenant: its worker is the only one ever started.
-  const pool = new WorkerPool({ workers: 1, logger, setup: workerSetup(config) });
+  const pool = new WorkerPool({ workers: 1, logger, setup: workerSetup(config, embedder, 1) });
   // The worker loads the storage side while this thread loads the HTTP side: a start takes the longer of the two.
   const opening = pool.open(ONE_FILE, limits);
   const { startServer } = await import('../http/server.js');
@@ -408,6 +453,7 @@ async function serve(config: ServerConfig, file: string, sources: AuthSources): 
       traces: config.otel?.endpoint,
       statementTimeoutMs: config.statementTimeoutMs,
       maxAnswerBytes: config.maxAnswerBytes,
+      embedder: embedderFields(embedder),
     },
     'listening',
   );

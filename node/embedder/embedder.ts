@@ -26,6 +26,9 @@ export interface EmbedOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Told of each HTTP call made: how it ended (retried: a 429, 5xx or dropped call tried again), its texts, its time. */
+export type CallObserver = (outcome: 'ok' | 'retried' | 'failed', inputs: number, seconds: number) => void;
+
 /** What a field's vectors were made with, as the catalogue records it. */
 export interface EmbeddingOrigin {
   readonly model: string;
@@ -38,6 +41,8 @@ export class Embedder {
   private readonly config: EmbedderConfig;
   private readonly limit: ReturnType<typeof pLimit>;
   private readonly cache: LRUCache<string, Float32Array>;
+  /** Told of every call (the metrics); set by whoever counts them. */
+  observe: CallObserver | undefined;
 
   private constructor(config: EmbedderConfig, dimension: number) {
     this.config = config;
@@ -60,6 +65,16 @@ export class Embedder {
     const probe = new Embedder(config, 0);
     const vectors = await probe.limit(() => probe.batch(PROBE, 0, undefined, options.signal));
     return new Embedder(config, vectors[0]!.length);
+  }
+
+  /** An embedder whose dimension a start probe learned already (a worker thread's, given the serving thread's). */
+  static ready(config: EmbedderConfig, dimension: number): Embedder {
+    return new Embedder(config, dimension);
+  }
+
+  /** A query's vector when the cache has it (the array is the cache's own: read it, never change it). */
+  cachedQuery(text: string): Float32Array | undefined {
+    return this.cache.get(`${this.model}\n${text}`);
   }
 
   /** One vector per text, in the texts' order. Refused whole when any batch fails. */
@@ -103,12 +118,7 @@ export class Embedder {
 
   /** Refuses a field whose vectors another model, or another dimension, made: they would not compare. */
   checkOrigin(field: string, origin: EmbeddingOrigin): void {
-    if (origin.model === this.model && origin.dimension === this.dimension) return;
-    throw new EmbedderError(
-      'embedder_mismatch',
-      `${field} was embedded with ${origin.model} (${origin.dimension} dimensions), and this server's embedder is ${this.model} (${this.dimension} dimensions)`,
-      { hint: `start the server with --embedder-model ${origin.model}, or make the field again for ${this.model}` },
-    );
+    checkOrigin(field, origin, this);
   }
 
   /** One batch (texts[offset…] of the caller's), retried, its too-long input found. */
@@ -161,11 +171,17 @@ export class Embedder {
   ): Promise<Extract<Outcome, { kind: 'done' | 'too_long' }>> {
     for (let attempt = 0; ; attempt++) {
       const left = deadline - Date.now();
+      const started = performance.now();
       const outcome = await callEmbedder(this.config, texts, {
         timeoutMs: Math.max(1, Math.min(this.config.callTimeoutMs, left)),
         signal,
         dimension,
       });
+      this.observe?.(
+        outcome.kind === 'done' ? 'ok' : outcome.kind === 'transient' ? 'retried' : 'failed',
+        texts.length,
+        (performance.now() - started) / 1000,
+      );
       if (outcome.kind === 'done' || outcome.kind === 'too_long') return outcome;
       if (outcome.kind === 'refused') throw outcome.error;
       const wait = Math.max(outcome.retryAfterMs ?? 0, this.backoff(attempt));
@@ -191,4 +207,14 @@ export class Embedder {
       return failed(`${outcome.why} (${tries})`);
     return unavailable(`${outcome.why} (${tries})`, wait / 1000, outcome.cause);
   }
+}
+
+/** Refuses a field whose vectors another model, or another dimension, made than the server's embedder's. */
+export function checkOrigin(field: string, origin: EmbeddingOrigin, server: EmbeddingOrigin): void {
+  if (origin.model === server.model && origin.dimension === server.dimension) return;
+  throw new EmbedderError(
+    'embedder_mismatch',
+    `${field} was embedded with ${origin.model} (${origin.dimension} dimensions), and this server's embedder is ${server.model} (${server.dimension} dimensions)`,
+    { hint: `start the server with --embedder-model ${origin.model}, or make the field again for ${server.model}` },
+  );
 }

@@ -260,8 +260,10 @@ export class HttpHandler implements Reply, BodySink {
       (reply) => {
         this.#bodies.give(body);
         if (reply.tools !== undefined) for (const [tool, outcome] of reply.tools) this.#metrics.toolCall(tool, outcome);
+        if (reply.embedder !== undefined) for (const call of reply.embedder) this.#metrics.embedderCall(call);
         if (reply.body === undefined) return this.#write(req, res, reply.status, {}, undefined);
         const extra: OutgoingHttpHeaders = this.#stopping ? { connection: 'close' } : {};
+        if (reply.retryAfter !== undefined) extra['retry-after'] = String(reply.retryAfter);
         // A token refused in the worker (revoked, past its scopes) is told where to sign in again.
         const challenge =
           route === 'GET /_revocations' || route === 'POST /_revocations'

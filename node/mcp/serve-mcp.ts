@@ -7,13 +7,14 @@ import { createRequire } from 'node:module';
 import { Audit, subjectOf } from '../../shared/audit.js';
 import { auditedChange } from '../../shared/fenecql/kinds.js';
 import { McpEndpoint, type ToolCallEvent } from '../../shared/mcp/endpoint.js';
-import { offers, type Tool } from '../../shared/mcp/tool.js';
+import { offers, type EmbedderOf, type Tool } from '../../shared/mcp/tool.js';
 import { ToolRunner, type StatementRunner, type ToolCaller } from '../../shared/mcp/tool-runner.js';
 import { TOOLS } from '../../shared/mcp/tools.js';
 import type { Logger } from '../../shared/logger.js';
 import { CursorKeeper } from '../../shared/paging/cursor.js';
 import type { ServerConfig } from '../config.js';
 import type { ExecuteOptions } from '../database.js';
+import { EmbeddingsWanted } from '../embedder/round.js';
 
 export type { ToolCaller };
 
@@ -40,6 +41,10 @@ export interface McpServeOptions {
   readonly count?: (tool: string, outcome: ToolCallEvent['outcome']) => void;
   /** The tools it can offer. Default: the list of tools (shared/mcp/tools.ts). */
   readonly tools?: readonly Tool[];
+  /** The server's embedder (--embedder-url): the tools search words by meaning too, and the memories embed. */
+  readonly embedder?: EmbedderOf;
+  /** --mcp-memory-merge COSINE. */
+  readonly memoryMerge?: number;
 }
 
 export function mcpEndpoint(
@@ -50,9 +55,16 @@ export function mcpEndpoint(
   // Only the server's token (or the file's own process) makes the memory collection: "who" is the server.
   const runner = new ToolRunner<ExecuteOptions>(
     db,
-    { write: options.write, memory: options.memory, readOnly: options.readOnly },
+    {
+      write: options.write,
+      memory: options.memory,
+      readOnly: options.readOnly,
+      embedder: options.embedder !== undefined,
+      ...(options.memoryMerge === undefined ? {} : { memoryMerge: options.memoryMerge }),
+    },
     {
       tools: options.tools,
+      embedder: options.embedder,
       // The audit reads the tree the tool ran, as the kinds table says to record it.
       onSchemaChange: (change) => {
         const audited = auditedChange(change);
@@ -66,6 +78,8 @@ export function mcpEndpoint(
   return new McpEndpoint(runner, {
     serverInfo: SERVER_INFO,
     onToolCall: (event, caller) => {
+      // A call stopped for texts to embed runs again with them: only that run is counted and audited.
+      if (event.error instanceof EmbeddingsWanted) return;
       count?.(event.tool, event.outcome);
       if (event.outcome === 'failed' && event.error !== undefined) {
         logger.error(

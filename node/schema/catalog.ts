@@ -212,6 +212,49 @@ function checkField(collection: string, def: FieldDef): void {
   }
 }
 
+/** What a vector field made with `@embed` embeds, and with what model; undefined for any other field. */
+export interface EmbedSpec {
+  /** The text fields whose texts, joined, are embedded. */
+  readonly sources: readonly string[];
+  readonly model: string;
+  readonly dimension: number;
+}
+
+export function embedOf(field: Field): EmbedSpec | undefined {
+  const embed = field.def.annotations.find((a) => a.kind === 'embed');
+  if (embed?.kind !== 'embed' || field.type.kind !== 'vector') return undefined;
+  // The catalogue fills the model in as the field is made (database.ts): a stored field always has one.
+  return { sources: embed.fields, model: embed.model ?? '', dimension: field.type.dims };
+}
+
+/** Each `@embed` names fields of the collection that are text; a field another embeds cannot go. */
+function checkEmbeds(collection: string, defs: readonly FieldDef[]): void {
+  for (const def of defs) {
+    const embed = def.annotations.find((a) => a.kind === 'embed');
+    if (embed?.kind !== 'embed') continue;
+    for (const source of embed.fields) {
+      const found = defs.find((d) => d.name === source);
+      if (found === undefined)
+        throw new FenecError(
+          'unknown_field',
+          `${collection}.${def.name} embeds ${source}, which ${collection} has not`,
+          {
+            hint: didYouMean(
+              defs.filter((d) => d.type.kind === 'scalar' && d.type.scalar === 'text').map((d) => d.name),
+              source,
+              '@embed names text fields of the same collection',
+            ),
+          },
+        );
+      if (found.type.kind !== 'scalar' || found.type.scalar !== 'text')
+        throw new FenecError(
+          'invalid_annotation',
+          `${collection}.${def.name} embeds ${source}, which is ${printFieldType(found.type)}; @embed takes text fields`,
+        );
+    }
+  }
+}
+
 function clashes(names: Iterable<string>, name: string): string | undefined {
   const lower = name.toLowerCase();
   for (const existing of names) if (existing.toLowerCase() === lower) return existing;
@@ -360,6 +403,7 @@ export class Catalog {
       seen.push(def.name);
       checkField(name, def);
     }
+    checkEmbeds(name, defs);
     const stored = withTokenizers(name, withoutPositions(defs), undefined);
     const columns = [
       '"id" INTEGER PRIMARY KEY AUTOINCREMENT',
@@ -401,6 +445,7 @@ export class Catalog {
     if (clash !== undefined)
       throw new FenecError('duplicate_field', `fields ${clash} and ${def.name} differ only in case`);
     checkField(name, def);
+    checkEmbeds(name, [...collection.fields.map((f) => f.def), def]);
     const [stored] = withTokenizers(
       name,
       withoutPositions([def]),
@@ -442,6 +487,15 @@ export class Catalog {
       );
     }
     const dropped = collection.byName.get(field)!;
+    const embedding = collection.fields.find((f) => embedOf(f)?.sources.includes(field));
+    if (embedding !== undefined)
+      throw new FenecError(
+        'invalid_statement',
+        `${name}.${embedding.name} embeds ${field}: ${field} cannot be dropped`,
+        {
+          hint: `drop ${embedding.name} first`,
+        },
+      );
     this.#alter(
       collection,
       collection.fields.filter((f) => f.name !== field).map((f) => f.def),

@@ -25,6 +25,11 @@ export interface Quotas {
   readonly statementTimeoutMs: number;
   /** Largest `/query` answer in bytes (413 answer_too_large past it). */
   readonly maxAnswerBytes: number;
+  /**
+   * Texts the server's embedder may be given for the tenant a second (rows' fields and query words alike), with as
+   * many banked; past it a statement is refused (429 + Retry-After) before any call. 0: no limit.
+   */
+  readonly embedRate: number;
 }
 
 /** Which quota refused a request (workers/protocol.ts: a worker's reply names those of its statements). */
@@ -39,6 +44,7 @@ export const QUOTA_DEFAULTS: Quotas = Object.freeze({
   costMs: 500,
   statementTimeoutMs: 5_000,
   maxAnswerBytes: 32 * 1024 ** 2,
+  embedRate: 200,
 });
 
 const KEYS: readonly (keyof Quotas)[] = [
@@ -50,6 +56,7 @@ const KEYS: readonly (keyof Quotas)[] = [
   'costMs',
   'statementTimeoutMs',
   'maxAnswerBytes',
+  'embedRate',
 ];
 /** Quotas that cannot be 0: a statement needs some time to run, an answer some bytes. */
 const POSITIVE: readonly (keyof Quotas)[] = ['statementTimeoutMs', 'maxAnswerBytes'];

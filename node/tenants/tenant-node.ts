@@ -16,7 +16,7 @@ import { HttpMetrics } from '../http/metrics.js';
 import { metadataRoutes, ownRoutes, workRoutes } from '../http/routes.js';
 import { CLOSE_GRACE_MS, createServer } from '../http/server.js';
 import { acquireLock, type FileLock } from '../storage/lock.js';
-import type { TenantLimits } from '../workers/protocol.js';
+import type { TenantLimits, WorkerEmbedder } from '../workers/protocol.js';
 import { replyError, WorkerPool, workerSetup } from '../workers/worker-pool.js';
 import type { QuotaKind, Quotas } from './quotas.js';
 import { TenantRegistry, type Tenant } from './tenant-registry.js';
@@ -43,6 +43,7 @@ function limitsOf(quotas: Quotas): TenantLimits {
     maxRows: quotas.maxRows,
     maxAnswerBytes: quotas.maxAnswerBytes,
     statementTimeoutMs: quotas.statementTimeoutMs,
+    embedRate: quotas.embedRate,
   };
 }
 
@@ -51,15 +52,16 @@ export function startTenantNode(
   node: TenantNodeOptions,
   logger: Logger,
   audit: Audit = Audit.off,
+  embedder?: WorkerEmbedder,
 ): Promise<RunningServer & { registry: TenantRegistry<OpenedTenant> }> {
   const metrics = new HttpMetrics();
   const refusals = metrics.counter(
     'fenec_tenant_quota_refusals_total',
-    'Requests and MCP tool calls refused for a tenant quota, by quota (rate, cost: worker time, bytes, collections, rows). No tenant is a label.',
+    'Requests and MCP tool calls refused for a tenant quota, by quota (rate, cost: worker time, bytes, collections, rows, embed: texts embedded). No tenant is a label.',
     ['quota'],
   );
   const refused = (quota: QuotaKind): void => refusals.inc({ quota });
-  const pool = new WorkerPool({ workers: config.workers, logger, setup: workerSetup(config) });
+  const pool = new WorkerPool({ workers: config.workers, logger, setup: workerSetup(config, embedder) });
   const { registry, transfers } = tenantsOf(config, node, pool);
   countTenants(metrics, registry);
   const table = new RouteTable('a tenant node', [

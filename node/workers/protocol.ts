@@ -8,6 +8,14 @@ import type { Policy } from '../../shared/auth/policy.js';
 import type { McpConfig } from '../config.js';
 import type { Caller } from '../../shared/http/front-door.js';
 import type { NativeBuildPaths } from '../native-builds.js';
+import type { EmbedderConfig } from '../embedder/config.js';
+
+/** The server's embedder as a worker is given it: its options, and the dimension the start probe learned. */
+export interface WorkerEmbedder {
+  readonly config: EmbedderConfig;
+  /** Undefined when the start probe failed under --embedder-lazy: the worker probes again when it needs it. */
+  readonly dimension: number | undefined;
+}
 
 /** The one file of a one-file server is the pool's only tenant, under this name. */
 export const ONE_FILE = '';
@@ -30,6 +38,8 @@ export interface TenantLimits {
   readonly maxAnswerBytes: number;
   /** How long one statement may run before its worker is stopped, in ms. */
   readonly statementTimeoutMs: number;
+  /** Texts the embedder may be given for the tenant a second, as many banked (0: no limit); tenant nodes only. */
+  readonly embedRate?: number;
 }
 
 /** How the workers open files: the one of a one-file server, or tenants' files under a data directory. */
@@ -55,13 +65,22 @@ export interface WorkerSetup {
   readonly nativeBuilds: NativeBuildPaths;
   /** Where the worker says which request it runs and until when (see RunningSlot). */
   readonly slot: SharedArrayBuffer;
+  /** The server's embedder (--embedder-url), or undefined: none. */
+  readonly embedder?: WorkerEmbedder;
 }
 
 /** How an MCP tool call ended: answered, refused as an isError result, or failed (a fault, an unknown tool). */
 export type ToolOutcomeLabel = 'ok' | 'refused' | 'failed';
 
 /** Which quota refused a request: the label of fenec_tenant_quota_refusals_total (cost: worker time). */
-export type QuotaKind = 'rate' | 'cost' | 'bytes' | 'collections' | 'rows';
+export type QuotaKind = 'rate' | 'cost' | 'bytes' | 'collections' | 'rows' | 'embed';
+
+/** One call to the embedder a request made: how it ended, its texts, its time. For the fenec_embedder_* metrics. */
+export interface EmbedderCall {
+  readonly outcome: 'ok' | 'retried' | 'failed';
+  readonly inputs: number;
+  readonly seconds: number;
+}
 
 /** One request's work, as the serving thread hands it over. */
 export interface WorkRequest {
@@ -104,6 +123,10 @@ export interface WorkerReply {
   readonly quotas?: readonly QuotaKind[];
   /** A 403 insufficient_scope: the OAuth scope it needs, for the answer's WWW-Authenticate. */
   readonly scope?: string | undefined;
+  /** Seconds for the answer's Retry-After (an embedder away, the tenant's embedding quota). */
+  readonly retryAfter?: number;
+  /** The embedder calls it made. */
+  readonly embedder?: readonly EmbedderCall[];
 }
 
 /**

@@ -23,6 +23,7 @@ import type { WorkRequest } from './protocol.js';
 import { scopedTools, scopeOfStatement, type FenecScope } from '../../shared/auth/oauth/scopes.js';
 import { STATEMENT_KINDS } from '../../shared/fenecql/kinds.js';
 import { TOOL_NAMES } from '../../shared/mcp/tools.js';
+import { EmbeddingsWanted } from '../embedder/round.js';
 
 /** What the runner needs of a database: statements (as text, or as trees for MCP and pages) in, answers out. */
 export type Executor = Pick<FenecDatabase, 'execute' | 'executeStatement' | 'statementOf'>;
@@ -107,6 +108,27 @@ export class RequestRunner {
     }
   }
 
+  /**
+   * The refusal of a request that failed outside its run (its texts could not be embedded): an MCP tool call is
+   * answered it as the tool's refusal, as a model reads every other; anything else as the error.
+   */
+  refused(work: WorkRequest, body: Buffer, err: unknown): Answered {
+    if (work.route === '/_mcp' && this.#mcp !== undefined) {
+      const headers = work.headers ?? {};
+      const reply = this.#mcp.refuse(
+        body.toString('utf8'),
+        this.#toolCaller(work.caller),
+        { error: asFenecError(err) },
+        (name) => {
+          const value = headers[name];
+          return Array.isArray(value) ? value.join(', ') : value;
+        },
+      );
+      if (reply?.json !== undefined) return { status: reply.status, json: reply.json };
+    }
+    return refusal(err, this.#logger, work.route);
+  }
+
   #query(body: Buffer, caller: Caller, maxAnswerBytes: number): Answered {
     const { statement, params, cursor } = parseQueryBody(body);
     const options: ExecuteOptions =
@@ -155,6 +177,15 @@ export class RequestRunner {
 
   /** One MCP message: its answer is JSON-RPC's, whatever the tool said; a notification is a bare 202. */
   #message(body: Buffer, caller: Caller, headers: Readonly<Record<string, string | string[] | undefined>>): Answered {
+    const reply = this.#mcp!.handle(body, this.#toolCaller(caller), (name) => {
+      const value = headers[name];
+      return Array.isArray(value) ? value.join(', ') : value;
+    });
+    return { status: reply.status, json: reply.json, ...(reply.scope === undefined ? {} : { scope: reply.scope }) };
+  }
+
+  /** Who calls a tool: the caller's options, the tools its policy and scopes grant, its cursors' subject. */
+  #toolCaller(caller: Caller) {
     const options: ExecuteOptions =
       caller.kind === 'server'
         ? this.#serverOptions
@@ -166,18 +197,13 @@ export class RequestRunner {
         ? scopedTools(caller.scopes, granted, TOOL_NAMES)
         : { tools: granted, needed: undefined };
     const subject = cursorSubject(caller.kind === 'server' ? undefined : caller.claims);
-    const toolCaller = {
+    return {
       options,
       scoped: caller.kind === 'jwt',
       tools: scoped.tools,
       subject,
       scopeNeeded: scoped.needed,
     };
-    const reply = this.#mcp!.handle(body, toolCaller, (name) => {
-      const value = headers[name];
-      return Array.isArray(value) ? value.join(', ') : value;
-    });
-    return { status: reply.status, json: reply.json, ...(reply.scope === undefined ? {} : { scope: reply.scope }) };
   }
 
   /** A token's tools, worked out once per token: the verifier hands back the same claims for it. */
@@ -226,7 +252,9 @@ function scopeRefusal(scopes: readonly FenecScope[] | undefined, writes: boolean
 /** A refusal as its answer; a fault (5xx) is logged too. */
 export function refusal(err: unknown, logger: Logger, route: string): Answered {
   const error = asFenecError(err);
-  if (error.status >= 500) logger.error({ err: error.cause ?? error, code: error.code, route }, 'request failed');
+  // A pass stopped for texts to embed is no fault: its answer is never sent (embedding-passes.ts).
+  if (error.status >= 500 && !(err instanceof EmbeddingsWanted))
+    logger.error({ err: error.cause ?? error, code: error.code, route }, 'request failed');
   return { status: error.status, json: JSON.stringify(error.toJSON()) };
 }
 

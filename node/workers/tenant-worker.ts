@@ -21,6 +21,7 @@ import { FairQueue } from './fair-queue.js';
 import type { QuotaKind, TenantLimits, ToolOutcomeLabel, ToWorker, WorkerReply, WorkerSetup } from './protocol.js';
 import { RunningSlot } from './protocol.js';
 import { refusal, RequestRunner, type Answered } from './request-runner.js';
+import { EmbedBucket, EmbeddingPasses, type Pass } from './embedding-passes.js';
 
 interface OpenTenant {
   readonly db: FenecDatabase;
@@ -31,6 +32,8 @@ interface OpenTenant {
   readonly tools: [string, ToolOutcomeLabel][];
   /** Quota refusals of the request under way, reported with its answer. */
   readonly refusals: QuotaKind[];
+  /** The tenant's texts embedded a second (its embedRate quota). */
+  readonly embeds: EmbedBucket;
 }
 
 /** What is queued for a tenant: everything but a flush, which is the thread's. */
@@ -53,6 +56,8 @@ export class TenantWorker {
   readonly #open = new Map<string, OpenTenant>();
   readonly #queue = new FairQueue<TenantMessage>();
   #scheduled = false;
+  /** Requests whose statements want texts embedded: their calls are out while the queue serves the others. */
+  readonly #passes: EmbeddingPasses;
 
   constructor(
     setup: WorkerSetup,
@@ -67,6 +72,22 @@ export class TenantWorker {
     this.#audit = audit;
     this.#post = post;
     this.#slot = new RunningSlot(setup.slot);
+    this.#passes = new EmbeddingPasses(
+      setup.embedder,
+      (message) => this.take(message),
+      (message, err) => {
+        const tenant = this.#open.get(message.tenant);
+        const answered =
+          tenant === undefined || message.kind !== 'run'
+            ? refusal(err, this.#logger, 'embed')
+            : tenant.runner.refused(
+                message,
+                Buffer.from(message.body.buffer, message.body.byteOffset, message.body.byteLength),
+                err,
+              );
+        this.#reply(message, answered, undefined, tenant?.refusals.splice(0));
+      },
+    );
   }
 
   /**
@@ -105,36 +126,56 @@ export class TenantWorker {
       this.#close(message.tenant);
       answered = { status: 200, json: undefined };
     } else {
+      const pass = this.#passes.of(message);
       // Opening the tenant's file (its index snapshots read back: seconds for large ones) is not the
       // statement: the time limit starts once it is open (#run). A limit shorter than the open would
       // otherwise end the worker at every attempt, and the tenant could never be opened.
       this.#slot.start(message.id, Infinity);
       try {
-        answered = this.#run(message);
+        answered = this.#run(message, pass);
         const open = this.#open.get(message.tenant);
         if (open !== undefined && open.tools.length > 0) tools = open.tools.splice(0);
         if (open !== undefined && open.refusals.length > 0) quotas = open.refusals.splice(0);
       } finally {
         this.#slot.end();
+        pass.ms += performance.now() - started;
       }
+      // The pass stopped for texts to embed, having written nothing: the call goes out, and the turn goes on.
+      if (pass.round.wants) return this.#passes.embed(message, pass, this.#open.get(message.tenant)?.embeds);
     }
+    this.#reply(message, answered, tools, quotas, performance.now() - started);
+  }
+
+  #reply(
+    message: TenantMessage,
+    answered: Answered,
+    tools: [string, ToolOutcomeLabel][] | undefined,
+    quotas: QuotaKind[] | undefined,
+    closeMs = 0,
+  ): void {
+    const pass = this.#passes.done(message);
+    const ms = pass?.ms ?? closeMs;
+    const extra = {
+      ...(pass?.retryAfter === undefined ? {} : { retryAfter: pass.retryAfter }),
+      ...this.#passes.calls(),
+      ...(pass?.quota === undefined ? {} : { quotas: [...(quotas ?? []), pass.quota] }),
+    };
     const json = answered.json;
-    const ms = performance.now() - started;
     if (json !== undefined && json.length > TRANSFER_BYTES) {
       const bytes = new TextEncoder().encode(json);
       this.#post(
-        [{ id: message.id, status: answered.status, body: bytes, ms, tools, quotas, scope: answered.scope }],
+        [{ id: message.id, status: answered.status, body: bytes, ms, tools, quotas, scope: answered.scope, ...extra }],
         [bytes.buffer as ArrayBuffer],
       );
     } else {
       this.#post(
-        [{ id: message.id, status: answered.status, body: json, ms, tools, quotas, scope: answered.scope }],
+        [{ id: message.id, status: answered.status, body: json, ms, tools, quotas, scope: answered.scope, ...extra }],
         [],
       );
     }
   }
 
-  #run(message: Extract<ToWorker, { kind: 'run' | 'open' }>): Answered {
+  #run(message: Extract<ToWorker, { kind: 'run' | 'open' }>, pass: Pass): Answered {
     let tenant: OpenTenant;
     try {
       tenant = this.#tenant(message.tenant, message.limits);
@@ -142,13 +183,16 @@ export class TenantWorker {
       return refusal(err, this.#logger, message.kind === 'open' ? 'open' : message.route);
     }
     if (message.kind === 'open') return { status: 200, json: undefined };
-    const deadline = Date.now() + message.limits.statementTimeoutMs;
+    // A request run again once its texts are embedded keeps its first pass's deadline: the embedder's time counts.
+    const deadline = (pass.deadline ??= Date.now() + message.limits.statementTimeoutMs);
     this.#slot.start(message.id, deadline);
     const body = Buffer.from(message.body.buffer, message.body.byteOffset, message.body.byteLength);
     // SQLite stops the request's statements at the deadline; the watchdog, only what overruns outside it.
     const run = (): Answered =>
-      tenant.db.within(deadline, message.limits.statementTimeoutMs, () =>
-        tenant.runner.run(message, body, message.limits.maxAnswerBytes),
+      tenant.db.embedding(pass.round, () =>
+        tenant.db.within(deadline, message.limits.statementTimeoutMs, () =>
+          tenant.runner.run(message, body, message.limits.maxAnswerBytes),
+        ),
       );
     if (message.trace === undefined) return run();
     return context.with(propagation.extract(ROOT_CONTEXT, message.trace), run);
@@ -192,6 +236,8 @@ export class TenantWorker {
           : this.#mcpEndpoint!(executor, {
               write: setup.mcp.write,
               memory: setup.mcp.memory,
+              ...(setup.embedder === undefined ? {} : { embedder: (what: string) => db.embedder(what) }),
+              ...(setup.mcp.memoryMerge === undefined ? {} : { memoryMerge: setup.mcp.memoryMerge }),
               readOnly: setup.httpReadOnly || setup.readOnly,
               audit: this.#audit,
               logger: this.#logger,
@@ -207,7 +253,8 @@ export class TenantWorker {
         this.#audit,
         mcp,
       );
-      const opened: OpenTenant = { db, revocations, runner, tools, refusals };
+      const embedRate = setup.tenantQuotas ? (limits.embedRate ?? 0) : 0;
+      const opened: OpenTenant = { db, revocations, runner, tools, refusals, embeds: new EmbedBucket(embedRate) };
       this.#open.set(name, opened);
       return opened;
     } catch (err) {

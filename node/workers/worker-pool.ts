@@ -23,6 +23,7 @@ import {
   RunningSlot,
   type TenantLimits,
   type ToWorker,
+  type WorkerEmbedder,
   type WorkerReply,
   type WorkerSetup,
   type WorkRequest,
@@ -55,7 +56,11 @@ interface Slot {
  * tenants' files under a tenant node's data directory (held to the tenants' quotas; serverConfig
  * refuses --read-only on a tenant node).
  */
-export function workerSetup(config: ServerConfig): Omit<WorkerSetup, 'slot'> {
+export function workerSetup(
+  config: ServerConfig,
+  embedder?: WorkerEmbedder,
+  workers = config.workers,
+): Omit<WorkerSetup, 'slot'> {
   const where = config.where;
   return {
     file: where.kind === 'file' ? where.file : undefined,
@@ -70,6 +75,14 @@ export function workerSetup(config: ServerConfig): Omit<WorkerSetup, 'slot'> {
     otel: config.otel,
     cursorSecret: config.cursorSecret,
     nativeBuilds: nativeBuildsInUse(),
+    // Each worker calls the embedder itself: --embedder-concurrency is shared among them (one each at least).
+    embedder:
+      embedder === undefined
+        ? undefined
+        : {
+            ...embedder,
+            config: { ...embedder.config, concurrency: Math.max(1, Math.floor(embedder.config.concurrency / workers)) },
+          },
   };
 }
 

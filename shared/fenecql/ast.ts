@@ -38,7 +38,13 @@ export type Annotation =
       readonly m?: number;
       readonly ef?: number;
       readonly efConstruction?: number;
-    };
+    }
+  /**
+   * `@embed(title, body)`: the vector is the server's embedding of those text fields, made when a row is written
+   * without one. `model` is the embedder's model the vectors are made with: the catalogue records the server's when
+   * the field is made, unless the definition names one.
+   */
+  | { readonly kind: 'embed'; readonly fields: readonly string[]; readonly model?: string };
 
 export interface FieldDef {
   readonly name: string;

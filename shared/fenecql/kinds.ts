@@ -41,6 +41,11 @@ export interface KindInfo<S extends Statement = Statement> {
   readonly audit: SchemaChange | null;
   /** The MCP tool that runs it for a caller, or null: never over MCP. */
   readonly mcp: McpTool | null;
+  /**
+   * Where it may need the server's embedder (`@embed`): the rows it writes (`rows`, as `adds` finds them), the fields
+   * a set changes (`changes`), the words of a `near` (`near`), or nowhere (null).
+   */
+  readonly embeds: 'rows' | 'changes' | 'near' | null;
   /** Its children in the tree, in the order written (undefined: a clause left out), for the tree walk (walk.ts). */
   readonly children: (statement: S) => readonly (Node | undefined)[];
 }
@@ -56,6 +61,7 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: null,
     mcp: 'query',
+    embeds: 'near',
     children: (s) => [s.match?.query, s.near?.vector, s.where, s.limit, s.offset],
   },
   Insert: {
@@ -66,6 +72,7 @@ export const STATEMENT_KINDS = {
     adds: { rows: (s) => s.rows },
     audit: null,
     mcp: 'write',
+    embeds: 'rows',
     children: (s) => (Array.isArray(s.rows) ? s.rows : [s.rows as Node]),
   },
   Put: {
@@ -76,6 +83,7 @@ export const STATEMENT_KINDS = {
     adds: { rows: (s) => s.row },
     audit: null,
     mcp: 'write',
+    embeds: 'rows',
     children: (s) => [s.row],
   },
   // A set may grow its rows or shrink them: it is held to the quota, and the database lets one that does not grow take
@@ -88,6 +96,7 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: null,
     mcp: 'write',
+    embeds: 'changes',
     children: (s) => [s.changes, s.where],
   },
   Del: {
@@ -98,6 +107,7 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: null,
     mcp: 'write',
+    embeds: null,
     children: (s) => [s.where],
   },
   Schema: {
@@ -108,6 +118,7 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: null,
     mcp: 'query',
+    embeds: null,
     children: () => [],
   },
   CreateCollection: {
@@ -118,6 +129,7 @@ export const STATEMENT_KINDS = {
     adds: { collection: (s) => s.name },
     audit: 'create',
     mcp: null,
+    embeds: null,
     children: (s) => s.fields.map((field) => field.default),
   },
   DropCollection: {
@@ -128,6 +140,7 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: 'drop',
     mcp: null,
+    embeds: null,
     children: () => [],
   },
   // Adding a field fills it in every row there is, with its default.
@@ -139,6 +152,7 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: 'alter add',
     mcp: null,
+    embeds: null,
     children: (s) => [s.field.default],
   },
   AlterDrop: {
@@ -149,6 +163,7 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: 'alter drop',
     mcp: null,
+    embeds: null,
     children: () => [],
   },
   Compact: {
@@ -159,6 +174,7 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: 'compact',
     mcp: null,
+    embeds: null,
     children: () => [],
   },
   Explain: {
@@ -169,6 +185,7 @@ export const STATEMENT_KINDS = {
     adds: null,
     audit: null,
     mcp: null,
+    embeds: null,
     children: (s) => [s.statement],
   },
 } as const satisfies Table;

@@ -97,7 +97,7 @@ type GetClause = (typeof GET_CLAUSES)[number];
 const SCALAR_TYPES: readonly ScalarType[] = ['text', 'int', 'float', 'bool', 'timestamp', 'json'];
 const ELEMENT_TYPES: readonly ElementType[] = ['text', 'int', 'float', 'bool', 'timestamp'];
 const TYPE_LIST = 'text, int, float, bool, timestamp, json, vector<N>, [T]';
-const ANNOTATION_LIST = '@hash, @sorted, @text, @text(TOKENIZER), @ttl(DURATION), @hnsw(METRIC)';
+const ANNOTATION_LIST = '@hash, @sorted, @text, @text(TOKENIZER), @ttl(DURATION), @hnsw(METRIC), @embed(FIELD, …)';
 const METRICS: readonly Metric[] = ['cosine', 'l2', 'ip'];
 const TEXT_TOKENIZERS: readonly TextTokenizer[] = ['english', 'porter', 'exact'];
 const HNSW_OPTIONS = {
@@ -605,7 +605,7 @@ class Parser {
 
   /**
    * Annotation : "@" ("hash" | "sorted" | "text" ["(" TOKENIZER ")"] | "ttl" "(" DURATION ")"
-   *            | "hnsw" "(" METRIC ("," HnswOption)* ")")
+   *            | "hnsw" "(" METRIC ("," HnswOption)* ")" | "embed" Embed)
    */
   parseAnnotation(): Annotation {
     const at = this.#advance();
@@ -630,6 +630,9 @@ class Parser {
       case 'hnsw':
         this.#advance();
         return this.parseHnsw();
+      case 'embed':
+        this.#advance();
+        return this.parseEmbed();
       default: {
         const found = word === undefined ? show(this.#token) : `"@${this.#token.text}"`;
         throw syntaxError('invalid_annotation', `expected an annotation (${ANNOTATION_LIST}), found ${found}`, at.pos);
@@ -692,6 +695,41 @@ class Parser {
     }
     this.#expectPunct(')', '"," or ")"', code);
     return { kind: 'hnsw', metric, ...options };
+  }
+
+  /** Embed : "(" FIELDNAME ("," FIELDNAME)* ("," "model" "=" STRING)? ")" — after "@embed", each field once */
+  parseEmbed(): Annotation {
+    const code = 'invalid_annotation';
+    const note = '@embed names the text fields it embeds, as in @embed(title, body)';
+    if (!this.#eatPunct('(')) throw this.#expected('"("', { code, note });
+    const fields: string[] = [];
+    let model: string | undefined;
+    do {
+      // `model = "…"` is the option; a field may be called model too (then no "=" follows).
+      if (
+        fields.length > 0 &&
+        this.#keyword() === 'model' &&
+        this.#peek().kind === 'punct' &&
+        this.#peek().value === '='
+      ) {
+        this.#advance();
+        this.#advance();
+        const name = this.#token;
+        if (name.kind !== 'string' || name.value.trim() === '')
+          throw this.#expected('the model, a string, as in model = "nomic-embed-text"', { code });
+        this.#advance();
+        model = name.value;
+        break;
+      }
+      const token = this.#token;
+      if (token.kind !== 'name') throw this.#expected('a text field to embed', { code, note });
+      const field = this.parseFieldName('reference');
+      if (fields.includes(field))
+        throw syntaxError(code, `expected each field once in @embed, found "${field}" twice`, token.pos);
+      fields.push(field);
+    } while (this.#eatPunct(','));
+    this.#expectPunct(')', '"," or ")"', code);
+    return model === undefined ? { kind: 'embed', fields } : { kind: 'embed', fields, model };
   }
 
   // Implements conditions and expressions, loosest binding first.
@@ -1104,6 +1142,7 @@ function checkAnnotationFits(annotation: Annotation, type: FieldType, field: str
       wanted = 'a timestamp field';
       break;
     case 'hnsw':
+    case 'embed':
       fits = type.kind === 'vector';
       wanted = 'a vector<N> field';
       break;

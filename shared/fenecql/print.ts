@@ -93,6 +93,10 @@ export function printAnnotation(annotation: Annotation): string {
         annotation.efConstruction === undefined ? '' : `, ef_construction = ${annotation.efConstruction}`;
       return `@hnsw(${annotation.metric}${m}${ef}${efConstruction})`;
     }
+    case 'embed': {
+      const model = annotation.model === undefined ? '' : `, model = ${JSON.stringify(annotation.model)}`;
+      return `@embed(${annotation.fields.join(', ')}${model})`;
+    }
   }
 }
 

@@ -23,29 +23,52 @@ function withoutPositions(field: FieldDef): FieldDef {
 
 const FIELDS = DEFINITION.fields.map(withoutPositions);
 
-export function vectorField(dims: number): FieldDef {
+/** `vector vector<dims> @hnsw(cosine)`, and `@embed(text)` on a server with an embedder of that dimension. */
+export function vectorField(dims: number, embed = false): FieldDef {
   return {
     name: VECTOR_FIELD,
     type: { kind: 'vector', dims },
     required: false,
     unique: false,
-    annotations: [{ kind: 'hnsw', metric: 'cosine' }],
+    annotations: embed
+      ? [
+          { kind: 'hnsw', metric: 'cosine' },
+          { kind: 'embed', fields: ['text'] },
+        ]
+      : [{ kind: 'hnsw', metric: 'cosine' }],
   };
 }
 
-/** `create collection if not exists NAME (…)`, with `vector vector<dims> @hnsw(cosine)` when dims is given. */
-export function createMemories(collection: string, dims: number | undefined): CreateCollectionStmt {
+/**
+ * `create collection if not exists NAME (…)`, with `vector vector<dims> @hnsw(cosine)` when dims is given, and
+ * `@embed(text)` on it when the server embeds.
+ */
+export function createMemories(collection: string, dims: number | undefined, embed = false): CreateCollectionStmt {
   return {
     kind: 'CreateCollection',
     name: collection,
     ifNotExists: true,
-    fields: dims === undefined ? FIELDS : [...FIELDS, vectorField(dims)],
+    fields: dims === undefined ? FIELDS : [...FIELDS, vectorField(dims, embed)],
   };
 }
 
 /** `alter collection NAME add vector vector<dims> @hnsw(cosine)`: a memory collection's first vector. */
 export function addMemoryVector(collection: string, dims: number): AlterAddStmt {
   return { kind: 'AlterAdd', collection, field: vectorField(dims) };
+}
+
+/** The field of a collection that embeds `source` (its annotations as schema shows them), or undefined. */
+export function embeddingField(
+  fields: readonly { readonly name: string; readonly type: string; readonly annotations?: readonly string[] }[],
+  source?: string,
+): string | undefined {
+  return fields.find(
+    (f) =>
+      f.type.startsWith('vector<') &&
+      (f.annotations ?? []).some(
+        (a) => a.startsWith('@embed(') && (source === undefined || new RegExp(`[(, ]${source}[,)]`).test(a)),
+      ),
+  )?.name;
 }
 
 /** The error says `field` is unknown (a memory collection without its vector field yet). */

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { CursorKeeper } from '../paging/cursor.js';
 import type { Answer } from '../answer.js';
 import { Pager } from '../paging/pager.js';
-import { asFenecError } from '../errors.js';
+import { asFenecError, FenecError } from '../errors.js';
 import { checkArguments } from './arguments.js';
 import { BOUNDS, checkBounds, NO_NARROWING, type Narrowing } from './bounds.js';
 import {
@@ -24,6 +24,7 @@ import {
   type ToolDefinition,
   type ToolOutcome,
   type ToolSetOptions,
+  type EmbedderOf,
 } from './tool.js';
 import { TOOLS } from './tools.js';
 
@@ -44,6 +45,8 @@ export interface ToolRunnerOptions {
    * (a process serving one stdio session).
    */
   readonly cursors?: CursorKeeper;
+  /** The server's embedder, for a tool that makes a field with @embed (the memory collection). */
+  readonly embedder?: EmbedderOf;
 }
 
 /** One row more than the bound: when it comes back, the answer is past the bound. */
@@ -92,12 +95,18 @@ export class ToolRunner<O> {
   readonly #prepared = new Map<string, PreparedRead>();
   readonly #onSchemaChange: ((change: SchemaChangeStmt) => void) | undefined;
   readonly #pager: Pager<O>;
+  readonly #embedder: EmbedderOf;
 
   constructor(db: StatementRunner<O>, setup: ToolSetOptions, options: ToolRunnerOptions = {}) {
     this.#db = db;
     this.#setup = setup;
     this.#all = options.tools ?? TOOLS;
     this.#pager = new Pager(db, options.cursors ?? new CursorKeeper(randomBytes(32)));
+    this.#embedder =
+      options.embedder ??
+      ((what) => {
+        throw new FenecError('embedder_missing', `${what}, and this server has no embedder`);
+      });
     this.#onSchemaChange = options.onSchemaChange;
     this.offered = Object.freeze(
       this.#all
@@ -149,8 +158,11 @@ export class ToolRunner<O> {
       bounded: (answer, narrowing = NO_NARROWING) => bounded(tool, answer, narrowing),
       fields: (collection) => {
         const answer = execute({ kind: 'Schema', collection }, []);
-        return (answer.collections as { fields: { name: string; type: string }[] }[])[0]?.fields ?? [];
+        return (
+          (answer.collections as { fields: { name: string; type: string; annotations: string[] }[] }[])[0]?.fields ?? []
+        );
       },
+      embedder: this.#embedder,
     };
   }
 

@@ -44,7 +44,14 @@ export interface ToolSetOptions {
   readonly memory: string | undefined;
   /** --http-read-only or a read-only file: no tool that writes is offered, whatever else is asked. */
   readonly readOnly: boolean;
+  /** The server has an embedder (--embedder-url): words are searched by meaning too where a field embeds them. */
+  readonly embedder?: boolean;
+  /** --mcp-memory-merge COSINE: a memory that near one of the caller's own refreshes it instead. */
+  readonly memoryMerge?: number;
 }
+
+/** The server's embedder, as a tool that makes a field with @embed needs it: its model and dimension. */
+export type EmbedderOf = (what: string) => { readonly model: string; readonly dimension: number };
 
 /** What turns a tool on: every server offers it, or one of the server's MCP options does. */
 export type ToolSwitch = 'always' | 'write' | 'memory';
@@ -128,7 +135,11 @@ export interface ToolContext {
   /** An answer held to the bounds (a schema listing, a write's ids). */
   bounded(answer: Answer, narrowing?: Narrowing): ToolOutcome;
   /** A collection's fields and their types, as `schema` lists them for the caller (none for one it does not reach). */
-  fields(collection: string): readonly { readonly name: string; readonly type: string }[];
+  fields(
+    collection: string,
+  ): readonly { readonly name: string; readonly type: string; readonly annotations?: readonly string[] }[];
+  /** The server's embedder (throws when it has none, or cannot say yet: the call then runs again). */
+  embedder: EmbedderOf;
 }
 
 /** What a tool says of itself on a server: its tools/list entry but for its name and input schema. */

@@ -8,6 +8,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { query, Sandbox, type ServerProcess } from '../integration/processes.js';
 import { asShown, fenecqlExamples, figureless } from './fenecql-blocks.js';
+import { startEmbeddingServer, type EmbeddingServer } from '../helpers/embedding-server.js';
+
+/** The dimension of the docs' embedder: nomic-embed-text's, as the pages write it. */
+const DOCS_DIMS = 768;
 
 const DOCS = new URL('../../../docs/', import.meta.url);
 const pages = readdirSync(DOCS).filter((name) => name.endsWith('.md'));
@@ -15,7 +19,15 @@ const pages = readdirSync(DOCS).filter((name) => name.endsWith('.md'));
 describe('the FenecQL examples in docs/', function () {
   this.timeout(60_000);
   const sandbox = new Sandbox();
-  after(() => sandbox.cleanUp());
+  // Every page's server has an embedder, as a reader's would for the pages' @embed examples.
+  let embedder: EmbeddingServer;
+  before(async () => {
+    embedder = await startEmbeddingServer({ dims: DOCS_DIMS });
+  });
+  after(async () => {
+    await sandbox.cleanUp();
+    await embedder.close();
+  });
 
   for (const page of pages) {
     const examples = fenecqlExamples(page, readFileSync(new URL(page, DOCS), 'utf8'));
@@ -24,7 +36,14 @@ describe('the FenecQL examples in docs/', function () {
     describe(page, () => {
       let server: ServerProcess;
       before(async () => {
-        server = await sandbox.startServer(['--file', path.join(sandbox.dir(), 'docs.fenec')]);
+        server = await sandbox.startServer([
+          '--file',
+          path.join(sandbox.dir(), 'docs.fenec'),
+          '--embedder-url',
+          embedder.url,
+          '--embedder-model',
+          embedder.model,
+        ]);
       });
 
       for (const example of examples) {

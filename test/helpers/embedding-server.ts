@@ -40,6 +40,8 @@ export interface EmbeddingServerOptions {
   readonly apiKey?: string;
   /** The model's "context length", counted in words. Default 512. */
   readonly maxInputTokens?: number;
+  /** The port to listen on (one a closedPortUrl() gave back: an embedder that comes up late). Default: a free one. */
+  readonly port?: number;
 }
 
 export interface ReceivedRequest {
@@ -227,7 +229,7 @@ export async function startEmbeddingServer(options: EmbeddingServerOptions = {})
     });
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return Object.assign(state, { url: `http://127.0.0.1:${port}/v1` });
 }

@@ -96,3 +96,20 @@ describe('parsePort', () => {
     }
   });
 });
+
+describe('--mcp-memory-merge', () => {
+  it('takes a cosine above 0 and at most 1, with --mcp-memory', () => {
+    const config = serverConfig({ file: 'm.fenec', mcp: { write: false, memory: 'memories', memoryMerge: 0.92 } });
+    expect(config.mcp?.memoryMerge).to.equal(0.92);
+    for (const memoryMerge of [0, -0.5, 1.5, Number.NaN])
+      expect(
+        () => serverConfig({ file: 'm.fenec', mcp: { write: false, memory: 'memories', memoryMerge } }),
+        String(memoryMerge),
+      )
+        .to.throw(FenecError, '--mcp-memory-merge')
+        .with.property('code', 'invalid_option');
+    expect(() =>
+      serverConfig({ file: 'm.fenec', mcp: { write: false, memory: undefined, memoryMerge: 0.9 } }),
+    ).to.throw(FenecError, 'give --mcp-memory too');
+  });
+});

@@ -7,6 +7,7 @@ import type { Expr } from '../../../shared/fenecql/ast.js';
 import { FenecError } from '../../../shared/errors.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
 import { walk, type NodeKind } from '../../../shared/fenecql/walk.js';
+import type { EmbedSpec } from '../../schema/catalog.js';
 
 /** What one execution of a plan binds: the request's params, one clock reading, the caller's claims. */
 export interface BindContext {
@@ -17,6 +18,11 @@ export interface BindContext {
    * A `match` under a policy: its rank function, over statistics counted at run time (node/query/plan/text-rank.ts).
    */
   readonly rank?: string;
+  /**
+   * The vector of a `near`'s words, for a field made with `@embed` (`spec`: what it embeds, with what model); absent
+   * where nothing embeds (a plan run outside a database).
+   */
+  readonly embedQuery?: (field: string, spec: EmbedSpec | undefined, text: string) => Float32Array;
 }
 
 /**

@@ -30,11 +30,14 @@ export interface VectorRunner {
  * a wrong one is refused alike whether the collection holds rows or none, and whatever the filter passes.
  */
 function nearVector(plan: VectorPlan, ctx: BindContext): number[] {
-  const value = evaluate(plan.vector, ctx);
+  let value = evaluate(plan.vector, ctx);
+  // Words, where the field embeds its texts: their embedding is the query (a vector the embedder made, checked alike).
+  if (typeof value === 'string' && ctx.embedQuery !== undefined)
+    value = Array.from(ctx.embedQuery(plan.field, plan.embed, value));
   if (!Array.isArray(value) || !value.every((x) => typeof x === 'number')) {
     throw new FenecError(
       'type_mismatch',
-      `near ${plan.field} takes vector<${plan.dims}>, an array of ${plan.dims} numbers`,
+      `near ${plan.field} takes vector<${plan.dims}>, an array of ${plan.dims} numbers${plan.embed === undefined ? '' : ', or words to embed'}`,
     );
   }
   queryVector(value, plan.dims, plan.field, plan.metric);

@@ -7,6 +7,7 @@
 import type { Expr, FieldType, Metric } from '../../../shared/fenecql/ast.js';
 import type { ScopedRank, TextRank } from './text-rank.js';
 import type { Arg } from '../compile/args.js';
+import type { EmbedSpec } from '../../schema/catalog.js';
 
 /** One column of a read's answer: its key and, where the stored form differs from JSON, how to turn it. */
 export interface OutputColumn {
@@ -133,6 +134,8 @@ export interface StagedSql {
 /** `near`, alone or fused with `match`: a ranking from the vector index (or a scan), then a read of its rows. */
 export interface VectorPlan {
   readonly kind: 'vector';
+  /** The field is made with `@embed`: what it embeds and with what model, for a `near` given words. */
+  readonly embed?: EmbedSpec;
   readonly collection: string;
   readonly field: string;
   readonly dims: number;

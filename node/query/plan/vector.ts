@@ -8,7 +8,7 @@ import type { GetStmt, Metric } from '../../../shared/fenecql/ast.js';
 import { FenecError } from '../../../shared/errors.js';
 import { printExpr } from '../../../shared/fenecql/print.js';
 import { snippetCall, textTopSql } from '../../search/text-index.js';
-import { fieldSql, type Collection, type Field } from '../../schema/catalog.js';
+import { embedOf, fieldSql, type Collection, type Field } from '../../schema/catalog.js';
 import type { Fragment } from '../compile/compiler.js';
 import type { OutputColumn, VectorPlan } from './plan-types.js';
 import type { MatchQuery } from './text-rank.js';
@@ -92,8 +92,10 @@ export function planVector(
     columns.push(snippetCall(collection.textFields, field, collection.table, collection.textTokenizer));
   }
   const list = columns.join(', ');
+  const embed = embedOf(field);
   return {
     kind: 'vector',
+    ...(embed === undefined ? {} : { embed }),
     collection: collection.name,
     field: field.name,
     dims: field.type.dims,

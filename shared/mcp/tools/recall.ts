@@ -5,7 +5,8 @@
 import * as z from 'zod';
 import type { Cond, GetStmt } from '../../fenecql/ast.js';
 import { Params } from '../../fenecql/bind.js';
-import { isUnknownField, memoryOf, notMadeYet, VECTOR_FIELD } from '../memory.js';
+import { embeddingField, isUnknownField, memoryOf, notMadeYet, VECTOR_FIELD } from '../memory.js';
+import { asFenecError } from '../../errors.js';
 import { and, detailSelect, field, int, readOfShape, type Bound } from '../statements.js';
 import {
   defineTool,
@@ -36,6 +37,9 @@ function describe(options: ToolSetOptions): ToolDescription {
     title: 'Recall memories',
     description:
       `Finds memories in ${options.memory}: by words (text), by meaning (vector, fused with the words when both are given), by tags (every tag given), ` +
+      (options.embedder === true
+        ? 'text alone is searched by meaning too (the server embeds it), fused with the words: no vector needed. '
+        : '') +
       `or, with none of these, the latest first. Example: {"text": "when do we deploy"}. ${PAGES_NOTE}`,
     outputSchema: ROWS_OUTPUT,
     annotations: { title: 'Recall memories', ...READ },
@@ -43,9 +47,10 @@ function describe(options: ToolSetOptions): ToolDescription {
 }
 
 /** What makes two recall calls run the same tree; their values are the text, the vector, then each tag. */
-function recallShape(args: RecallArguments): string {
+function recallShape(args: RecallArguments, meaning: string | undefined): string {
   return JSON.stringify([
     'recall',
+    meaning ?? null,
     args.text !== undefined,
     args.vector !== undefined,
     (args.tags ?? []).length,
@@ -69,10 +74,11 @@ const RECALLED = Object.freeze(['text', 'tags', 'at']);
  * `get C select text, tags, at [match text $1] [near vector $2] [fuse] [where tags has $3 and …] [order at desc, id
  * desc] limit N`
  */
-function recallStatement(collection: string, args: RecallArguments): Bound<GetStmt> {
+function recallStatement(collection: string, args: RecallArguments, meaning: string | undefined): Bound<GetStmt> {
   const params = new Params(undefined);
   const text = args.text === undefined ? undefined : params.add(args.text);
-  const vector = args.vector === undefined ? undefined : params.add(args.vector);
+  // Words alone, where the memories' vectors embed their text: the words are embedded by the server and fused.
+  const vector = args.vector === undefined ? (meaning === undefined ? undefined : text) : params.add(args.vector);
   let where: Cond | undefined;
   for (const tag of args.tags ?? []) where = and(where, { kind: 'Has', left: field('tags'), right: params.add(tag) });
   const ranked = text !== undefined || vector !== undefined;
@@ -102,11 +108,15 @@ function run(args: RecallArguments, context: ToolContext): ToolOutcome {
     choosesFields: false,
     call: (limit) => ({ name: 'recall', arguments: { ...args, limit } }),
   };
+  const meaning =
+    args.vector === undefined && args.text !== undefined && context.setup.embedder === true
+      ? meaningOf(context, memory)
+      : undefined;
   const recall = (a: RecallArguments): ToolOutcome => {
     const { read, params } = readOfShape(
       context,
-      recallShape(a),
-      () => recallStatement(memory, a),
+      recallShape(a, meaning),
+      () => recallStatement(memory, a, meaning),
       () => recallParams(a),
     );
     return context.read(read, params, a.cursor, narrowing);
@@ -120,6 +130,16 @@ function run(args: RecallArguments, context: ToolContext): ToolOutcome {
       return recall(words);
     }
     if (notMadeYet(err, context.scoped)) return context.bounded({ rows: [], count: 0 }, narrowing);
+    throw err;
+  }
+}
+
+/** The memories' vector field when it embeds their text (`@embed(text)`); undefined without one, or no collection. */
+function meaningOf(context: ToolContext, memory: string): string | undefined {
+  try {
+    return embeddingField(context.fields(memory), 'text');
+  } catch (err) {
+    if (asFenecError(err).code === 'unknown_collection') return undefined;
     throw err;
   }
 }

@@ -4,13 +4,13 @@
  * a scoped token is told the statement to have run.
  */
 import * as z from 'zod';
-import type { ObjectEntry, Statement } from '../../fenecql/ast.js';
+import type { GetStmt, InsertStmt, ObjectEntry, ObjectExpr, Statement } from '../../fenecql/ast.js';
 import { Params } from '../../fenecql/bind.js';
 import { printStatement } from '../../fenecql/print.js';
 import { DURATION_PATTERN, parseDuration } from '../../duration.js';
 import { asFenecError, FenecError } from '../../errors.js';
 import { NO_NARROWING } from '../bounds.js';
-import { addMemoryVector, createMemories, isUnknownField, memoryOf, VECTOR_FIELD } from '../memory.js';
+import { addMemoryVector, createMemories, embeddingField, isUnknownField, memoryOf, VECTOR_FIELD } from '../memory.js';
 import {
   defineTool,
   type Answer,
@@ -21,6 +21,19 @@ import {
   type ToolSetOptions,
 } from '../tool.js';
 import { VECTOR, WRITTEN_OUTPUT } from '../tool-schemas.js';
+
+/**
+ * What remember answers: the id inserted, or (--mcp-memory-merge) the one a memory near enough was merged into. One
+ * schema on every server, as for every tool.
+ */
+const REMEMBERED_OUTPUT = {
+  type: 'object',
+  properties: {
+    ...WRITTEN_OUTPUT.properties,
+    id: { type: 'integer' },
+    merged: { type: 'boolean' },
+  },
+} as const;
 
 const INPUT = z.strictObject({
   text: z.string().describe('The memory, one self-contained sentence.'),
@@ -41,9 +54,14 @@ function describe(options: ToolSetOptions): ToolDescription {
     description:
       `Keeps a memory (a sentence worth recalling in a later conversation) in ${options.memory}. ` +
       'tags group memories, expires_in lets one go after a while (30m, 12h, 7d; kept for good without it), ' +
-      'vector is its embedding if you have a model (all memories with vectors must share one model and length). ' +
+      (options.embedder === true
+        ? 'The server embeds its text, so that recall finds it by meaning too; vector is not needed. '
+        : 'vector is its embedding if you have a model (all memories with vectors must share one model and length). ') +
+      (options.memoryMerge === undefined
+        ? ''
+        : `A memory that near (cosine ≥ ${options.memoryMerge}) one of yours refreshes it instead, answered {"id": n, "merged": true}. `) +
       'Example: {"text": "the deploy runs on fridays", "tags": ["ops"]}. Answers its id.',
-    outputSchema: WRITTEN_OUTPUT,
+    outputSchema: REMEMBERED_OUTPUT,
     annotations: {
       title: 'Remember a sentence',
       readOnlyHint: false,
@@ -97,11 +115,20 @@ function keep(args: RememberArguments, context: ToolContext): Answer {
   const insert = rememberStatement(memory, args);
   const dims = args.vector?.length;
   try {
+    if (context.setup.memoryMerge !== undefined) {
+      const merged = merge(memory, args, context, context.setup.memoryMerge);
+      if (merged !== undefined) return merged;
+    }
     return context.execute(insert.statement, insert.params);
   } catch (err) {
     const error = asFenecError(err);
     let change: SchemaChangeStmt;
-    if (error.code === 'unknown_collection') change = createMemories(memory, dims);
+    // On a server that embeds, the memories' vector is the embedding of their text, of the embedder's dimension.
+    if (error.code === 'unknown_collection')
+      change =
+        context.setup.embedder === true
+          ? createMemories(memory, context.embedder('the memory collection embeds its text').dimension, true)
+          : createMemories(memory, dims);
     else if (
       dims !== undefined &&
       isUnknownField(error, VECTOR_FIELD) &&
@@ -119,6 +146,42 @@ function keep(args: RememberArguments, context: ToolContext): Answer {
     }
     return context.execute(insert.statement, insert.params);
   }
+}
+
+/**
+ * --mcp-memory-merge: the caller's memory nearest this one (the caller's own under a token's policy; those of no owner
+ * for the server's token), refreshed — text, tags, at, expires and its vector — when it is within the cosine given.
+ * Undefined when none is that near (or the memories have no vector to compare, nor words to embed).
+ */
+function merge(memory: string, args: RememberArguments, context: ToolContext, cosine: number): Answer | undefined {
+  const fields = context.fields(memory);
+  if (!fields.some((f) => f.name === VECTOR_FIELD)) return undefined;
+  const words = embeddingField(fields, 'text') !== undefined;
+  if (args.vector === undefined && !words) return undefined;
+  const probe: GetStmt = {
+    kind: 'Get',
+    collection: memory,
+    select: ['id'],
+    near: { field: VECTOR_FIELD, vector: { kind: 'Param', index: 1 } },
+    fuse: false,
+    ...(context.scoped ? {} : { where: { kind: 'IsNull', operand: { kind: 'Field', name: 'owner' }, negated: false } }),
+    order: [],
+    limit: { kind: 'Literal', type: 'int', value: 1 },
+    count: false,
+  };
+  const nearest = (context.execute(probe, [args.vector ?? args.text]).rows as { id: number; _score: number }[])[0];
+  if (nearest === undefined || nearest._score < cosine) return undefined;
+  const { statement, params } = rememberStatement(memory, args);
+  const row = (statement as InsertStmt).rows as readonly ObjectExpr[];
+  const values = new Params(params);
+  const refresh: Statement = {
+    kind: 'Set',
+    collection: memory,
+    changes: row[0]!,
+    where: { kind: 'Compare', op: '=', left: { kind: 'Field', name: 'id' }, right: values.add(nearest.id) },
+  };
+  context.execute(refresh, values.values);
+  return { id: nearest.id, merged: true };
 }
 
 /**

@@ -8,7 +8,15 @@ import { Params } from '../../fenecql/bind.js';
 import { FenecError } from '../../errors.js';
 import { checkName } from '../arguments.js';
 import { detailSelect, int, parseFilter, readOfShape, type Bound } from '../statements.js';
-import { defineTool, type ArgumentsOf, type ToolContext, type ToolDescription, type ToolOutcome } from '../tool.js';
+import {
+  defineTool,
+  type ArgumentsOf,
+  type ToolContext,
+  type ToolDescription,
+  type ToolOutcome,
+  type ToolSetOptions,
+} from '../tool.js';
+import { embeddingField } from '../memory.js';
 import {
   CURSOR,
   DETAIL,
@@ -43,24 +51,29 @@ const INPUT = z.strictObject({
 
 type SearchArguments = ArgumentsOf<typeof INPUT>;
 
-const DESCRIPTION: ToolDescription = {
-  title: 'Search a collection',
-  description:
-    'Finds rows of a collection by words (BM25 over its @text fields), by a vector (nearest neighbours of its vector field), or both (fused), best first, ' +
-    'filtered by a FenecQL condition. Rows carry _score, and snippet for words. ' +
-    'Example: {"collection": "docs", "text": "fox", "filter": "year >= $1", "params": [2024]}. ' +
-    `A vector must be made with the model the collection was filled with, and be of its field's length. ` +
-    'Search narrow: detail "ids" answers id, _score and snippet alone; then read the rows you need by id with query ({"statement": "get docs where id in $1", "params": [[3, 7]]}). ' +
-    `${PAGES_NOTE} ${TEXT_LIMIT_NOTE}`,
-  outputSchema: ROWS_OUTPUT,
-  annotations: { title: 'Search a collection', ...READ },
-};
+function describe(options: ToolSetOptions): ToolDescription {
+  return {
+    title: 'Search a collection',
+    description:
+      'Finds rows of a collection by words (BM25 over its @text fields), by a vector (nearest neighbours of its vector field), or both (fused), best first, ' +
+      'filtered by a FenecQL condition. Rows carry _score, and snippet for words. ' +
+      (options.embedder === true
+        ? 'text alone searches by meaning too (fused with the words) in a collection whose vector field embeds its texts (@embed): no vector needed. '
+        : '') +
+      'Example: {"collection": "docs", "text": "fox", "filter": "year >= $1", "params": [2024]}. ' +
+      `A vector must be made with the model the collection was filled with, and be of its field's length. ` +
+      'Search narrow: detail "ids" answers id, _score and snippet alone; then read the rows you need by id with query ({"statement": "get docs where id in $1", "params": [[3, 7]]}). ' +
+      `${PAGES_NOTE} ${TEXT_LIMIT_NOTE}`,
+    outputSchema: ROWS_OUTPUT,
+    annotations: { title: 'Search a collection', ...READ },
+  };
+}
 
 /**
  * What makes two search calls run the same tree: everything but the values bound. The values of a
  * call are its params, then its text, then its vector — the order searchStatement binds them in.
  */
-function searchShape(args: SearchArguments, vectorField: string | undefined): string {
+function searchShape(args: SearchArguments, vectorField: string | undefined, meaning: string | undefined): string {
   const given = args.params?.length ?? 0;
   return JSON.stringify([
     'search',
@@ -72,6 +85,7 @@ function searchShape(args: SearchArguments, vectorField: string | undefined): st
     given,
     args.text !== undefined,
     vectorField ?? null,
+    meaning ?? null,
   ]);
 }
 
@@ -82,8 +96,15 @@ function searchParams(args: SearchArguments): unknown[] {
   return values;
 }
 
-/** match over every @text field, near over the collection's vector field, fused when both. */
-function searchStatement(args: SearchArguments, vectorField: string | undefined): Bound<GetStmt> {
+/**
+ * match over every @text field, near over the collection's vector field, fused when both. `meaning`: the field that
+ * embeds the collection's texts, searched with the words (the server embeds them) when no vector is given.
+ */
+function searchStatement(
+  args: SearchArguments,
+  vectorField: string | undefined,
+  meaning: string | undefined,
+): Bound<GetStmt> {
   const collection = checkName('search', 'collection', args.collection);
   const params = new Params(args.params);
   const where = args.filter === undefined ? undefined : parseFilter('search', args.filter, params.values.length);
@@ -94,14 +115,15 @@ function searchStatement(args: SearchArguments, vectorField: string | undefined)
     args.fields?.map((name, i) => checkName('search', `fields[${i}]`, name)) ?? null,
   );
   const text = args.text === undefined ? undefined : params.add(args.text);
-  const vector = args.vector === undefined ? undefined : params.add(args.vector);
+  const vector = args.vector === undefined ? (meaning === undefined ? undefined : text) : params.add(args.vector);
+  const field = args.vector === undefined ? meaning : vectorField;
   const statement: GetStmt = {
     kind: 'Get',
     collection,
     select: fields,
     ...(text === undefined ? {} : { match: { field: '*', query: text } }),
-    ...(vector === undefined || vectorField === undefined ? {} : { near: { field: vectorField, vector } }),
-    fuse: text !== undefined && vector !== undefined,
+    ...(vector === undefined || field === undefined ? {} : { near: { field, vector } }),
+    fuse: text !== undefined && vector !== undefined && field !== undefined,
     ...(where === undefined ? {} : { where }),
     order: [],
     limit: int(args.limit ?? DEFAULT_SEARCH_LIMIT),
@@ -134,10 +156,15 @@ function vectorFieldOf(collection: string, context: ToolContext): string {
 
 function run(args: SearchArguments, context: ToolContext): ToolOutcome {
   const field = args.vector === undefined ? undefined : vectorFieldOf(args.collection, context);
+  // Words alone, on a server that embeds, also search by meaning where a field embeds the collection's texts.
+  const meaning =
+    args.vector === undefined && args.text !== undefined && context.setup.embedder === true
+      ? embeddingField(context.fields(checkName('search', 'collection', args.collection)))
+      : undefined;
   const { read, params } = readOfShape(
     context,
-    searchShape(args, field),
-    () => searchStatement(args, field),
+    searchShape(args, field, meaning),
+    () => searchStatement(args, field, meaning),
     () => searchParams(args),
   );
   return context.read(read, params, args.cursor, {
@@ -152,7 +179,7 @@ function run(args: SearchArguments, context: ToolContext): ToolOutcome {
 export const search = defineTool({
   name: 'search',
   input: INPUT,
-  describe: () => DESCRIPTION,
+  describe,
   switch: 'always',
   instructions:
     'search finds rows by words or a vector, best first, with a filter (a FenecQL condition such as "year >= $1").',
