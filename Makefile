@@ -58,9 +58,10 @@ dist/.build-stamp: $(INSTALL_STAMP) $(SOURCES)
 	@find dist -name '*.js' | while read -r out; do src=$${out#dist/}; [ -f "$${src%.js}.ts" ] || rm -f "$$out" "$$out.map" "$${out%.js}.d.ts"; done
 	@touch $@
 
-# make test runs the format and lint checks, then every test under dist/test (.mocharc.cjs), the MCP ones among them.
+# make test runs the format and lint checks, then every test under dist/test, the MCP ones among them: most files
+# two at a time, then the timed ones alone (.mocharc.cjs says which). Both passes run, whichever fails.
 test: build lint mcp-conformance test-tools
-	npx mocha
+	FENEC_TESTS=parallel npx mocha; status=$$?; FENEC_TESTS=alone npx mocha && exit $$status
 
 # Prettier's format (.prettierrc.json) and typescript-eslint with a 120-column cap (eslint.config.js); `make format` rewrites.
 # The console's JavaScript is type-checked from its JSDoc (`// @ts-check`, console/tsconfig.json: checkJs, no output).

@@ -31,6 +31,11 @@ export default tseslint.config(
     },
   },
   {
+    // Mocha reads its config (.mocharc.cjs) with require(), before any ES module loads: it takes node:fs so.
+    files: ['**/*.cjs'],
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     // Tests and benches read the server's JSON answers and assert their shapes; typing each answer would restate them.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

@@ -35,6 +35,10 @@ export interface TracingConfig {
    * follows its sampled flag instead, so a node keeps exactly the traces its router keeps.
    */
   readonly sampleRatio: number;
+  /** How long a finished span waits to be sent with the others of its batch (`OTEL_BSP_SCHEDULE_DELAY`). */
+  readonly batchDelayMs: number;
+  /** How long one export may take, its retries included (`OTEL_BSP_EXPORT_TIMEOUT`). */
+  readonly exportTimeoutMs: number;
 }
 
 /** A running tracer provider, or none. */
@@ -43,8 +47,7 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-/** How long one export may take, and how long a stop waits for the last ones. */
-const EXPORT_TIMEOUT_MS = 5_000;
+/** How long a stop waits for the last exports. */
 const SHUTDOWN_TIMEOUT_MS = 5_000;
 /** At most one log line per this long about spans that could not be exported (a collector down). */
 const EXPORT_ERROR_LOG_MS = 60_000;
@@ -78,12 +81,13 @@ export async function startTracing(
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ 'service.name': serviceName }),
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampleRatio) }),
-    // Batched (every 5 s, or 512 spans; at most 2048 waiting, the rest dropped): a slow collector never holds a
-    // request.
+    // Batched (every batchDelayMs, or 512 spans; at most 2048 waiting, the rest dropped): a slow collector never
+    // holds a request.
     spanProcessors: [
       new BatchSpanProcessor({
-        exporter: new OTLPTraceExporter({ url: config.endpoint, timeoutMillis: EXPORT_TIMEOUT_MS }),
-        exportTimeoutMillis: EXPORT_TIMEOUT_MS,
+        exporter: new OTLPTraceExporter({ url: config.endpoint, timeoutMillis: config.exportTimeoutMs }),
+        scheduledDelayMillis: config.batchDelayMs,
+        exportTimeoutMillis: config.exportTimeoutMs,
       }),
     ],
   });

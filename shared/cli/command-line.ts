@@ -63,7 +63,38 @@ const TRACES_PATH = '/v1/traces';
 /** `--otel-endpoint` and the standard variables as a tracing config: undefined when no endpoint is named. */
 export function tracingConfig(flag: string | undefined, env: NodeJS.ProcessEnv): TracingConfig | undefined {
   const endpoint = otelTracesUrl(flag, env);
-  return endpoint === undefined ? undefined : Object.freeze({ endpoint, sampleRatio: otelSampleRatio(env) });
+  if (endpoint === undefined) return undefined;
+  return Object.freeze({
+    endpoint,
+    sampleRatio: otelSampleRatio(env),
+    batchDelayMs: otelMillis(env, 'OTEL_BSP_SCHEDULE_DELAY', DEFAULT_BATCH_DELAY_MS),
+    exportTimeoutMs: otelMillis(env, 'OTEL_BSP_EXPORT_TIMEOUT', DEFAULT_EXPORT_TIMEOUT_MS),
+  });
+}
+
+/** How long a span waits in its batch, and how long one export may take, unless the standard variables say. */
+const DEFAULT_BATCH_DELAY_MS = 5_000;
+const DEFAULT_EXPORT_TIMEOUT_MS = 5_000;
+/** Past a minute a batch would sit in memory longer than anyone watches a trace for; an export, hold a stop. */
+const MAX_OTEL_MS = 60_000;
+
+/**
+ * A standard OpenTelemetry duration variable (whole milliseconds, as the specification has them), or `fallback`
+ * when it is unset or empty.
+ *
+ * @throws FenecError `invalid_option` for anything but a whole number of milliseconds from 1 to 60 000.
+ */
+function otelMillis(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const text = env[name];
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!/^\s*\d+\s*$/.test(text) || value < 1 || value > MAX_OTEL_MS) {
+    throw new FenecError(
+      'invalid_option',
+      `${name} takes whole milliseconds from 1 to ${MAX_OTEL_MS} (default ${fallback}), not "${text.slice(0, 100)}"`,
+    );
+  }
+  return value;
 }
 
 /** OTEL_TRACES_SAMPLER's names, by the share of new traces each keeps (a ratio one's is OTEL_TRACES_SAMPLER_ARG). */

@@ -4,21 +4,9 @@
  * the tests that read them (test/integration/mcp/agents.test.ts).
  */
 import { expect } from 'chai';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { parsePolicy } from '../../shared/auth/policy.js';
-
-const DOCS = new URL('../../../docs/', import.meta.url);
-
-/** The ```policy blocks of a page, with the line each starts on. */
-export function policyBlocks(page: string): { line: number; text: string }[] {
-  const text = readFileSync(new URL(page, DOCS), 'utf8');
-  const blocks: { line: number; text: string }[] = [];
-  const pattern = /^```policy\n([\s\S]*?)^```$/gm;
-  for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
-    blocks.push({ line: text.slice(0, match.index).split('\n').length, text: match[1]! });
-  }
-  return blocks;
-}
+import { DOCS, policyBlocks } from './policy-blocks.js';
 
 describe('the policy files in docs/', () => {
   const pages = readdirSync(DOCS).filter((name) => name.endsWith('.md'));

@@ -440,14 +440,19 @@ describe('tracing: a collector that does not answer', function () {
     await once(probe, 'listening');
     const port = (probe.address() as AddressInfo).port;
     await new Promise((resolve) => probe.close(resolve));
-    const server = await sandbox.startServer([
-      '--file',
-      path.join(sandbox.dir(), 'f.fenec'),
-      '--http-token',
-      TOKEN,
-      '--otel-endpoint',
-      `http://127.0.0.1:${port}`,
-    ]);
+    // Batches sent 200 ms after their first span, each export given up after 1 s (its retries with it): the
+    // failures this test waits for come in a second or two, not the defaults' 5 s delay and 5 s of retries.
+    const server = await sandbox.startServer(
+      [
+        '--file',
+        path.join(sandbox.dir(), 'f.fenec'),
+        '--http-token',
+        TOKEN,
+        '--otel-endpoint',
+        `http://127.0.0.1:${port}`,
+      ],
+      { OTEL_BSP_SCHEDULE_DELAY: '200', OTEL_BSP_EXPORT_TIMEOUT: '1000' },
+    );
     const post = (statement: string): Promise<Reply> =>
       request(server.url, {
         method: 'POST',
@@ -459,7 +464,7 @@ describe('tracing: a collector that does not answer', function () {
     expect((await post('create collection notes (n int)')).status).to.equal(200);
     const deadline = Date.now() + 30_000;
     const warning = '"msg":"tracing: spans may not reach the collector"';
-    // Requests go on being answered while the batches fail (each batch is sent 5 s after its first span).
+    // Requests go on being answered while the batches fail.
     for (let i = 0; !server.stderr().includes(warning); i++) {
       expect(Date.now(), `no warning in the log within 30 s:\n${server.stderr()}`).to.be.below(deadline);
       expect((await post(`insert into notes {n: ${i}}`)).status).to.equal(200);

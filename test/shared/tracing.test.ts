@@ -82,7 +82,28 @@ describe('tracing: the traces URL and the span routes', () => {
       expect(tracingConfig(undefined, { OTEL_TRACES_SAMPLER: 'always_on' })).to.equal(undefined);
       expect(
         tracingConfig('http://c:4318', { OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' }),
-      ).to.deep.equal({ endpoint: 'http://c:4318/v1/traces', sampleRatio: 0.1 });
+      ).to.deep.equal({
+        endpoint: 'http://c:4318/v1/traces',
+        sampleRatio: 0.1,
+        batchDelayMs: 5_000,
+        exportTimeoutMs: 5_000,
+      });
+    });
+
+    it('takes the batch delay and the export timeout from the standard variables, in whole milliseconds', () => {
+      expect(
+        tracingConfig('http://c:4318', { OTEL_BSP_SCHEDULE_DELAY: '200', OTEL_BSP_EXPORT_TIMEOUT: ' 1000 ' }),
+      ).to.include({ batchDelayMs: 200, exportTimeoutMs: 1_000 });
+      expect(tracingConfig('http://c:4318', { OTEL_BSP_SCHEDULE_DELAY: '' })).to.include({ batchDelayMs: 5_000 });
+      for (const value of ['0', '1.5', '-1', '5s', '60001']) {
+        expect(() => tracingConfig('http://c:4318', { OTEL_BSP_SCHEDULE_DELAY: value }), value)
+          .to.throw(FenecError, /^OTEL_BSP_SCHEDULE_DELAY takes whole milliseconds from 1 to 60000 \(default 5000\)/)
+          .with.property('code', 'invalid_option');
+        expect(() => tracingConfig('http://c:4318', { OTEL_BSP_EXPORT_TIMEOUT: value }), value).to.throw(
+          FenecError,
+          /^OTEL_BSP_EXPORT_TIMEOUT takes whole milliseconds/,
+        );
+      }
     });
   });
 

@@ -10,7 +10,7 @@ import { mintToken } from '../../../shared/auth/token.js';
 import { FenecDatabase } from '../../../node/database.js';
 import { unmarked } from '../../../shared/mcp/untrusted.js';
 import { measureDetail } from '../../../bench/mcp-detail.js';
-import { policyBlocks } from '../../docs/policy-blocks.test.js';
+import { policyBlocks } from '../../docs/policy-blocks.js';
 import { query, Sandbox, type ServerProcess } from '../processes.js';
 import { connect, type ClientKind, type Endpoint, type ToolResult } from './clients.js';
 
