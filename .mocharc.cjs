@@ -13,6 +13,7 @@ const fs = require('node:fs');
 
 const ALONE = [
   'dist/test/e2e/hosted.test.js',
+  'dist/test/integration/embedder/tenants.test.js',
   'dist/test/integration/hostile-statements.test.js',
   'dist/test/integration/revocation.test.js',
   'dist/test/integration/workers.test.js',
