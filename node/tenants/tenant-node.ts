@@ -16,8 +16,10 @@ import { HttpMetrics } from '../http/metrics.js';
 import { metadataRoutes, ownRoutes, workRoutes } from '../http/routes.js';
 import { CLOSE_GRACE_MS, createServer } from '../http/server.js';
 import { acquireLock, type FileLock } from '../storage/lock.js';
-import type { TenantLimits } from '../workers/protocol.js';
+import type { TenantLimits, WorkerReply } from '../workers/protocol.js';
 import { replyError, WorkerPool, workerSetup } from '../workers/worker-pool.js';
+import { Replication } from '../replication/replication.js';
+import { ReplicatedTenants } from './replicated-tenants.js';
 import type { QuotaKind, Quotas } from './quotas.js';
 import { TenantRegistry, type Tenant } from './tenant-registry.js';
 import { tenantRoutes } from './tenant-routes.js';
@@ -46,12 +48,14 @@ function limitsOf(quotas: Quotas): TenantLimits {
   };
 }
 
-export function startTenantNode(
+export async function startTenantNode(
   config: TenantNodeConfig,
   node: TenantNodeOptions,
   logger: Logger,
   audit: Audit = Audit.off,
 ): Promise<RunningServer & { registry: TenantRegistry<OpenedTenant> }> {
+  const replication =
+    config.nats === undefined ? undefined : await Replication.start(config.nats, config.where.dataDir, logger);
   const metrics = new HttpMetrics();
   const refusals = metrics.counter(
     'fenec_tenant_quota_refusals_total',
@@ -60,11 +64,11 @@ export function startTenantNode(
   );
   const refused = (quota: QuotaKind): void => refusals.inc({ quota });
   const pool = new WorkerPool({ workers: config.workers, logger, setup: workerSetup(config) });
-  const { registry, transfers } = tenantsOf(config, node, pool);
+  const { registry, transfers, replicated } = tenantsOf(config, node, pool, replication, logger);
   countTenants(metrics, registry);
   const table = new RouteTable('a tenant node', [
     ...workRoutes('/t/<tenant>', config.maxBodyBytes, config.mcp !== undefined),
-    ...tenantRoutes(registry, transfers),
+    ...tenantRoutes(registry, transfers, replicated),
     ...ownRoutes(metrics, 'tenant-node'),
     ...metadataRoutes(
       '/t/<tenant>',
@@ -72,18 +76,21 @@ export function startTenantNode(
       (tenant) => registry.has(tenant),
     ),
   ]);
-  const stages = new TenantNodeStages({ config, registry, transfers, metrics, audit, logger, refused });
+  const elsewhere = replicated === undefined ? undefined : (tenant: string) => replicated.refusal(tenant);
+  const stages = new TenantNodeStages({ config, registry, transfers, metrics, audit, logger, refused, elsewhere });
   const pipeline = new HttpHandler(
     config,
     table,
     (req, work) => {
       const tenant = registry.get(req.state.tenant);
       // Quotas set with PUT apply from the next request on.
-      return pool.run(tenant.name, limitsOf(tenant.quotas), work).then((reply) => {
-        tenant.cost.charge(reply.ms);
-        if (reply.quotas !== undefined) for (const quota of reply.quotas) refused(quota);
-        return reply;
-      });
+      const run = (): Promise<WorkerReply> =>
+        pool.run(tenant.name, limitsOf(tenant.quotas), work).then((reply) => {
+          tenant.cost.charge(reply.ms);
+          if (reply.quotas !== undefined) for (const quota of reply.quotas) refused(quota);
+          return reply;
+        });
+      return replicated === undefined ? run() : replicated.run(tenant.name, run);
     },
     new FrontDoor(config, audit, metrics.authRefused),
     metrics,
@@ -96,6 +103,7 @@ export function startTenantNode(
     await closeServer(server, config.statementTimeoutMs + CLOSE_GRACE_MS);
     await registry.closeAll();
     await pool.stop();
+    await replication?.close();
   }).then((running) => ({ ...running, registry }));
 }
 
@@ -104,7 +112,13 @@ function tenantsOf(
   config: TenantNodeConfig,
   node: TenantNodeOptions,
   pool: WorkerPool,
-): { registry: TenantRegistry<OpenedTenant>; transfers: TenantTransfers<OpenedTenant> } {
+  replication: Replication | undefined,
+  logger: Logger,
+): {
+  registry: TenantRegistry<OpenedTenant>;
+  transfers: TenantTransfers<OpenedTenant>;
+  replicated: ReplicatedTenants<OpenedTenant> | undefined;
+} {
   const dataDir = config.where.dataDir;
   // The serving thread holds each open file's lock for the worker that opens it: a worker replaced
   // after a time limit opens the file again under the same lock. A file reopened before its worker
@@ -121,12 +135,15 @@ function tenantsOf(
       const lock = held;
       return {
         close: () =>
-          pool.close(tenant.name).finally(() => {
-            lock.opened -= 1;
-            if (lock.opened > 0) return;
-            lock.lock.release();
-            locks.delete(tenant.name);
-          }),
+          pool
+            .close(tenant.name)
+            .then((change) => replicated?.closed(tenant.name, change))
+            .finally(() => {
+              lock.opened -= 1;
+              if (lock.opened > 0) return;
+              lock.lock.release();
+              locks.delete(tenant.name);
+            }),
       };
     },
   );
@@ -134,13 +151,18 @@ function tenantsOf(
     // Its worker makes the file, with the catalogue, as at a tenant's first request.
     const opened = registry.acquire(tenant);
     try {
-      const reply = await pool.open(tenant.name, limitsOf(tenant.quotas));
+      const open = (): Promise<WorkerReply> => pool.open(tenant.name, limitsOf(tenant.quotas));
+      const reply = await (replicated === undefined ? open() : replicated.run(tenant.name, open));
       if (reply.status !== 200) throw replyError(reply);
     } finally {
       registry.release(tenant.name, opened);
     }
   });
-  return { registry, transfers };
+  const replicated =
+    replication === undefined
+      ? undefined
+      : new ReplicatedTenants(replication, registry, pool, dataDir, limitsOf, logger);
+  return { registry, transfers, replicated };
 }
 
 /** The tenants' gauges: how many there are, how many are open. */

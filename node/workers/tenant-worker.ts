@@ -16,6 +16,7 @@ import type { Logger } from '../../shared/logger.js';
 import { FenecDatabase } from '../database.js';
 import type { mcpEndpoint } from '../mcp/serve-mcp.js';
 import { Revocations } from '../storage/revocations.js';
+import { WalTail } from '../storage/wal-tail.js';
 import { QuotaExecutor } from './quota-executor.js';
 import { FairQueue } from './fair-queue.js';
 import type { QuotaKind, TenantLimits, ToolOutcomeLabel, ToWorker, WorkerReply, WorkerSetup } from './protocol.js';
@@ -31,6 +32,8 @@ interface OpenTenant {
   readonly tools: [string, ToolOutcomeLabel][];
   /** Quota refusals of the request under way, reported with its answer. */
   readonly refusals: QuotaKind[];
+  /** Its commits, taken after each message (a replicated tenant). */
+  readonly tail: WalTail | undefined;
 }
 
 /** What is queued for a tenant: everything but a flush, which is the thread's. */
@@ -41,6 +44,9 @@ const TURN_MS = 1;
 
 /** Answers past this size cross to the serving thread as bytes moved, not copied. */
 const TRANSFER_BYTES = 64 * 1024;
+
+/** A replicated file's write-ahead log is checkpointed once this much of it was taken. */
+const CHECKPOINT_BYTES = 4 * 1024 * 1024;
 
 export class TenantWorker {
   readonly #setup: WorkerSetup;
@@ -101,9 +107,20 @@ export class TenantWorker {
     let answered: Answered;
     let tools: [string, ToolOutcomeLabel][] | undefined;
     let quotas: QuotaKind[] | undefined;
+    let change: Uint8Array | undefined;
     if (message.kind === 'close') {
+      change = this.#changeOf(message.tenant);
       this.#close(message.tenant);
       answered = { status: 200, json: undefined };
+    } else if (message.kind === 'snapshot') {
+      this.#slot.start(message.id, Infinity);
+      try {
+        answered = this.#snapshot(message);
+        change = this.#changeOf(message.tenant);
+        if (answered.status === 200 && !this.#copy(message)) answered = { status: 503, json: undefined };
+      } finally {
+        this.#slot.end();
+      }
     } else {
       // Opening the tenant's file (its index snapshots read back: seconds for large ones) is not the
       // statement: the time limit starts once it is open (#run). A limit shorter than the open would
@@ -114,24 +131,58 @@ export class TenantWorker {
         const open = this.#open.get(message.tenant);
         if (open !== undefined && open.tools.length > 0) tools = open.tools.splice(0);
         if (open !== undefined && open.refusals.length > 0) quotas = open.refusals.splice(0);
+        change = this.#changeOf(message.tenant);
       } finally {
         this.#slot.end();
       }
     }
     const json = answered.json;
     const ms = performance.now() - started;
+    const moved = change === undefined ? [] : [change.buffer as ArrayBuffer];
     if (json !== undefined && json.length > TRANSFER_BYTES) {
       const bytes = new TextEncoder().encode(json);
       this.#post(
-        [{ id: message.id, status: answered.status, body: bytes, ms, tools, quotas, scope: answered.scope }],
-        [bytes.buffer as ArrayBuffer],
+        [{ id: message.id, status: answered.status, body: bytes, ms, tools, quotas, scope: answered.scope, change }],
+        [bytes.buffer as ArrayBuffer, ...moved],
       );
     } else {
       this.#post(
-        [{ id: message.id, status: answered.status, body: json, ms, tools, quotas, scope: answered.scope }],
-        [],
+        [{ id: message.id, status: answered.status, body: json, ms, tools, quotas, scope: answered.scope, change }],
+        moved,
       );
     }
+  }
+
+  /** A replicated tenant's commits since its last message; its log checkpointed past CHECKPOINT_BYTES. */
+  #changeOf(name: string): Uint8Array | undefined {
+    const open = this.#open.get(name);
+    if (open?.tail === undefined) return undefined;
+    const change = open.tail.take();
+    if (open.tail.taken > CHECKPOINT_BYTES && open.db.checkpoint()) open.tail.checkpointed();
+    return change;
+  }
+
+  /** Opens the tenant for a snapshot (its file made the log's head first, by the serving thread). */
+  #snapshot(message: Extract<ToWorker, { kind: 'snapshot' }>): Answered {
+    try {
+      this.#tenant(message.tenant, message.limits);
+      return { status: 200, json: undefined };
+    } catch (err) {
+      return refusal(err, this.#logger, 'open');
+    }
+  }
+
+  /** The file copied with every commit taken (#changeOf) checkpointed into it; a partial checkpoint copies nothing. */
+  #copy(message: Extract<ToWorker, { kind: 'snapshot' }>): boolean {
+    const open = this.#open.get(message.tenant)!;
+    if (!open.db.checkpoint()) return false;
+    open.tail?.checkpointed();
+    fs.copyFileSync(
+      path.join(this.#setup.dataDir!, `${message.tenant}.fenec`),
+      message.to,
+      fs.constants.COPYFILE_FICLONE,
+    );
+    return true;
   }
 
   #run(message: Extract<ToWorker, { kind: 'run' | 'open' }>): Answered {
@@ -164,6 +215,7 @@ export class TenantWorker {
       readOnly: setup.readOnly,
       program: 'fenec-server',
       lockHeld: true,
+      replicated: setup.replicated,
       sweepIntervalMs: setup.sweepIntervalMs,
       maxBytes: limits.maxBytes > 0 ? limits.maxBytes : undefined,
       onVectorEvent: (event) => {
@@ -180,7 +232,7 @@ export class TenantWorker {
     let revocations: Revocations | undefined;
     try {
       // Opened once the database made the file and its catalogue: the revocations live in the same file.
-      revocations = Revocations.open(file, setup.readOnly);
+      revocations = Revocations.open(file, setup.readOnly, setup.replicated);
       const policy = this.#policyOf(name);
       const tenant = setup.dataDir === undefined ? null : name;
       const tools: [string, ToolOutcomeLabel][] = [];
@@ -207,7 +259,8 @@ export class TenantWorker {
         this.#audit,
         mcp,
       );
-      const opened: OpenTenant = { db, revocations, runner, tools, refusals };
+      const tail = setup.replicated ? new WalTail(file) : undefined;
+      const opened: OpenTenant = { db, revocations, runner, tools, refusals, tail };
       this.#open.set(name, opened);
       return opened;
     } catch (err) {

@@ -61,6 +61,7 @@ export function workerSetup(config: ServerConfig): Omit<WorkerSetup, 'slot'> {
     file: where.kind === 'file' ? where.file : undefined,
     dataDir: where.kind === 'dataDir' ? where.dataDir : undefined,
     tenantQuotas: where.kind === 'dataDir',
+    replicated: where.kind === 'dataDir' && config.nats !== undefined,
     readOnly: config.readOnly,
     httpReadOnly: config.httpReadOnly,
     sweepIntervalMs: config.sweepIntervalMs,
@@ -134,15 +135,21 @@ export class WorkerPool {
     return this.#send({ kind: 'open', id: this.#nextId++, tenant, limits });
   }
 
-  /** Closes the tenant's file once the requests queued for it are answered. */
-  async close(tenant: string): Promise<void> {
-    if (!this.#owner.has(tenant)) return;
+  /** Copies a replicated tenant's file to `to` once the requests before are answered (a snapshot: protocol.ts). */
+  snapshot(tenant: string, limits: TenantLimits, to: string): Promise<WorkerReply> {
+    return this.#send({ kind: 'snapshot', id: this.#nextId++, tenant, limits, to });
+  }
+
+  /** Closes the tenant's file once the requests queued for it are answered; resolves to its last commits (--nats). */
+  async close(tenant: string): Promise<Uint8Array | undefined> {
+    if (!this.#owner.has(tenant)) return undefined;
     const id = this.#nextId++;
-    await this.#send({ kind: 'close', id, tenant });
+    const { change } = await this.#send({ kind: 'close', id, tenant });
     const owner = this.#owner.get(tenant);
-    if (owner === undefined || owner.last !== id) return;
+    if (owner === undefined || owner.last !== id) return change;
     this.#owner.delete(tenant);
     this.#slots[owner.index]!.tenants -= 1;
+    return change;
   }
 
   /**
