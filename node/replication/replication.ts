@@ -220,6 +220,9 @@ export class Replication {
       // Another node serves it now: this copy is left as it stands, to be caught up if it comes back.
       this.replicas.forget(tenant);
       void this.#sink?.close(tenant);
+    } else if (owner === this.node && this.replicas.seqOf(tenant) === undefined) {
+      // Moved here: caught up from the log now, not at its first request.
+      this.acquire(tenant).catch((err: unknown) => this.#logger.warn({ tenant, err }, 'taking a tenant failed'));
     } else if (owner !== null && !this.directory.live.has(owner)) this.#failover([]);
   }
 

@@ -60,7 +60,7 @@ export class Snapshots {
       out.write(chunk);
     await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
     const error = await result.error;
-    if (error !== null) throw error;
+    if (error instanceof Error) throw error;
     return chosen.seq;
   }
 

@@ -75,10 +75,11 @@ export class ReplicatedTenants<T extends OpenTenant> implements TenantAdmin {
   async put(name: string, body: unknown): Promise<{ created: boolean }> {
     // Checked as the registry checks it, before anything is written.
     const quotas = this.#registry.check(body);
+    // A tenant made here is served here (a router sends its PUT to the node it places the tenant on).
     const created = await this.#replication.putTenant(name, (entry) => ({
       quotas,
       policy: entry?.policy ?? null,
-      owner: entry?.owner ?? null,
+      owner: entry === undefined ? this.#replication.node : entry.owner,
     }));
     this.#registry.put(name, quotas);
     return { created };

@@ -64,11 +64,27 @@ export class Directory {
     this.#nodes = nodes;
   }
 
-  /** Opens both buckets (made when missing, with `replicas` copies) and reads them; then follows them. */
-  static async open(nc: NatsConnection, replicas: number): Promise<Directory> {
+  /**
+   * Opens both buckets and reads them; then follows them. A node makes them when missing, with `replicas` copies; a
+   * router (`replicas` undefined) waits until a node has made them.
+   */
+  static async open(nc: NatsConnection, replicas: number | undefined): Promise<Directory> {
     const kvm = new Kvm(nc);
-    const tenants = await kvm.create(TENANTS, { replicas, history: 1 });
-    const nodes = await kvm.create(NODES, { replicas, history: 1, ttl: 60 * 60_000 });
+    const bucket = async (name: string, ttl: number | undefined): Promise<KV> => {
+      if (replicas !== undefined)
+        return kvm.create(name, { replicas, history: 1, ...(ttl === undefined ? {} : { ttl }) });
+      for (;;) {
+        try {
+          const kv = await kvm.open(name);
+          await kv.status();
+          return kv;
+        } catch {
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+        }
+      }
+    };
+    const tenants = await bucket(TENANTS, undefined);
+    const nodes = await bucket(NODES, 60 * 60_000);
     const directory = new Directory(tenants, nodes);
     await directory.#follow();
     return directory;

@@ -40,8 +40,24 @@ export class NatsCluster {
     this.#root = root;
   }
 
-  /** Starts `size` servers as one cluster and resolves once JetStream has a leader (a stream can be made). */
+  /**
+   * Starts `size` servers as one cluster and resolves once each is ready. A port taken by another program between
+   * its choice and the server's listen is tried again with new ports (three times).
+   */
   static async start(size = 3): Promise<NatsCluster> {
+    for (let attempt = 1; ; attempt++) {
+      const cluster = await NatsCluster.#startOnce(size);
+      try {
+        await cluster.#ready();
+        return cluster;
+      } catch (err) {
+        await cluster.stop();
+        if (attempt === 3 || !/address already in use/.test(String(err))) throw err;
+      }
+    }
+  }
+
+  static async #startOnce(size: number): Promise<NatsCluster> {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-nats-'));
     const members: Member[] = [];
     for (let i = 0; i < size; i++) {
@@ -56,8 +72,11 @@ export class NatsCluster {
     }
     const cluster = new NatsCluster(members, root);
     for (let i = 0; i < size; i++) cluster.#spawn(i);
-    await Promise.all(members.map((member) => cluster.#listening(member)));
     return cluster;
+  }
+
+  async #ready(): Promise<void> {
+    await Promise.all(this.#members.map((member) => this.#listening(member)));
   }
 
   /** The client URLs, comma-separated as `--nats` takes them. */
@@ -70,6 +89,11 @@ export class NatsCluster {
     return this.#members.flatMap((m) => (m.child?.pid === undefined || m.child.exitCode !== null ? [] : [m.child.pid]));
   }
 
+  /** Sends every server `signal` (SIGSTOP: the cluster stops answering; SIGCONT: it goes on). */
+  signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
+    for (const pid of this.pids()) process.kill(pid, signal);
+  }
+
   async stop(): Promise<void> {
     await Promise.all(
       this.#members.map(async (member) => {
@@ -77,6 +101,7 @@ export class NatsCluster {
         if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
         const exited = once(child, 'exit');
         child.kill('SIGKILL');
+        child.kill('SIGCONT');
         await exited;
       }),
     );

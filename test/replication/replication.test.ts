@@ -35,16 +35,31 @@ describe('replication on NATS JetStream (--nats)', function () {
   before(async () => {
     cluster = await NatsCluster.start(3);
   });
+  // Each test's nodes are ended with it: their leases lapse, and the next test's nodes take no tenant of theirs.
+  afterEach(() => sandbox.cleanUp());
   after(async () => {
     await sandbox.cleanUp();
     await cluster?.stop();
   });
 
-  function node(name: string, dir: string): Promise<ServerProcess> {
+  function node(name: string, dir: string, extra: string[] = []): Promise<ServerProcess> {
     return sandbox.startServer(
-      ['--data-dir', dir, '--nats', cluster.urls, '--node-name', name, '--lease', '1s', '--workers', '1'],
+      ['--data-dir', dir, '--nats', cluster.urls, '--node-name', name, '--lease', '1s', '--workers', '1', ...extra],
       { FENEC_TOKEN: TOKEN },
     );
+  }
+
+  async function createTenant(base: string, tenant: string): Promise<void> {
+    const created = await request(base, { method: 'PUT', path: `/t/${tenant}`, headers: auth, body: '{}' });
+    expect(created.status, created.text).to.equal(201);
+    const made = await tq(base, tenant, 'create collection notes (n int, body text @text)');
+    expect(made.status, made.text).to.equal(200);
+  }
+
+  async function ns(base: string, tenant: string): Promise<number[]> {
+    const answer = await tq(base, tenant, 'get notes select n order n');
+    expect(answer.status, answer.text).to.equal(200);
+    return answer.json.rows.map((row: { n: number }) => row.n);
   }
 
   it('a tenant outlives its node: every acknowledged write, its quotas and policy, on another node after kill -9', async () => {
@@ -89,5 +104,70 @@ describe('replication on NATS JetStream (--nats)', function () {
     // And it takes writes there.
     expect((await tq(b.url, 'acme', 'insert into notes {n: 30}')).status).to.equal(200);
     console.log(`      (failover: ${failoverMs} ms from kill -9 to an answer on the other node, with its start)`);
+  });
+
+  it('fences a paused node: after another took its tenant, its write is refused and never in the log', async () => {
+    const a = await node('pa', sandbox.dir());
+    await createTenant(a.url, 'fenced');
+    expect((await tq(a.url, 'fenced', 'insert into notes {n: 1}')).status).to.equal(200);
+    const b = await node('pb', sandbox.dir());
+    process.kill(a.pid, 'SIGSTOP');
+    try {
+      // b takes the tenant once a's lease lapses, and writes to it.
+      await eventually(async () => {
+        const answer = await tq(b.url, 'fenced', 'insert into notes {n: 2}');
+        expect(answer.status, answer.text).to.equal(200);
+      });
+      // A write sent to a while it is stopped is read when it goes on: refused, whichever a learns first.
+      const stale = tq(a.url, 'fenced', 'insert into notes {n: 3}');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      process.kill(a.pid, 'SIGCONT');
+      const refused = await stale;
+      expect(refused.status, refused.text).to.be.oneOf([503, 429]);
+      expect(refused.json.error.code).to.be.oneOf(['tenant_fenced', 'tenant_moving']);
+      expect(refused.headers['retry-after']).to.equal('1');
+    } finally {
+      process.kill(a.pid, 'SIGCONT');
+    }
+    expect(await ns(b.url, 'fenced')).to.deep.equal([1, 2]);
+  });
+
+  it('restores a tenant from its latest snapshot and the log after it (the log trimmed behind the older one)', async () => {
+    const d = await node('sd', sandbox.dir(), ['--snapshot-every', '5']);
+    await createTenant(d.url, 'snapped');
+    for (let n = 0; n < 23; n++)
+      expect((await tq(d.url, 'snapped', 'insert into notes {n: $1}', [n])).status).to.equal(200);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await sandbox.kill(d.child);
+    const e = await node('se', sandbox.dir());
+    const rows = await eventually(() => ns(e.url, 'snapped')).catch((err: unknown) => {
+      throw new Error(`${String(err)}\n${e.stderr()}`);
+    });
+    expect(rows).to.deep.equal([...Array(23).keys()]);
+    expect(e.stderr()).to.match(/"rebuilt":true/);
+    expect(e.stderr()).to.match(/"applied":[0-4],/);
+  });
+
+  it('answers log_unavailable (503, Retry-After) when the log does not ack, and catches up once it does', async () => {
+    const c = await node('lc', sandbox.dir(), ['--nats-ack-timeout', '500ms', '--lease', '30s']);
+    await createTenant(c.url, 'stalled');
+    expect((await tq(c.url, 'stalled', 'insert into notes {n: 1}')).status).to.equal(200);
+    cluster.signal('SIGSTOP');
+    let unknown: Reply;
+    try {
+      unknown = await tq(c.url, 'stalled', 'insert into notes {n: 2}');
+    } finally {
+      cluster.signal('SIGCONT');
+    }
+    expect(unknown.status, `${unknown.text}\n${c.stderr()}`).to.equal(503);
+    expect(unknown.json.error.code).to.equal('log_unavailable');
+    expect(unknown.headers['retry-after']).to.equal('1');
+    // The tenant is rebuilt from the log: the unacknowledged write is there or not, never half.
+    const after = await eventually(async () => {
+      const answer = await tq(c.url, 'stalled', 'insert into notes {n: 3}');
+      expect(answer.status, answer.text).to.equal(200);
+      return ns(c.url, 'stalled');
+    });
+    expect(after.filter((n) => n !== 2)).to.deep.equal([1, 3]);
   });
 });
