@@ -81,11 +81,14 @@ export class Replication {
         cause: err,
       });
     }
-    const log = await TenantLog.open(nc, config.replicas, config.ackTimeoutMs);
-    const snapshots = await Snapshots.open(nc, config.replicas);
-    const directory = await Directory.open(nc, config.replicas);
+    // A cluster that is starting has no JetStream leader yet: a node started beside it waits for one.
+    const { log, snapshots, directory } = await whenReady(async () => ({
+      log: await TenantLog.open(nc, config.replicas, config.ackTimeoutMs),
+      snapshots: await Snapshots.open(nc, config.replicas),
+      directory: await Directory.open(nc, config.replicas),
+    }));
     const replication = new Replication(config, dataDir, nc, log, snapshots, directory, logger);
-    replication.#release = await directory.hold(config.nodeName, config.leaseMs);
+    replication.#release = await whenReady(() => directory.hold(config.nodeName, config.leaseMs));
     return replication;
   }
 
@@ -234,6 +237,21 @@ export class Replication {
       if (owner !== null && this.directory.live.has(owner)) continue;
       if (this.directory.placed(tenant) !== this.node) continue;
       this.acquire(tenant).catch((err: unknown) => this.#logger.warn({ tenant, err }, 'taking a tenant failed'));
+    }
+  }
+}
+
+/** How long a start waits for JetStream to answer (a cluster electing its leader). */
+const READY_MS = 60_000;
+
+async function whenReady<T>(open: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + READY_MS;
+  for (;;) {
+    try {
+      return await open();
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
 }
