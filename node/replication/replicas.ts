@@ -13,7 +13,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
-import { applyChange } from '../storage/wal-tail.js';
+import { applyChange, wholeFile } from '../storage/wal-tail.js';
 import type { TenantLog } from './log.js';
 import type { Snapshots } from './snapshots.js';
 
@@ -108,6 +108,29 @@ export class Replicas {
     return state.seq;
   }
 
+  /**
+   * The tenant's file was replaced whole (a restore, a move's copy): `change` (every page of it) is appended after
+   * whatever the log holds, and the file is the log's head again.
+   */
+  replaced(tenant: string, change: () => Uint8Array): Promise<number> {
+    const state = this.#state(tenant);
+    // Until it is in the log, the file is no copy of the log: a request waits, and is not served from a rebuild.
+    state.known = false;
+    const done = state.chain.then(async (): Promise<number> => {
+      const seq = await this.#log.append(tenant, change(), await this.#log.last(tenant));
+      state.seq = seq;
+      state.known = true;
+      fs.rmSync(this.#seqFile(tenant), { force: true });
+      return seq;
+    });
+    state.chain = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    state.preparing = state.chain.finally(() => (state.preparing = undefined));
+    return done;
+  }
+
   /** The tenant's file was closed with its last change appended: its sequence is kept beside it. */
   async closed(tenant: string, change: Uint8Array | undefined): Promise<void> {
     const state = this.#states.get(tenant);
@@ -142,6 +165,17 @@ export class Replicas {
     const head = await this.#log.last(tenant);
     const held = this.#heldSeq(tenant, file);
     fs.rmSync(this.#seqFile(tenant), { force: true });
+    // (A log emptied behind a snapshot has no head either: the snapshot, not this file, is the tenant then.)
+    if (head === 0 && held === undefined && this.#unlogged(file) && (await this.#snapshots.list(tenant)).length === 0) {
+      // A file made before the node had --nats: the log begins with the whole of it.
+      state.seq = await this.#log.append(tenant, wholeFile(file), 0);
+      state.known = true;
+      this.#logger.info(
+        { tenant, seq: state.seq },
+        "a tenant from before replication: its file is the log's first change",
+      );
+      return;
+    }
     let from: number;
     let target: string;
     if (held !== undefined && held <= head) {
@@ -168,6 +202,12 @@ export class Replicas {
     if (held === undefined || held !== head) {
       this.#logger.info({ tenant, seq: head, applied, rebuilt: target !== file }, 'tenant caught up from the log');
     }
+  }
+
+  /** A whole file here, closed with no write-ahead log left, that the log has never had. */
+  #unlogged(file: string): boolean {
+    const wal = `${file}-wal`;
+    return fs.existsSync(file) && fs.statSync(file).size > 0 && !(fs.existsSync(wal) && fs.statSync(wal).size > 0);
   }
 
   /** The sequence a closed, whole file holds (its `.seq`, and no write-ahead log left over from a crash). */

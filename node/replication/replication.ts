@@ -15,6 +15,7 @@ import { Directory, type Held, type TenantEntry } from '../../shared/nats/direct
 import { FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { NatsConfig } from '../config.js';
+import { applyChange, wholeFile } from '../storage/wal-tail.js';
 import { TenantLog } from './log.js';
 import { Replicas } from './replicas.js';
 import { Snapshots } from './snapshots.js';
@@ -138,6 +139,41 @@ export class Replication {
   commit(tenant: string, change: Uint8Array): Promise<number> {
     this.#changed.add(tenant);
     return this.replicas.commit(tenant, change);
+  }
+
+  /**
+   * The tenant's file was replaced whole here (a restore): the log takes the file, and this node the tenant (its
+   * entry written by `entry`, after the file is guarded from a rebuild).
+   */
+  async replaced(tenant: string, file: string, entry: (held: TenantEntry | undefined) => TenantEntry): Promise<void> {
+    const shipped = this.replicas.replaced(tenant, () => wholeFile(file));
+    await this.putTenant(tenant, entry);
+    await shipped;
+  }
+
+  /**
+   * Builds the tenant's file as it stood at `at` into `file`: the latest snapshot stored by then, and the log's
+   * changes after it up to `at`. Refused (`bad_request`) before the older snapshot kept: the log behind it is gone.
+   */
+  async copyAt(tenant: string, at: Date, file: string): Promise<void> {
+    const snapshots = await this.#snapshots.list(tenant);
+    const base = snapshots.filter((s) => s.time.getTime() <= at.getTime()).pop();
+    if (base === undefined && snapshots.length > 0) {
+      throw new FenecError(
+        'bad_request',
+        `tenant ${tenant} can be restored as of ${snapshots[0]!.time.toISOString()} on`,
+        {
+          hint: 'name a later time: the log before the older snapshot kept was trimmed',
+        },
+      );
+    }
+    fs.rmSync(file, { force: true });
+    const from = base === undefined ? 0 : await this.#snapshots.fetch(tenant, file, base.seq);
+    await this.#log.read(tenant, from, await this.#log.last(tenant), async (change) => {
+      if (change.time.getTime() <= at.getTime()) applyChange(file, change.bytes);
+    });
+    if (!fs.existsSync(file))
+      throw new FenecError('bad_request', `tenant ${tenant} had no data at ${at.toISOString()}`);
   }
 
   /** Writes the tenant's entry (its quotas, its policy), keeping its owner; resolves to whether it was made. */

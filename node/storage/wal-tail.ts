@@ -134,3 +134,15 @@ export function applyChange(file: string, bytes: Uint8Array): void {
     fs.closeSync(fd);
   }
 }
+
+/** A closed file's every page as one change: what a copy applies to become it (a restored tenant's first change). */
+export function wholeFile(file: string): Uint8Array {
+  const data = fs.readFileSync(file);
+  const stated = data.length >= 18 ? data.readUInt16BE(16) : 0;
+  const pageSize = stated === 1 ? 65536 : stated;
+  if (pageSize < 512 || data.length % pageSize !== 0) throw new Error(`${file} is not a whole SQLite file`);
+  const images = new Map<number, Uint8Array>();
+  for (let page = 1; page * pageSize <= data.length; page++)
+    images.set(page, data.subarray((page - 1) * pageSize, page * pageSize));
+  return encodeChange({ pageSize, pages: data.length / pageSize, images });
+}

@@ -4,7 +4,9 @@
  * runs it, and each reply's change in the log before the answer is given.
  */
 import * as fs from 'node:fs';
+import type { ServerResponse } from 'node:http';
 import * as path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { parsePolicy } from '../../shared/auth/policy.js';
 import { FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
@@ -14,10 +16,15 @@ import type { TenantLimits, WorkerReply } from '../workers/protocol.js';
 import type { WorkerPool } from '../workers/worker-pool.js';
 import type { Quotas } from './quotas.js';
 import type { OpenTenant, TenantRegistry } from './tenant-registry.js';
+import { QUOTAS_HEADER } from './tenant-transfer.js';
 
 /** What the admin routes do instead of writing this node's files alone (tenant-routes.ts). */
 export interface TenantAdmin {
   put(name: string, body: unknown): Promise<{ created: boolean }>;
+  /** A restore replaced the tenant's file (it is closed): the log takes it whole. */
+  restored(name: string): Promise<void>;
+  /** The tenant's file as of `at` (an ISO time), streamed as a backup is. */
+  backupAt(name: string, at: string, res: ServerResponse): Promise<void>;
   delete(name: string): Promise<void>;
   setPolicy(name: string, text: string): Promise<void>;
 }
@@ -83,6 +90,35 @@ export class ReplicatedTenants<T extends OpenTenant> implements TenantAdmin {
     }));
     this.#registry.put(name, quotas);
     return { created };
+  }
+
+  async backupAt(name: string, at: string, res: ServerResponse): Promise<void> {
+    const tenant = this.#registry.get(name);
+    const when = new Date(at);
+    if (Number.isNaN(when.getTime()))
+      throw new FenecError('bad_request', `?at= takes a time such as 2026-12-01T22:30:00Z, not ${at}`);
+    const file = path.join(this.#dir, `.at-${name}-${process.hrtime.bigint()}.tmp`);
+    try {
+      await this.#replication.copyAt(name, when, file);
+      res.writeHead(200, {
+        'content-type': 'application/vnd.sqlite3',
+        'content-length': fs.statSync(file).size,
+        'content-disposition': `attachment; filename="${name}.fenec"`,
+        [QUOTAS_HEADER]: JSON.stringify(tenant.quotas),
+      });
+      await pipeline(fs.createReadStream(file), res);
+    } finally {
+      fs.rmSync(file, { force: true });
+    }
+  }
+
+  async restored(name: string): Promise<void> {
+    const quotas = this.#registry.get(name).quotas;
+    await this.#replication.replaced(name, path.join(this.#dir, `${name}.fenec`), (entry) => ({
+      quotas,
+      policy: entry?.policy ?? null,
+      owner: this.#replication.node,
+    }));
   }
 
   async delete(name: string): Promise<void> {

@@ -107,7 +107,10 @@ export function tenantRoutes<T extends OpenTenant>(
           req,
           res,
           reply,
-          transfers.backup(name, res).then(() => undefined),
+          (query(req).has('at') && admin !== undefined
+            ? admin.backupAt(name, query(req).get('at')!, res)
+            : transfers.backup(name, res)
+          ).then(() => undefined),
         ),
       ),
     ),
@@ -128,7 +131,8 @@ export function tenantRoutes<T extends OpenTenant>(
                 pauseTimeoutMs: PAUSE_TIMEOUT_MS,
               }),
             )
-            .then(({ created, bytes }) => {
+            .then(async ({ created, bytes }) => {
+              await admin?.restored(name);
               send(req, res, reply, created ? 201 : 200, { restored: name, created, bytes });
               return undefined;
             }),
