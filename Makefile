@@ -32,7 +32,7 @@ help:
 	@echo "make chaos        replicated nodes (--nats) under kill -9 and SIGSTOP: 3 nats-servers, 3 nodes, 2 routers, a checker (4 minutes; CHAOS_SECONDS=60)"
 	@echo "make serve FILE=F serve one file (its console: http://127.0.0.1:$(PORT)/_console/)"
 	@echo "make console-screenshots  refresh docs/console/*.png from the console's browser tests"
-	@echo "make requests-bench  /query against bare node:http; the router hop (--workers 1 and 2) against the node direct"
+	@echo "make requests-bench  /query against bare node:http; the router hop (--workers 1 and 2) against the node direct; a replicated write (--nats) against an unreplicated one"
 	@echo "make search-bench    match, near, fuse against raw FTS5 and raw Faiss (BENCH_ROWS=20000 BENCH_UNIFORM_ROWS=5000: 90 s)"
 	@echo "make match-bench     match against raw FTS5 at 50 000 rows, right after the load and warm (MATCH_ROWS=5000 for a short run)"
 	@echo "make tenants-bench   10 000 tenants on one node: a cold open's and a warm request's latency, open files, RSS"
@@ -117,6 +117,7 @@ serve: build
 requests-bench: build
 	$(NODE) dist/bench/requests-bench.js
 	$(NODE) dist/bench/router-bench.js
+	$(NODE) dist/bench/replication-bench.js
 
 search-bench: build $(RAW_FAISS)
 	$(NODE) dist/bench/search-bench.js
