@@ -1,6 +1,6 @@
 import * as http from 'node:http';
 import { expect } from 'chai';
-import { request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
+import { FENEC_ROUTER, request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
 import { NatsCluster } from './nats-cluster.js';
 
 const TOKEN = 'replication-test-token-0123456789abcdef';
@@ -176,6 +176,36 @@ describe('replication on NATS JetStream (--nats)', function () {
     const g = await node('pg', sandbox.dir());
     expect(await eventually(() => ns(g.url, 'pitr-copy'))).to.deep.equal([0, 1, 2, 3, 4]);
     expect(await eventually(() => ns(g.url, 'pitr'))).to.deep.equal([...Array(10).keys()]);
+  });
+
+  it('routes by the directory (--nats on the router) and moves a tenant by compare-and-set, no copy through it', async () => {
+    const a = await node('ra', sandbox.dir());
+    const b = await node('rb', sandbox.dir());
+    const router = await sandbox.startProgram(
+      FENEC_ROUTER,
+      ['--port', '0', '--nodes', `ra=${a.url},rb=${b.url}`, '--nats', cluster.urls, '--workers', '1'],
+      { FENEC_TOKEN: TOKEN },
+    );
+    await createTenant(a.url, 'moved');
+    for (let n = 0; n < 3; n++)
+      expect((await tq(router.url, 'moved', 'insert into notes {n: $1}', [n])).status).to.equal(200);
+    const move = await request(router.url, {
+      method: 'POST',
+      path: '/t/moved/_move',
+      headers: auth,
+      body: '{"to": "rb"}',
+    });
+    expect(move.status, move.text).to.equal(200);
+    expect(move.json).to.deep.include({ moved: 'moved', from: 'ra', to: 'rb' });
+    // The router follows the directory at once; the old node sends the tenant on.
+    await eventually(async () => {
+      const answer = await tq(router.url, 'moved', 'insert into notes {n: 3}');
+      expect(answer.status, answer.text).to.equal(200);
+    });
+    const stale = await tq(a.url, 'moved', 'insert into notes {n: 99}');
+    expect(stale.status, stale.text).to.equal(429);
+    expect(stale.json.error.code).to.equal('tenant_moving');
+    expect(await ns(b.url, 'moved')).to.deep.equal([0, 1, 2, 3]);
   });
 
   it('answers log_unavailable (503, Retry-After) when the log does not ack, and catches up once it does', async () => {
