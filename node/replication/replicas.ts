@@ -28,6 +28,11 @@ interface State {
   preparing: Promise<void> | undefined;
   /** Changes appended since the last snapshot. */
   since: number;
+  /**
+   * A change of the file here was not appended (refused, not acked, or dropped while the tenant was not the log's
+   * head here): the file holds pages the log lacks, and only a rebuild from the log makes it a copy again.
+   */
+  dirty: boolean;
 }
 
 export interface ReplicaHooks {
@@ -79,10 +84,14 @@ export class Replicas {
   commit(tenant: string, change: Uint8Array): Promise<number> {
     const state = this.#state(tenant);
     const done = state.chain.then(async (): Promise<number> => {
-      if (!state.known) throw catchingUp(tenant);
+      if (!state.known) {
+        state.dirty = true;
+        throw catchingUp(tenant);
+      }
       try {
         state.seq = await this.#log.append(tenant, change, state.seq);
       } catch (err) {
+        state.dirty = true;
         this.#break(tenant, state, err);
         throw err;
       }
@@ -116,10 +125,12 @@ export class Replicas {
     const state = this.#state(tenant);
     // Until it is in the log, the file is no copy of the log: a request waits, and is not served from a rebuild.
     state.known = false;
+    state.dirty = false;
     const done = state.chain.then(async (): Promise<number> => {
       const seq = await this.#log.append(tenant, change(), await this.#log.last(tenant));
       state.seq = seq;
-      state.known = true;
+      // A change dropped meanwhile (a request on the new file) leaves it to be rebuilt from the log.
+      state.known = !state.dirty;
       fs.rmSync(this.#seqFile(tenant), { force: true });
       return seq;
     });
@@ -132,12 +143,12 @@ export class Replicas {
   }
 
   /** The tenant's file was closed with its last change appended: its sequence is kept beside it. */
-  async closed(tenant: string, change: Uint8Array | undefined): Promise<void> {
+  async closed(tenant: string, logged: Promise<number> | undefined): Promise<void> {
     const state = this.#states.get(tenant);
     if (state === undefined) return;
-    if (change !== undefined) await this.commit(tenant, change).catch(() => undefined);
+    await logged?.catch(() => undefined);
     await state.chain;
-    if (!state.known) return;
+    if (!state.known || state.dirty) return;
     fs.writeFileSync(this.#seqFile(tenant), `${state.seq}\n`);
     // Opened again here, it is prepared again: the sequence file says where it stands.
     state.known = false;
@@ -163,7 +174,9 @@ export class Replicas {
     await this.#hooks?.close(tenant);
     const file = path.join(this.#dir, `${tenant}.fenec`);
     const head = await this.#log.last(tenant);
-    const held = this.#heldSeq(tenant, file);
+    // A file with pages the log lacks is never a base: it is rebuilt whole.
+    const held = state.dirty ? undefined : this.#heldSeq(tenant, file);
+    state.dirty = false;
     fs.rmSync(this.#seqFile(tenant), { force: true });
     // (A log emptied behind a snapshot has no head either: the snapshot, not this file, is the tenant then.)
     if (head === 0 && held === undefined && this.#unlogged(file) && (await this.#snapshots.list(tenant)).length === 0) {
@@ -227,7 +240,7 @@ export class Replicas {
   #state(tenant: string): State {
     let state = this.#states.get(tenant);
     if (state === undefined) {
-      state = { seq: 0, known: false, chain: Promise.resolve(), preparing: undefined, since: 0 };
+      state = { seq: 0, known: false, chain: Promise.resolve(), preparing: undefined, since: 0, dirty: false };
       this.#states.set(tenant, state);
     }
     return state;

@@ -70,13 +70,13 @@ export class ReplicatedTenants<T extends OpenTenant> implements TenantAdmin {
   async run(tenant: string, work: () => Promise<WorkerReply>): Promise<WorkerReply> {
     await this.#replication.acquire(tenant);
     const reply = await work();
-    if (reply.change !== undefined) await this.#replication.commit(tenant, reply.change);
+    await this.#pool.logged(reply);
     return reply;
   }
 
   /** The tenant's file closed by its worker: its last change into the log, its sequence kept beside it. */
-  closed(tenant: string, change: Uint8Array | undefined): Promise<void> {
-    return this.#replication.replicas.closed(tenant, change);
+  closed(tenant: string, logged: Promise<number> | undefined): Promise<void> {
+    return this.#replication.replicas.closed(tenant, logged);
   }
 
   async put(name: string, body: unknown): Promise<{ created: boolean }> {
@@ -173,10 +173,7 @@ export class ReplicatedTenants<T extends OpenTenant> implements TenantAdmin {
       await this.#replication.acquire(tenant);
       const reply = await this.#pool.snapshot(tenant, this.#limits(record.quotas), file);
       // The copy holds every change up to its own: the sequence that one gets (or the last, when it has none).
-      const seq =
-        reply.change === undefined
-          ? await this.#replication.replicas.settled(tenant)
-          : await this.#replication.commit(tenant, reply.change);
+      const seq = await (this.#pool.logged(reply) ?? this.#replication.replicas.settled(tenant));
       if (reply.status !== 200 || !fs.existsSync(file)) return undefined;
       return { file, seq };
     } finally {

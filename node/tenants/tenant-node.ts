@@ -63,7 +63,12 @@ export async function startTenantNode(
     ['quota'],
   );
   const refused = (quota: QuotaKind): void => refusals.inc({ quota });
-  const pool = new WorkerPool({ workers: config.workers, logger, setup: workerSetup(config) });
+  const pool = new WorkerPool({
+    workers: config.workers,
+    logger,
+    setup: workerSetup(config),
+    changed: replication === undefined ? undefined : (tenant, change) => replication.commit(tenant, change),
+  });
   const { registry, transfers, replicated } = tenantsOf(config, node, pool, replication, logger);
   countTenants(metrics, registry);
   const table = new RouteTable('a tenant node', [
@@ -137,7 +142,7 @@ function tenantsOf(
         close: () =>
           pool
             .close(tenant.name)
-            .then((change) => replicated?.closed(tenant.name, change))
+            .then((logged) => replicated?.closed(tenant.name, logged))
             .finally(() => {
               lock.opened -= 1;
               if (lock.opened > 0) return;

@@ -151,11 +151,13 @@ describe('replication on NATS JetStream (--nats)', function () {
   });
 
   it('gives a tenant as of a point in time (snapshot and log), and a restore of it outlives its node', async () => {
-    const f = await node('pf', sandbox.dir(), ['--snapshot-every', '3']);
+    // Changes 1–7 (the file, the collection, 5 rows) before the time, 8–12 after: the snapshot after change 6 is
+    // stored before it (the wait), the one after change 12 after it, so both are kept and the time is served.
+    const f = await node('pf', sandbox.dir(), ['--snapshot-every', '6']);
     await createTenant(f.url, 'pitr');
     for (let n = 0; n < 5; n++)
       expect((await tq(f.url, 'pitr', 'insert into notes {n: $1}', [n])).status).to.equal(200);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
     const at = new Date().toISOString();
     await new Promise((resolve) => setTimeout(resolve, 300));
     for (let n = 5; n < 10; n++)
