@@ -204,7 +204,10 @@ export class Replication {
       if (taken === undefined) return;
       try {
         const keep = await this.#snapshots.store(tenant, taken.file, taken.seq);
-        await this.#log.trim(tenant, keep + 1);
+        // The tenant's last message always stays: a subject emptied by the purge would have no last sequence, and
+        // the owner's next append (which names it) would be refused as if another node had written.
+        const head = await this.#log.last(tenant);
+        if (head > 0) await this.#log.trim(tenant, Math.min(keep + 1, head));
         this.#logger.debug({ tenant, seq: taken.seq }, 'snapshot stored');
       } finally {
         fs.rmSync(taken.file, { force: true });

@@ -45,7 +45,11 @@ describe('replication on NATS JetStream (--nats)', function () {
 
   function node(name: string, dir: string, extra: string[] = []): Promise<ServerProcess> {
     return sandbox.startServer(
-      ['--data-dir', dir, '--nats', cluster.urls, '--node-name', name, '--lease', '1s', '--workers', '1', ...extra],
+      // A generous ack timeout: on a loaded machine 2 s is passed, and the answer is then log_unavailable.
+      [
+        ...['--data-dir', dir, '--nats', cluster.urls, '--node-name', name, '--lease', '1s', '--workers', '1'],
+        ...['--nats-ack-timeout', '10s', ...extra],
+      ],
       { FENEC_TOKEN: TOKEN },
     );
   }
