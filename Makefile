@@ -19,7 +19,7 @@ SOURCES := $(shell find shared node router deploy test bench -name '*.ts' 2>/dev
 RAW_FAISS := bench/raw-faiss/build/raw-faiss
 FAISS_LIB ?= $(or $(FENEC_FAISS_LIB),/usr/lib/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/libfaiss.a)
 
-.PHONY: help install build test lint format timing-test mcp-test reliability mcp-conformance test-tools console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench bench clean
+.PHONY: help install build test lint format timing-test mcp-test reliability chaos mcp-conformance test-tools console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench bench clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
@@ -29,9 +29,10 @@ help:
 	@echo "make timing-test  the timed checks: the event loop's delay beside index builds and snapshots"
 	@echo "make mcp-test     the MCP tests alone: tools, protocol, official clients, conformance suite, docs configs"
 	@echo "make reliability  kill -9 rounds, fuzzing of /query and MCP, the forged-token and policy-escape tables (under 10 minutes; make test runs a part)"
+	@echo "make chaos        replicated nodes (--nats) under kill -9 and SIGSTOP: 3 nats-servers, 3 nodes, 2 routers, a checker (4 minutes; CHAOS_SECONDS=60)"
 	@echo "make serve FILE=F serve one file (its console: http://127.0.0.1:$(PORT)/_console/)"
 	@echo "make console-screenshots  refresh docs/console/*.png from the console's browser tests"
-	@echo "make requests-bench  /query against bare node:http; the router hop (--workers 1 and 2) against the node direct"
+	@echo "make requests-bench  /query against bare node:http; the router hop (--workers 1 and 2) against the node direct; a replicated write (--nats) against an unreplicated one"
 	@echo "make search-bench    match, near, fuse against raw FTS5 and raw Faiss (BENCH_ROWS=20000 BENCH_UNIFORM_ROWS=5000: 90 s)"
 	@echo "make match-bench     match against raw FTS5 at 50 000 rows, right after the load and warm (MATCH_ROWS=5000 for a short run)"
 	@echo "make tenants-bench   10 000 tenants on one node: a cold open's and a warm request's latency, open files, RSS"
@@ -85,6 +86,11 @@ reliability: build
 	FENEC_RELIABILITY=full $(if $(RELIABILITY_SEED),FENEC_RELIABILITY_SEED=$(RELIABILITY_SEED)) timeout --kill-after=20s 600s \
 	  $(NODE) node_modules/mocha/bin/mocha.js --no-config --exit --timeout 600000 $(if $(CI),--forbid-only) 'dist/test/reliability/**/*.test.js'
 
+# Replication under faults (test/replication/chaos.ts): a long round, bounded; make test runs a short one.
+CHAOS_SECONDS ?= 240
+chaos: build test-tools
+	CHAOS_SECONDS=$(CHAOS_SECONDS) timeout --kill-after=20s 540s $(NODE) dist/test/replication/chaos-main.js
+
 # Timed checks (the event loop beside index work): a measure of speed, apart from make test, whose
 # verdicts must not depend on the machine's load.
 timing-test: build
@@ -112,6 +118,7 @@ serve: build
 requests-bench: build
 	$(NODE) dist/bench/requests-bench.js
 	$(NODE) dist/bench/router-bench.js
+	$(NODE) dist/bench/replication-bench.js
 
 search-bench: build $(RAW_FAISS)
 	$(NODE) dist/bench/search-bench.js

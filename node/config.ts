@@ -29,6 +29,35 @@ export interface McpConfig {
   readonly memoryMerge?: number;
 }
 
+/**
+ * A tenant node's replication (`--nats`): its tenants' changes in a JetStream log, their snapshots in its object
+ * store, the node's lease and the tenants' owners in its key-value store (node/replication).
+ */
+export interface NatsConfig {
+  /** The NATS servers (`--nats URL[,URL…]`): any of a cluster's, the client finds the rest. */
+  readonly servers: readonly string[];
+  /** This node's name (`--node-name`): the name routers give it in `--nodes`, and the one its lease holds. */
+  readonly nodeName: string;
+  /** Copies JetStream keeps of the log, snapshots and leases (`--nats-replicas`). Default 3. */
+  readonly replicas: number;
+  /** How long a write waits for the log's ack before it is answered `log_unavailable` (`--nats-ack-timeout`). 2 s. */
+  readonly ackTimeoutMs: number;
+  /** How long a node's lease lasts unrenewed before its tenants are taken over (`--lease`). Default 3 s. */
+  readonly leaseMs: number;
+  /** A tenant's snapshot is taken after this many changes (`--snapshot-every`). Default 1000. */
+  readonly snapshotEvery: number;
+  /** …and at least this often while it changes, in ms (`--snapshot-interval`). Default 10 min. */
+  readonly snapshotIntervalMs: number;
+}
+
+export const NATS_DEFAULTS = Object.freeze({
+  replicas: 3,
+  ackTimeoutMs: 2_000,
+  leaseMs: 3_000,
+  snapshotEvery: 1_000,
+  snapshotIntervalMs: 10 * 60_000,
+});
+
 /** What a server serves: one `.fenec` file (`--file`), or a tenant node's directory of them (`--data-dir`). */
 export type ServerWhere =
   { readonly kind: 'file'; readonly file: string } | { readonly kind: 'dataDir'; readonly dataDir: string };
@@ -98,6 +127,8 @@ export interface ServerConfig {
   readonly statementTimeoutMs: number;
   /** Largest `/query` answer in bytes (`--max-answer`); a larger one is refused `answer_too_large`. Default 32 MiB. */
   readonly maxAnswerBytes: number;
+  /** Replication on NATS JetStream (a tenant node's `--nats`). Default: none, each tenant on this node's disk alone. */
+  readonly nats: NatsConfig | undefined;
 }
 
 /** What a caller gives: `file` or `dataDir`, and any option it does not leave to its default. */
@@ -146,6 +177,10 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     workers: input.workers ?? SERVER_DEFAULTS.workers,
     statementTimeoutMs: input.statementTimeoutMs ?? SERVER_DEFAULTS.statementTimeoutMs,
     maxAnswerBytes: input.maxAnswerBytes ?? SERVER_DEFAULTS.maxAnswerBytes,
+    nats:
+      input.nats === undefined
+        ? undefined
+        : Object.freeze({ ...input.nats, servers: Object.freeze([...input.nats.servers]) }),
   };
   if (!Number.isSafeInteger(config.workers) || config.workers < 1 || config.workers > 256) {
     throw invalidOption('--workers', `takes a whole number from 1 to 256, not ${config.workers}`);
@@ -171,6 +206,7 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
       );
     }
   }
+  if (config.nats !== undefined) checkNats(config);
   if (config.host === '') throw invalidOption('--host', 'must name an address, e.g. 127.0.0.1 or 0.0.0.0');
   if (!Number.isInteger(config.port) || config.port < 0 || config.port > 65535) {
     throw invalidOption('--port', `takes 0…65535, not ${config.port}`);
@@ -209,6 +245,37 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
   if (merge !== undefined && memory === undefined)
     throw invalidOption('--mcp-memory-merge', 'merges memories of --mcp-memory: give --mcp-memory too');
   return Object.freeze(config);
+}
+
+function checkNats(config: ServerConfig): void {
+  const nats = config.nats!;
+  if (config.where.kind !== 'dataDir')
+    throw invalidOption(
+      '--nats',
+      'replicates a tenant node (--data-dir); a one-file server (--file) is not replicated',
+    );
+  if (nats.servers.length === 0 || nats.servers.some((url) => !/^(nats|tls):\/\/[^\s,]+$|^[^\s/,:]+:\d+$/.test(url)))
+    throw invalidOption(
+      '--nats',
+      `takes NATS URLs such as nats://10.0.0.7:4222,nats://10.0.0.8:4222, not ${nats.servers.join(',')}`,
+    );
+  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(nats.nodeName))
+    throw invalidOption(
+      '--node-name',
+      `takes the node's name in the routers' --nodes ([a-z0-9][a-z0-9-]*), not "${nats.nodeName}"`,
+    );
+  if (!Number.isSafeInteger(nats.replicas) || nats.replicas < 1 || nats.replicas > 5)
+    throw invalidOption('--nats-replicas', `takes 1 to 5, not ${nats.replicas}`);
+  for (const [flag, value] of [
+    ['--nats-ack-timeout', nats.ackTimeoutMs],
+    ['--lease', nats.leaseMs],
+    ['--snapshot-interval', nats.snapshotIntervalMs],
+  ] as const) {
+    if (!Number.isSafeInteger(value) || value < 100)
+      throw invalidOption(flag, `takes a duration of at least 100ms, not ${value}`);
+  }
+  if (!Number.isSafeInteger(nats.snapshotEvery) || nats.snapshotEvery < 1)
+    throw invalidOption('--snapshot-every', `takes a whole number ≥ 1, not ${nats.snapshotEvery}`);
 }
 
 /** An origin is scheme://host[:port] with nothing after it, as browsers send it in `Origin`. */

@@ -65,6 +65,8 @@ export interface DatabaseOptions {
    * thread that opens the file, so that a worker replaced after a time limit opens it again. Default false.
    */
   readonly lockHeld?: boolean;
+  /** Its commits are shipped from its write-ahead log (storage/wal-tail.ts): only `checkpoint` checkpoints. */
+  readonly replicated?: boolean;
 }
 
 export const DEFAULT_SWEEP_INTERVAL_MS = 10_000;
@@ -187,7 +189,7 @@ export class FenecDatabase {
     if (options.readOnly) return new FenecDatabase(options, openSnapshot(options.file), undefined);
     const lock = options.lockHeld === true ? undefined : acquireLock(options.file, options.program);
     try {
-      return new FenecDatabase(options, openWritable(options.file), lock);
+      return new FenecDatabase(options, openWritable(options.file, options.replicated === true), lock);
     } catch (err) {
       lock?.release();
       throw err;
@@ -570,6 +572,19 @@ export class FenecDatabase {
     if (statement.kind !== 'Get') throw new FenecError('invalid_statement', 'only get statements are explained');
     const { steps } = (explainPlan(text, plan(statement, this.#catalog), this.#db) as { plan: ExplainedPlan }).plan;
     return [...steps[steps.length - 1]!.sqlite];
+  }
+
+  /**
+   * Moves the write-ahead log into the file and empties it (a replicated file, once its commits are shipped);
+   * false when a reader kept part of it from the file (the log is then left as it was).
+   */
+  checkpoint(): boolean {
+    const [result] = this.#db.pragma('wal_checkpoint(TRUNCATE)') as {
+      busy: number;
+      log: number;
+      checkpointed: number;
+    }[];
+    return result !== undefined && result.busy === 0 && result.log === result.checkpointed;
   }
 
   close(): void {

@@ -22,6 +22,8 @@ import { parseCount, parseDurationOption, parsePort, readOptionFile } from '../s
 import { addOAuthFlags, oauthInput, type OAuthFlags } from '../shared/cli/oauth-flags.js';
 import { closeServer, listen } from '../shared/http/listen.js';
 import { startTracing } from '../shared/tracing.js';
+import { FenecError } from '../shared/errors.js';
+import type { Directory } from '../shared/nats/directory.js';
 import { parseNodes, parsePlacement } from './placement.js';
 import { ROUTER_DEFAULTS, routerOptions, type RouterOptions } from './router-config.js';
 import type { RouterApp } from './router-app.js';
@@ -31,6 +33,7 @@ const NAME = 'fenec-router';
 interface Flags extends OAuthFlags {
   nodes: string;
   placement?: string;
+  nats?: string;
   host: string;
   port: string;
   httpToken?: string;
@@ -84,6 +87,10 @@ async function main(): Promise<void> {
       '--jwt-public-key <file>',
       'take JSON Web Tokens signed with the private half of this PEM public key (RS256 or ES256)',
     )
+    .option(
+      '--nats <urls>',
+      "replicated nodes' NATS servers (nats://host:4222,…): route by the tenants' owners there, watched (no placement file)",
+    )
     .option('--jwt-issuer <iss>', 'take only JSON Web Tokens whose iss claim is this')
     .option('--jwt-audience <aud>', 'take only JSON Web Tokens whose aud claim is or contains this');
   addOAuthFlags(program)
@@ -128,6 +135,7 @@ async function main(): Promise<void> {
         maxSocketsPerNode: parseCount('--max-sockets', flags.maxSockets, 1),
         audit: auditTarget(flags.audit),
         otel: tracingConfig(flags.otelEndpoint, process.env),
+        nats: flags.nats?.split(',').map((url) => url.trim()),
       });
     });
   await parseCommandLine(program, process.argv);
@@ -234,6 +242,18 @@ function watchPlacement(file: string, options: RouterOptions, app: RouterApp, lo
   }, PLACEMENT_POLL_MS).unref();
 }
 
+/** The replicated tenants' directory (--nats), followed for the router's life. */
+async function openDirectory(servers: readonly string[]): Promise<Directory> {
+  const { connect } = await import('@nats-io/transport-node');
+  const nc = await connect({ servers: [...servers], name: 'fenec-router', maxReconnectAttempts: -1 }).catch(
+    (err: unknown) => {
+      throw new FenecError('invalid_option', `--nats ${servers.join(',')}: cannot connect: ${String(err)}`);
+    },
+  );
+  const { Directory } = await import('../shared/nats/directory.js');
+  return Directory.open(nc, undefined);
+}
+
 async function serve(options: RouterOptions, placementFile: string | undefined): Promise<void> {
   const logger = createLogger(NAME);
   // Imported here: a --workers primary never loads the proxy it does not run.
@@ -241,7 +261,8 @@ async function serve(options: RouterOptions, placementFile: string | undefined):
   const audit = openAudit(NAME, options.audit, logger);
   // Registered before anything is served: the first request is traced.
   const tracing = await startTracing(options.otel, NAME, logger);
-  const app = createRouterApp(options, logger, audit);
+  const directory = options.nats === undefined ? undefined : await openDirectory(options.nats);
+  const app = createRouterApp(options, logger, audit, directory);
   // The issuers' keys are fetched while the first requests come; a start never waits on an IdP.
   void options.oauth?.warm();
   if (cluster.isWorker) app.metrics.textOf = clusterMetricsText(app.metrics.registry);

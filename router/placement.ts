@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { FenecError } from '../shared/errors.js';
+import type { Directory } from '../shared/nats/directory.js';
 import { isTenantName } from '../shared/tenant-name.js';
 
 export interface NodeTarget {
@@ -114,14 +115,25 @@ export class Placement {
   readonly #moved = new Map<string, ReadonlyMap<string, string>>();
   readonly #memo = new Map<string, NodeTarget>();
 
-  constructor(nodes: readonly NodeTarget[], pins: ReadonlyMap<string, string> = new Map()) {
+  readonly #directory: Directory | undefined;
+
+  constructor(nodes: readonly NodeTarget[], pins: ReadonlyMap<string, string> = new Map(), directory?: Directory) {
     this.nodes = nodes;
     this.#byName = new Map(nodes.map((node) => [node.name, node]));
     this.#pins = pins;
+    this.#directory = directory;
   }
 
   /** The node that holds `tenant` (a valid tenant name). */
   nodeOf(tenant: string): NodeTarget {
+    // Replicated nodes (--nats): the tenant's owner, else the live nodes' rendezvous; no live node known, the hash.
+    if (this.#directory !== undefined) {
+      const placed = this.#directory.placed(
+        tenant,
+        this.nodes.map((node) => node.name),
+      );
+      return (placed === undefined ? undefined : this.#byName.get(placed)) ?? this.#hashed(tenant);
+    }
     const pinned = this.#pins.get(tenant);
     let node = pinned === undefined ? this.#hashed(tenant) : this.#byName.get(pinned)!;
     // A tenant moved away leaves a tombstone naming where it went: follow them (a tenant moved

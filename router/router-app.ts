@@ -17,7 +17,8 @@ import { Placement } from './placement.js';
 import type { RouterOptions } from './router-config.js';
 import { NO_NODE, RouterMetrics } from './router-metrics.js';
 import { routerRoutes, type RouterReply, type RouterRoute } from './router-routes.js';
-import { moveTenant, watchMoves } from './tenant-move.js';
+import type { Directory } from '../shared/nats/directory.js';
+import { moveOwner, moveTenant, watchMoves } from './tenant-move.js';
 
 export interface RouterApp {
   readonly handler: http.RequestListener;
@@ -28,15 +29,23 @@ export interface RouterApp {
   close(): void;
 }
 
-export function createRouterApp(options: RouterOptions, logger?: Logger, audit: Audit = Audit.off): RouterApp {
-  const placement = new Placement(options.nodes, options.pins);
+export function createRouterApp(
+  options: RouterOptions,
+  logger?: Logger,
+  audit: Audit = Audit.off,
+  directory?: Directory,
+): RouterApp {
+  const placement = new Placement(options.nodes, options.pins, directory);
   const metrics = new RouterMetrics();
   const door = new FrontDoor(options, audit, metrics.authRefused);
   const forwarder = new Forwarder(options, placement, metrics, logger);
   const reply = routerReply(metrics, logger);
   const table = new RouteTable(
     'the router',
-    routerRoutes(ownRoutes(options, placement, forwarder, metrics, reply, logger), options.oauth !== undefined),
+    routerRoutes(
+      ownRoutes(options, placement, forwarder, metrics, reply, logger, directory),
+      options.oauth !== undefined,
+    ),
   );
 
   const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
@@ -84,8 +93,9 @@ export function createRouterApp(options: RouterOptions, logger?: Logger, audit: 
     return false;
   }
 
+  // Replicated nodes leave no tombstones: the directory, watched, says where each tenant is.
   const stopWatching =
-    options.httpToken === undefined
+    options.httpToken === undefined || directory !== undefined
       ? () => undefined
       : watchMoves(placement, forwarder.client, `Bearer ${options.httpToken}`, logger);
   return {
@@ -127,6 +137,7 @@ function ownRoutes(
   metrics: RouterMetrics,
   reply: RouterReply,
   logger: Logger | undefined,
+  directory: Directory | undefined,
 ): Parameters<typeof routerRoutes>[0] {
   const unavailable = (err: unknown): FenecError =>
     err instanceof FenecError ? err : new FenecError('unavailable', String(err));
@@ -167,7 +178,11 @@ function ownRoutes(
           new FenecError('bad_request', `POST /t/${tenant}/_move takes {"to": NODE}, NODE one of ${names}`),
         );
       }
-      moveTenant(tenant, target, placement, forwarder.client, req.headers.authorization!).then(
+      const moving =
+        directory === undefined
+          ? moveTenant(tenant, target, placement, forwarder.client, req.headers.authorization!)
+          : moveOwner(directory, tenant, target.name);
+      moving.then(
         (moved) => {
           logger?.info(moved, 'tenant moved');
           reply.send(req, res, 200, moved);

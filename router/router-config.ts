@@ -39,6 +39,11 @@ export interface RouterOptions {
    * Default: none, the no-op API.
    */
   readonly otel: TracingConfig | undefined;
+  /**
+   * The NATS servers of replicated nodes (`--nats`): tenants are routed to their owners as the directory says,
+   * watched, else by rendezvous over the live nodes; a move is a compare-and-set there. Default: none.
+   */
+  readonly nats: readonly string[] | undefined;
 }
 
 export const ROUTER_DEFAULTS = Object.freeze({
@@ -91,5 +96,6 @@ export function routerOptions(input: RouterOptionsInput): RouterOptions {
     audit: input.audit,
     workers: input.workers ?? 1,
     otel: input.otel,
+    nats: input.nats,
   });
 }

@@ -17,6 +17,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { CATALOGUE, FenecError, type ErrorCode } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
+import type { Directory } from '../shared/nats/directory.js';
 import type { NodeTarget, Placement } from './placement.js';
 
 /** How often each router reads every node's tombstones. */
@@ -236,4 +237,25 @@ function unavailable(node: NodeTarget, err: Error): FenecError {
     `node ${node.name} does not answer: ${(err as NodeJS.ErrnoException).code ?? err.message}`,
     { hint: 'retry the move once the node answers' },
   );
+}
+
+/**
+ * A replicated tenant's move (`--nats`): its owner set to `to` by compare-and-set in the directory. The new owner
+ * catches up from the log as it sees the change (or at the tenant's next request); the old one's next write is
+ * fenced by the log. Nothing is copied through the router.
+ */
+export async function moveOwner(
+  directory: Directory,
+  tenant: string,
+  to: string,
+): Promise<{ moved: string; from: string | null; to: string; ms: number }> {
+  const started = Date.now();
+  let from: string | null = null;
+  const written = await directory.update(tenant, (held) => {
+    if (held === undefined) return undefined;
+    from = held.entry.owner;
+    return { ...held.entry, owner: to };
+  });
+  if (written === undefined) throw new FenecError('unknown_tenant', `no tenant ${tenant} in the directory`);
+  return { moved: tenant, from, to, ms: Date.now() - started };
 }

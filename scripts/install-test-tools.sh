@@ -5,11 +5,12 @@
 #                   (npx playwright install) fails on a network that reaches only the npm registry and
 #                   Debian's mirrors; playwright-core drives this one instead.
 #   docker-compose  test/deploy validates deploy/docker-compose.yml with `docker-compose config`, offline.
+#   nats-server     the replication tests (test/replication) start a three-server JetStream cluster on 127.0.0.1.
 set -euo pipefail
 
 say() { printf 'install-test-tools: %s\n' "$*" >&2; }
 
-declare -A TOOLS=([chromium]=/usr/bin/chromium [docker-compose]=/usr/bin/docker-compose)
+declare -A TOOLS=([chromium]=/usr/bin/chromium [docker-compose]=/usr/bin/docker-compose [nats-server]=/usr/sbin/nats-server)
 missing=()
 for pkg in "${!TOOLS[@]}"; do [ -x "${TOOLS[$pkg]}" ] || missing+=("$pkg"); done
 if [ ${#missing[@]} -eq 0 ]; then exit 0; fi

@@ -76,6 +76,16 @@ export const CATALOGUE = {
     summary: 'A restore names a tenant that exists; it replaces one only when asked (replace).',
   },
   invalid_backup: { status: 400, summary: "A restore's body is not a whole fenecdb tenant file." },
+  log_unavailable: {
+    status: 503,
+    summary:
+      "A replicated node (--nats) could not get the write into the replicated log in time (--nats-ack-timeout): the write's outcome is unknown — read it back before making it again; the tenant takes no write until it has caught up from the log. Retry-After says when to try again.",
+  },
+  tenant_fenced: {
+    status: 503,
+    summary:
+      'Another node took the tenant (its lease lapsed, or the tenant moved) and wrote to it first: this write was not made. Retry-After says when to try again; a router sends it to the new node.',
+  },
 
   // Who is asking
   unauthorized: { status: 401, summary: 'A token is required and none was given.' },
@@ -222,6 +232,8 @@ export interface FenecErrorOptions {
   readonly cause?: unknown;
   /** The WWW-Authenticate header its answer carries (a 401 or 403 of a server that takes OAuth tokens). */
   readonly challenge?: string;
+  /** The Retry-After its answer carries, in seconds (a refusal that passes: the log catching up, a new node). */
+  readonly retryAfter?: number;
 }
 
 /**
@@ -245,6 +257,7 @@ export class FenecError extends Error {
   readonly position: Position | undefined;
   readonly row: number | undefined;
   readonly challenge: string | undefined;
+  readonly retryAfter: number | undefined;
 
   constructor(code: ErrorCode, message: string, options: FenecErrorOptions = {}) {
     super(bounded(message), options.cause === undefined ? undefined : { cause: options.cause });
@@ -255,6 +268,7 @@ export class FenecError extends Error {
     this.position = options.position;
     this.row = options.row;
     this.challenge = options.challenge;
+    this.retryAfter = options.retryAfter;
   }
 
   /** The wire shape every door answers with: `{"error": {"code", "message", "hint"?, "line"?, "column"?, "row"?}}`. */

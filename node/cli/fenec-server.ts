@@ -16,7 +16,15 @@ import {
 } from '../../shared/cli/options.js';
 import { switchedBy, toolNames } from '../../shared/mcp/tools.js';
 import { addOAuthFlags, oauthInput, type OAuthFlags } from '../../shared/cli/oauth-flags.js';
-import { isTenantNode, serverConfig, SERVER_DEFAULTS, type ServerConfig, type TenantNodeConfig } from '../config.js';
+import {
+  isTenantNode,
+  NATS_DEFAULTS,
+  serverConfig,
+  SERVER_DEFAULTS,
+  type NatsConfig,
+  type ServerConfig,
+  type TenantNodeConfig,
+} from '../config.js';
 import { mcpText } from '../mcp/serve-mcp.js';
 import { nativeBuildPaths, useNativeBuilds } from '../native-builds.js';
 import { acquireLock, type FileLock } from '../storage/lock.js';
@@ -79,6 +87,13 @@ interface Options extends OAuthFlags, EmbedderFlags {
   maxAnswer: string;
   tenantCost: string;
   tenantEmbedRate: string;
+  nats?: string;
+  nodeName?: string;
+  natsReplicas: string;
+  natsAckTimeout: string;
+  lease: string;
+  snapshotEvery: string;
+  snapshotInterval: string;
 }
 
 async function main(): Promise<void> {
@@ -208,7 +223,33 @@ async function main(): Promise<void> {
       '--audit [file]',
       `write one JSON line per refused token, schema change and MCP ${toolNames((tool) => tool.audited, 'or')} to this file (appended), or to stderr when no file is named`,
     )
-    .option('--otel-endpoint <url>', OTEL_ENDPOINT_HELP);
+    .option('--otel-endpoint <url>', OTEL_ENDPOINT_HELP)
+    .option(
+      '--nats <urls>',
+      "replicate the tenants on NATS JetStream (a tenant node): its servers, nats://host:4222,… — every write in the cluster's log before it is answered",
+    )
+    .option('--node-name <name>', "this node's name in the routers' --nodes (with --nats: its lease and its tenants)")
+    .option(
+      '--nats-replicas <n>',
+      'copies JetStream keeps of the log, snapshots and leases',
+      String(NATS_DEFAULTS.replicas),
+    )
+    .option(
+      '--nats-ack-timeout <duration>',
+      "how long a write waits for the log's ack",
+      `${NATS_DEFAULTS.ackTimeoutMs}ms`,
+    )
+    .option(
+      '--lease <duration>',
+      "how long this node's lease lasts unrenewed before other nodes take its tenants",
+      `${NATS_DEFAULTS.leaseMs}ms`,
+    )
+    .option('--snapshot-every <n>', "a tenant's snapshot after this many changes", String(NATS_DEFAULTS.snapshotEvery))
+    .option(
+      '--snapshot-interval <duration>',
+      '…and at least this often while it changes',
+      `${NATS_DEFAULTS.snapshotIntervalMs / 60_000}m`,
+    );
   addEmbedderFlags(program).action((options: Options) => {
     // The secret from the environment only when no key is named on the command line: an empty
     // FENEC_JWT_SECRET is unset, as FENEC_TOKEN's is.
@@ -276,6 +317,7 @@ async function main(): Promise<void> {
       workers: parseCount('--workers', options.workers, 1),
       statementTimeoutMs,
       maxAnswerBytes,
+      nats: natsOf(options),
     });
   });
   await parseCommandLine(program, process.argv);
@@ -288,6 +330,26 @@ async function main(): Promise<void> {
     embedder === undefined ? undefined : { config: embedder.config, dimension };
   if (isTenantNode(config)) await serveTenants(config, tenants!, authSources, embedding);
   else if (config.where.kind === 'file') await serve(config, config.where.file, authSources, embedding);
+}
+
+/** The replication's options, with --nats; --node-name is refused without it. */
+function natsOf(options: Options): NatsConfig | undefined {
+  if (options.nats === undefined) {
+    if (options.nodeName !== undefined)
+      throw new FenecError('invalid_option', '--node-name names a replicated node: give --nats too');
+    return undefined;
+  }
+  if (options.nodeName === undefined)
+    throw new FenecError('invalid_option', "--nats needs --node-name: this node's name in the routers' --nodes");
+  return {
+    servers: options.nats.split(',').map((url) => url.trim()),
+    nodeName: options.nodeName,
+    replicas: parseCount('--nats-replicas', options.natsReplicas, 1),
+    ackTimeoutMs: parseDurationOption('--nats-ack-timeout', options.natsAckTimeout),
+    leaseMs: parseDurationOption('--lease', options.lease),
+    snapshotEvery: parseCount('--snapshot-every', options.snapshotEvery, 1),
+    snapshotIntervalMs: parseDurationOption('--snapshot-interval', options.snapshotInterval),
+  };
 }
 
 /** One of --file and --data-dir, each case refused in its own words. */
@@ -349,6 +411,7 @@ async function serveTenants(
       port: server.port,
       dataDir: config.where.dataDir,
       tenants: server.registry.list().length,
+      nats: config.nats === undefined ? undefined : { node: config.nats.nodeName, servers: config.nats.servers },
       maxOpenTenants: tenants.maxOpenTenants,
       quotas: tenants.quotas,
       workers: config.workers,

@@ -52,8 +52,8 @@ export class Revocations {
    *
    * @throws FenecError `cannot_open` when the file cannot be opened.
    */
-  static open(file: string, readOnly: boolean): Revocations {
-    return new Revocations(readOnly ? openReader(file) : openWritable(file), readOnly);
+  static open(file: string, readOnly: boolean, replicated = false): Revocations {
+    return new Revocations(readOnly ? openReader(file) : openWritable(file, replicated), readOnly);
   }
 
   /** The refusal (401 `revoked`) of a token these revocations name, or undefined. Never throws. */

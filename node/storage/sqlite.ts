@@ -53,14 +53,16 @@ function registerFunctions(db: Connection): void {
 
 /**
  * Opens (or creates) a `.fenec` file for writing: WAL, and synchronous=FULL so that every
- * acknowledged write has reached the disk.
+ * acknowledged write has reached the disk. A replicated file's connections never checkpoint on their
+ * own: its write-ahead log must hold each commit until replication has taken its pages (wal-tail.ts).
  */
-export function openWritable(file: string): Connection {
+export function openWritable(file: string, replicated = false): Connection {
   let db: Connection | undefined;
   try {
     db = new Database(file);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
+    if (replicated) db.pragma('wal_autocheckpoint = 0');
     // While the file opens; once the extension is loaded its busy handler (the same 5 s, cut short at
     // the request's deadline: native/fts5/src/deadline.c) takes over.
     db.pragma('busy_timeout = 5000');

@@ -16,8 +16,10 @@ import { HttpMetrics } from '../http/metrics.js';
 import { metadataRoutes, ownRoutes, workRoutes } from '../http/routes.js';
 import { CLOSE_GRACE_MS, createServer } from '../http/server.js';
 import { acquireLock, type FileLock } from '../storage/lock.js';
-import type { TenantLimits, WorkerEmbedder } from '../workers/protocol.js';
+import type { TenantLimits, WorkerEmbedder, WorkerReply } from '../workers/protocol.js';
 import { replyError, WorkerPool, workerSetup } from '../workers/worker-pool.js';
+import { Replication } from '../replication/replication.js';
+import { ReplicatedTenants } from './replicated-tenants.js';
 import type { QuotaKind, Quotas } from './quotas.js';
 import { TenantRegistry, type Tenant } from './tenant-registry.js';
 import { tenantRoutes } from './tenant-routes.js';
@@ -47,13 +49,15 @@ function limitsOf(quotas: Quotas): TenantLimits {
   };
 }
 
-export function startTenantNode(
+export async function startTenantNode(
   config: TenantNodeConfig,
   node: TenantNodeOptions,
   logger: Logger,
   audit: Audit = Audit.off,
   embedder?: WorkerEmbedder,
 ): Promise<RunningServer & { registry: TenantRegistry<OpenedTenant> }> {
+  const replication =
+    config.nats === undefined ? undefined : await Replication.start(config.nats, config.where.dataDir, logger);
   const metrics = new HttpMetrics();
   const refusals = metrics.counter(
     'fenec_tenant_quota_refusals_total',
@@ -61,12 +65,17 @@ export function startTenantNode(
     ['quota'],
   );
   const refused = (quota: QuotaKind): void => refusals.inc({ quota });
-  const pool = new WorkerPool({ workers: config.workers, logger, setup: workerSetup(config, embedder) });
-  const { registry, transfers } = tenantsOf(config, node, pool);
+  const pool = new WorkerPool({
+    workers: config.workers,
+    logger,
+    setup: workerSetup(config, embedder),
+    changed: replication === undefined ? undefined : (tenant, change) => replication.commit(tenant, change),
+  });
+  const { registry, transfers, replicated } = tenantsOf(config, node, pool, replication, logger);
   countTenants(metrics, registry);
   const table = new RouteTable('a tenant node', [
     ...workRoutes('/t/<tenant>', config.maxBodyBytes, config.mcp !== undefined),
-    ...tenantRoutes(registry, transfers),
+    ...tenantRoutes(registry, transfers, replicated),
     ...ownRoutes(metrics, 'tenant-node'),
     ...metadataRoutes(
       '/t/<tenant>',
@@ -74,18 +83,21 @@ export function startTenantNode(
       (tenant) => registry.has(tenant),
     ),
   ]);
-  const stages = new TenantNodeStages({ config, registry, transfers, metrics, audit, logger, refused });
+  const elsewhere = replicated === undefined ? undefined : (tenant: string) => replicated.refusal(tenant);
+  const stages = new TenantNodeStages({ config, registry, transfers, metrics, audit, logger, refused, elsewhere });
   const pipeline = new HttpHandler(
     config,
     table,
     (req, work) => {
       const tenant = registry.get(req.state.tenant);
       // Quotas set with PUT apply from the next request on.
-      return pool.run(tenant.name, limitsOf(tenant.quotas), work).then((reply) => {
-        tenant.cost.charge(reply.ms);
-        if (reply.quotas !== undefined) for (const quota of reply.quotas) refused(quota);
-        return reply;
-      });
+      const run = (): Promise<WorkerReply> =>
+        pool.run(tenant.name, limitsOf(tenant.quotas), work).then((reply) => {
+          tenant.cost.charge(reply.ms);
+          if (reply.quotas !== undefined) for (const quota of reply.quotas) refused(quota);
+          return reply;
+        });
+      return replicated === undefined ? run() : replicated.run(tenant.name, run);
     },
     new FrontDoor(config, audit, metrics.authRefused),
     metrics,
@@ -98,6 +110,7 @@ export function startTenantNode(
     await closeServer(server, config.statementTimeoutMs + CLOSE_GRACE_MS);
     await registry.closeAll();
     await pool.stop();
+    await replication?.close();
   }).then((running) => ({ ...running, registry }));
 }
 
@@ -106,7 +119,13 @@ function tenantsOf(
   config: TenantNodeConfig,
   node: TenantNodeOptions,
   pool: WorkerPool,
-): { registry: TenantRegistry<OpenedTenant>; transfers: TenantTransfers<OpenedTenant> } {
+  replication: Replication | undefined,
+  logger: Logger,
+): {
+  registry: TenantRegistry<OpenedTenant>;
+  transfers: TenantTransfers<OpenedTenant>;
+  replicated: ReplicatedTenants<OpenedTenant> | undefined;
+} {
   const dataDir = config.where.dataDir;
   // The serving thread holds each open file's lock for the worker that opens it: a worker replaced
   // after a time limit opens the file again under the same lock. A file reopened before its worker
@@ -123,12 +142,15 @@ function tenantsOf(
       const lock = held;
       return {
         close: () =>
-          pool.close(tenant.name).finally(() => {
-            lock.opened -= 1;
-            if (lock.opened > 0) return;
-            lock.lock.release();
-            locks.delete(tenant.name);
-          }),
+          pool
+            .close(tenant.name)
+            .then((logged) => replicated?.closed(tenant.name, logged))
+            .finally(() => {
+              lock.opened -= 1;
+              if (lock.opened > 0) return;
+              lock.lock.release();
+              locks.delete(tenant.name);
+            }),
       };
     },
   );
@@ -136,13 +158,18 @@ function tenantsOf(
     // Its worker makes the file, with the catalogue, as at a tenant's first request.
     const opened = registry.acquire(tenant);
     try {
-      const reply = await pool.open(tenant.name, limitsOf(tenant.quotas));
+      const open = (): Promise<WorkerReply> => pool.open(tenant.name, limitsOf(tenant.quotas));
+      const reply = await (replicated === undefined ? open() : replicated.run(tenant.name, open));
       if (reply.status !== 200) throw replyError(reply);
     } finally {
       registry.release(tenant.name, opened);
     }
   });
-  return { registry, transfers };
+  const replicated =
+    replication === undefined
+      ? undefined
+      : new ReplicatedTenants(replication, registry, pool, dataDir, limitsOf, logger);
+  return { registry, transfers, replicated };
 }
 
 /** The tenants' gauges: how many there are, how many are open. */

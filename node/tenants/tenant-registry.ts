@@ -86,6 +86,11 @@ export class TenantRegistry<T extends OpenTenant> {
     return [...this.#tenants.values()].sort((a, b) => a.name.localeCompare(b.name));
   }
 
+  /** The quotas a PUT's body gives (the defaults filling what it leaves out). @throws FenecError for a bad one. */
+  check(body: unknown): Quotas {
+    return quotasOf(body, this.#defaults);
+  }
+
   /** Creates a tenant, or sets the quotas of one that exists (its file kept, or adopted when present). */
   put(name: string, body: unknown): { tenant: Tenant; created: boolean } {
     const before = this.#tenants.get(name);

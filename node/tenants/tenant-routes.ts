@@ -8,6 +8,7 @@ import type { ServerResponse } from 'node:http';
 import { FenecError } from '../../shared/errors.js';
 import type { FenecRequest, NodeHandler, NodeRoute, Reply } from '../http/request.js';
 import { quotasOf, type Quotas } from './quotas.js';
+import type { TenantAdmin } from './replicated-tenants.js';
 import type { OpenTenant, TenantRegistry } from './tenant-registry.js';
 import { QUOTAS_HEADER, type TenantTransfers } from './tenant-transfer.js';
 
@@ -18,6 +19,7 @@ const PAUSE_TIMEOUT_MS = 10_000;
 export function tenantRoutes<T extends OpenTenant>(
   registry: TenantRegistry<T>,
   transfers: TenantTransfers<T>,
+  admin?: TenantAdmin,
 ): NodeRoute[] {
   const route = (method: string, path: string, body: NodeRoute['body'], handler: NodeHandler): NodeRoute => ({
     methods: [method],
@@ -60,6 +62,18 @@ export function tenantRoutes<T extends OpenTenant>(
         notJson: 'the body of PUT /t/<tenant> is not JSON; send its quotas, e.g. {"rate": 50}',
       },
       run: (req, res, reply, body) => {
+        const name = req.state.tenant;
+        if (admin !== undefined) {
+          return done(
+            req,
+            res,
+            reply,
+            admin.put(name, body).then(({ created }) => {
+              send(req, res, reply, created ? 201 : 200, { name, quotas: registry.get(name).quotas, created });
+              return undefined;
+            }),
+          );
+        }
         let put: ReturnType<TenantRegistry<T>['put']>;
         try {
           put = registry.put(req.state.tenant, body);
@@ -79,7 +93,7 @@ export function tenantRoutes<T extends OpenTenant>(
           req,
           res,
           reply,
-          registry.delete(name).then(() => ({ deleted: name })),
+          (admin?.delete(name) ?? registry.delete(name)).then(() => ({ deleted: name })),
         ),
       ),
     ),
@@ -93,7 +107,10 @@ export function tenantRoutes<T extends OpenTenant>(
           req,
           res,
           reply,
-          transfers.backup(name, res).then(() => undefined),
+          (query(req).has('at') && admin !== undefined
+            ? admin.backupAt(name, query(req).get('at')!, res)
+            : transfers.backup(name, res)
+          ).then(() => undefined),
         ),
       ),
     ),
@@ -114,7 +131,8 @@ export function tenantRoutes<T extends OpenTenant>(
                 pauseTimeoutMs: PAUSE_TIMEOUT_MS,
               }),
             )
-            .then(({ created, bytes }) => {
+            .then(async ({ created, bytes }) => {
+              await admin?.restored(name);
               send(req, res, reply, created ? 201 : 200, { restored: name, created, bytes });
               return undefined;
             }),
@@ -152,7 +170,7 @@ export function tenantRoutes<T extends OpenTenant>(
           req,
           res,
           reply,
-          transfers.setPolicy(name, policy).then(() => ({ policy: name })),
+          (admin?.setPolicy(name, policy) ?? transfers.setPolicy(name, policy)).then(() => ({ policy: name })),
         );
       },
     }),

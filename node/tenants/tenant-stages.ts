@@ -54,6 +54,8 @@ export interface TenantStageParts<T extends OpenTenant> {
   readonly logger: Logger;
   /** Counts a quota's refusal. */
   readonly refused: (quota: QuotaKind) => void;
+  /** The refusal of a tenant another node serves (a replicated node, `--nats`), or undefined. */
+  readonly elsewhere?: (tenant: string) => FenecError | undefined;
 }
 
 export class TenantNodeStages<T extends OpenTenant> implements TenantStages {
@@ -73,7 +75,7 @@ export class TenantNodeStages<T extends OpenTenant> implements TenantStages {
   tenant(req: FenecRequest, res: ServerResponse, reply: Reply): boolean {
     const name = req.state.tenant;
     const { registry, transfers } = this.#parts;
-    const moving = transfers.refusal(name);
+    const moving = transfers.refusal(name) ?? (registry.has(name) ? this.#parts.elsewhere?.(name) : undefined);
     if (moving !== undefined) {
       reply.fail(req, res, moving, { 'retry-after': '1' });
       return false;

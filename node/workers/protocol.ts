@@ -50,6 +50,8 @@ export interface WorkerSetup {
   readonly dataDir: string | undefined;
   /** Tenant nodes hold tenants to their collection and row quotas. */
   readonly tenantQuotas: boolean;
+  /** Each reply carries the pages its tenant's file committed since the last (`--nats`: node/replication). */
+  readonly replicated: boolean;
   readonly readOnly: boolean;
   readonly httpReadOnly: boolean;
   readonly sweepIntervalMs: number;
@@ -104,6 +106,17 @@ export type ToWorker =
     } & WorkRequest)
   /** Open the tenant's file now (a one-file server at its start: a bad file refuses the start). */
   | { readonly kind: 'open'; readonly id: number; readonly tenant: string; readonly limits: TenantLimits }
+  /**
+   * Copy the replicated tenant's file, its write-ahead log checkpointed into it, to `to`: a snapshot at the sequence
+   * its reply's change gets in the log.
+   */
+  | {
+      readonly kind: 'snapshot';
+      readonly id: number;
+      readonly tenant: string;
+      readonly limits: TenantLimits;
+      readonly to: string;
+    }
   /** Close the tenant's file once its queued requests are done (evicted, its quotas changed, deleted, stopping). */
   | { readonly kind: 'close'; readonly id: number; readonly tenant: string }
   /** Export the spans still batched (the server is stopping); answered once they are out, or after a bounded wait. */
@@ -127,6 +140,11 @@ export interface WorkerReply {
   readonly retryAfter?: number;
   /** The embedder calls it made. */
   readonly embedder?: readonly EmbedderCall[];
+  /**
+   * A replicated tenant's commits since the last reply, its own and any other (an expiry sweep, a vector index
+   * stored): node/storage/wal-tail.ts's encoding, to be in the log before the answer is given.
+   */
+  readonly change?: Uint8Array;
 }
 
 /**

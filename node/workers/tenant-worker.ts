@@ -16,6 +16,7 @@ import type { Logger } from '../../shared/logger.js';
 import { FenecDatabase } from '../database.js';
 import type { mcpEndpoint } from '../mcp/serve-mcp.js';
 import { Revocations } from '../storage/revocations.js';
+import { WalTail } from '../storage/wal-tail.js';
 import { QuotaExecutor } from './quota-executor.js';
 import { FairQueue } from './fair-queue.js';
 import type { QuotaKind, TenantLimits, ToolOutcomeLabel, ToWorker, WorkerReply, WorkerSetup } from './protocol.js';
@@ -34,6 +35,8 @@ interface OpenTenant {
   readonly refusals: QuotaKind[];
   /** The tenant's texts embedded a second (its embedRate quota). */
   readonly embeds: EmbedBucket;
+  /** Its commits, taken after each message (a replicated tenant). */
+  readonly tail: WalTail | undefined;
 }
 
 /** What is queued for a tenant: everything but a flush, which is the thread's. */
@@ -44,6 +47,9 @@ const TURN_MS = 1;
 
 /** Answers past this size cross to the serving thread as bytes moved, not copied. */
 const TRANSFER_BYTES = 64 * 1024;
+
+/** A replicated file's write-ahead log is checkpointed once this much of it was taken. */
+const CHECKPOINT_BYTES = 4 * 1024 * 1024;
 
 export class TenantWorker {
   readonly #setup: WorkerSetup;
@@ -85,7 +91,7 @@ export class TenantWorker {
                 Buffer.from(message.body.buffer, message.body.byteOffset, message.body.byteLength),
                 err,
               );
-        this.#reply(message, answered, undefined, tenant?.refusals.splice(0));
+        this.#reply(message, answered, undefined, tenant?.refusals.splice(0), undefined);
       },
     );
   }
@@ -122,9 +128,20 @@ export class TenantWorker {
     let answered: Answered;
     let tools: [string, ToolOutcomeLabel][] | undefined;
     let quotas: QuotaKind[] | undefined;
+    let change: Uint8Array | undefined;
     if (message.kind === 'close') {
+      change = this.#changeOf(message.tenant);
       this.#close(message.tenant);
       answered = { status: 200, json: undefined };
+    } else if (message.kind === 'snapshot') {
+      this.#slot.start(message.id, Infinity);
+      try {
+        answered = this.#snapshot(message);
+        change = this.#changeOf(message.tenant);
+        if (answered.status === 200 && !this.#copy(message)) answered = { status: 503, json: undefined };
+      } finally {
+        this.#slot.end();
+      }
     } else {
       const pass = this.#passes.of(message);
       // Opening the tenant's file (its index snapshots read back: seconds for large ones) is not the
@@ -136,6 +153,8 @@ export class TenantWorker {
         const open = this.#open.get(message.tenant);
         if (open !== undefined && open.tools.length > 0) tools = open.tools.splice(0);
         if (open !== undefined && open.refusals.length > 0) quotas = open.refusals.splice(0);
+        // A pass that stops for embeddings wrote nothing of its own; the commits taken wait for the pass that answers.
+        if (!pass.round.wants) change = this.#changeOf(message.tenant);
       } finally {
         this.#slot.end();
         pass.ms += performance.now() - started;
@@ -143,7 +162,7 @@ export class TenantWorker {
       // The pass stopped for texts to embed, having written nothing: the call goes out, and the turn goes on.
       if (pass.round.wants) return this.#passes.embed(message, pass, this.#open.get(message.tenant)?.embeds);
     }
-    this.#reply(message, answered, tools, quotas, performance.now() - started);
+    this.#reply(message, answered, tools, quotas, change, performance.now() - started);
   }
 
   #reply(
@@ -151,6 +170,7 @@ export class TenantWorker {
     answered: Answered,
     tools: [string, ToolOutcomeLabel][] | undefined,
     quotas: QuotaKind[] | undefined,
+    change: Uint8Array | undefined,
     closeMs = 0,
   ): void {
     const pass = this.#passes.done(message);
@@ -161,18 +181,75 @@ export class TenantWorker {
       ...(pass?.quota === undefined ? {} : { quotas: [...(quotas ?? []), pass.quota] }),
     };
     const json = answered.json;
+    const moved = change === undefined ? [] : [change.buffer as ArrayBuffer];
     if (json !== undefined && json.length > TRANSFER_BYTES) {
       const bytes = new TextEncoder().encode(json);
       this.#post(
-        [{ id: message.id, status: answered.status, body: bytes, ms, tools, quotas, scope: answered.scope, ...extra }],
-        [bytes.buffer as ArrayBuffer],
+        [
+          {
+            id: message.id,
+            status: answered.status,
+            body: bytes,
+            ms,
+            tools,
+            quotas,
+            scope: answered.scope,
+            change,
+            ...extra,
+          },
+        ],
+        [bytes.buffer as ArrayBuffer, ...moved],
       );
     } else {
       this.#post(
-        [{ id: message.id, status: answered.status, body: json, ms, tools, quotas, scope: answered.scope, ...extra }],
-        [],
+        [
+          {
+            id: message.id,
+            status: answered.status,
+            body: json,
+            ms,
+            tools,
+            quotas,
+            scope: answered.scope,
+            change,
+            ...extra,
+          },
+        ],
+        moved,
       );
     }
+  }
+
+  /** A replicated tenant's commits since its last message; its log checkpointed past CHECKPOINT_BYTES. */
+  #changeOf(name: string): Uint8Array | undefined {
+    const open = this.#open.get(name);
+    if (open?.tail === undefined) return undefined;
+    const change = open.tail.take();
+    if (open.tail.taken > CHECKPOINT_BYTES && open.db.checkpoint()) open.tail.checkpointed();
+    return change;
+  }
+
+  /** Opens the tenant for a snapshot (its file made the log's head first, by the serving thread). */
+  #snapshot(message: Extract<ToWorker, { kind: 'snapshot' }>): Answered {
+    try {
+      this.#tenant(message.tenant, message.limits);
+      return { status: 200, json: undefined };
+    } catch (err) {
+      return refusal(err, this.#logger, 'open');
+    }
+  }
+
+  /** The file copied with every commit taken (#changeOf) checkpointed into it; a partial checkpoint copies nothing. */
+  #copy(message: Extract<ToWorker, { kind: 'snapshot' }>): boolean {
+    const open = this.#open.get(message.tenant)!;
+    if (!open.db.checkpoint()) return false;
+    open.tail?.checkpointed();
+    fs.copyFileSync(
+      path.join(this.#setup.dataDir!, `${message.tenant}.fenec`),
+      message.to,
+      fs.constants.COPYFILE_FICLONE,
+    );
+    return true;
   }
 
   #run(message: Extract<ToWorker, { kind: 'run' | 'open' }>, pass: Pass): Answered {
@@ -208,6 +285,7 @@ export class TenantWorker {
       readOnly: setup.readOnly,
       program: 'fenec-server',
       lockHeld: true,
+      replicated: setup.replicated,
       sweepIntervalMs: setup.sweepIntervalMs,
       maxBytes: limits.maxBytes > 0 ? limits.maxBytes : undefined,
       onVectorEvent: (event) => {
@@ -224,7 +302,7 @@ export class TenantWorker {
     let revocations: Revocations | undefined;
     try {
       // Opened once the database made the file and its catalogue: the revocations live in the same file.
-      revocations = Revocations.open(file, setup.readOnly);
+      revocations = Revocations.open(file, setup.readOnly, setup.replicated);
       const policy = this.#policyOf(name);
       const tenant = setup.dataDir === undefined ? null : name;
       const tools: [string, ToolOutcomeLabel][] = [];
@@ -254,7 +332,16 @@ export class TenantWorker {
         mcp,
       );
       const embedRate = setup.tenantQuotas ? (limits.embedRate ?? 0) : 0;
-      const opened: OpenTenant = { db, revocations, runner, tools, refusals, embeds: new EmbedBucket(embedRate) };
+      const tail = setup.replicated ? new WalTail(file) : undefined;
+      const opened: OpenTenant = {
+        db,
+        revocations,
+        runner,
+        tools,
+        refusals,
+        embeds: new EmbedBucket(embedRate),
+        tail,
+      };
       this.#open.set(name, opened);
       return opened;
     } catch (err) {

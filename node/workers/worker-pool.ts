@@ -34,6 +34,11 @@ export interface PoolOptions {
   readonly workers: number;
   readonly setup: Omit<WorkerSetup, 'slot'>;
   readonly logger: Logger;
+  /**
+   * Takes a reply's change (a replicated tenant's commits) as the reply arrives, before anything awaits it: the
+   * changes of one tenant reach it in the order the worker committed them, whatever awaits each reply after.
+   */
+  readonly changed?: (tenant: string, change: Uint8Array) => Promise<number>;
 }
 
 interface Pending {
@@ -66,6 +71,7 @@ export function workerSetup(
     file: where.kind === 'file' ? where.file : undefined,
     dataDir: where.kind === 'dataDir' ? where.dataDir : undefined,
     tenantQuotas: where.kind === 'dataDir',
+    replicated: where.kind === 'dataDir' && config.nats !== undefined,
     readOnly: config.readOnly,
     httpReadOnly: config.httpReadOnly,
     sweepIntervalMs: config.sweepIntervalMs,
@@ -113,6 +119,8 @@ export class WorkerPool {
    * same worker, which runs the two in order: one file is never open on two workers.
    */
   readonly #owner = new Map<string, { readonly index: number; last: number }>();
+  /** Each reply's change as `changed` took it: resolved once it is logged (see PoolOptions.changed). */
+  readonly #logged = new WeakMap<WorkerReply, Promise<number>>();
   /** Armed while a request is handed over and not answered: an idle node wakes for nothing. */
   #watchdog: NodeJS.Timeout | undefined;
   #nextId = 1;
@@ -147,15 +155,26 @@ export class WorkerPool {
     return this.#send({ kind: 'open', id: this.#nextId++, tenant, limits });
   }
 
-  /** Closes the tenant's file once the requests queued for it are answered. */
-  async close(tenant: string): Promise<void> {
-    if (!this.#owner.has(tenant)) return;
+  /** The logging of a reply's change (undefined: it had none), resolved with its sequence in the log. */
+  logged(reply: WorkerReply): Promise<number> | undefined {
+    return this.#logged.get(reply);
+  }
+
+  /** Copies a replicated tenant's file to `to` once the requests before are answered (a snapshot: protocol.ts). */
+  snapshot(tenant: string, limits: TenantLimits, to: string): Promise<WorkerReply> {
+    return this.#send({ kind: 'snapshot', id: this.#nextId++, tenant, limits, to });
+  }
+
+  /** Closes the tenant's file once the requests queued for it are answered; resolves to its last commits' logging. */
+  async close(tenant: string): Promise<Promise<number> | undefined> {
+    if (!this.#owner.has(tenant)) return undefined;
     const id = this.#nextId++;
-    await this.#send({ kind: 'close', id, tenant });
+    const reply = await this.#send({ kind: 'close', id, tenant });
     const owner = this.#owner.get(tenant);
-    if (owner === undefined || owner.last !== id) return;
+    if (owner === undefined || owner.last !== id) return this.logged(reply);
     this.#owner.delete(tenant);
     this.#slots[owner.index]!.tenants -= 1;
+    return this.logged(reply);
   }
 
   /**
@@ -243,6 +262,9 @@ export class WorkerPool {
         const pending = slot.pending.get(reply.id);
         if (pending === undefined) continue;
         slot.pending.delete(reply.id);
+        const changed = this.#options.changed;
+        if (reply.change !== undefined && changed !== undefined)
+          this.#logged.set(reply, changed(pending.message.tenant, reply.change));
         pending.resolve(reply);
       }
     });

@@ -64,5 +64,9 @@ export function writeError(
 
 /** `extra` with the error's WWW-Authenticate challenge, when it has one. */
 export function withChallenge(error: FenecError, extra?: OutgoingHttpHeaders): OutgoingHttpHeaders | undefined {
-  return error.challenge === undefined ? extra : { ...extra, 'www-authenticate': error.challenge };
+  const retry =
+    error.retryAfter === undefined || extra?.['retry-after'] !== undefined
+      ? extra
+      : { ...extra, 'retry-after': String(error.retryAfter) };
+  return error.challenge === undefined ? retry : { ...retry, 'www-authenticate': error.challenge };
 }

@@ -37,6 +37,7 @@ function flagsOf(args: readonly string[]): Map<string, string | true> {
 }
 
 interface ComposeService {
+  image?: string;
   command: string[];
   environment: Record<string, string>;
   volumes?: string[];
@@ -49,7 +50,7 @@ const compose = yaml.load(fs.readFileSync(path.join(DEPLOY, 'docker-compose.yml'
   services: Record<string, ComposeService>;
   volumes: Record<string, unknown>;
 };
-const k8s = ['nodes.yaml', 'routers.yaml'].flatMap(
+const k8s = ['nodes.yaml', 'routers.yaml', 'nats.yaml'].flatMap(
   (file) =>
     yaml.loadAll(fs.readFileSync(path.join(DEPLOY, 'k8s', file), 'utf8')) as {
       kind: string;
@@ -93,8 +94,29 @@ describe('deploy/docker-compose.yml', () => {
     expect(fs.existsSync(path.join(DEPLOY, placement![0]!))).to.equal(true);
   });
 
-  it('takes the token and the JWT secret from the environment, for every service', () => {
-    for (const service of Object.values(compose.services)) {
+  it('runs a three-server NATS JetStream cluster, and the router and every node on it, each node by its name', () => {
+    const natsServers = Object.entries(compose.services).filter(([, service]) => service.image?.startsWith('nats:'));
+    expect(natsServers).to.have.length(3);
+    const clients = natsServers.map(([name]) => `nats://${name}:4222`).join(',');
+    for (const [name, service] of natsServers) {
+      const flags = flagsOf(service.command);
+      expect(flags.get('--jetstream'), name).to.equal(true);
+      expect(flags.get('--server_name')).to.equal(name);
+      const routes = String(flags.get('--routes')).split(',');
+      expect(routes).to.have.members(natsServers.map(([other]) => `nats://${other}:6222`));
+      const store = service.volumes!.map((v) => v.split(':')).find(([, target]) => target === flags.get('--store_dir'));
+      expect(compose.volumes).to.have.property(store![0]!);
+    }
+    expect(flagsOf(router.command).get('--nats')).to.equal(clients);
+    for (const [name, service] of nodes) {
+      expect(flagsOf(service.command).get('--nats'), name).to.equal(clients);
+      expect(flagsOf(service.command).get('--node-name'), name).to.equal(name);
+      expect(service.depends_on).to.have.members(natsServers.map(([server]) => server));
+    }
+  });
+
+  it('takes the token and the JWT secret from the environment, for every fenecdb service', () => {
+    for (const service of [router, ...nodes.map(([, node]) => node)]) {
       expect(service.environment.FENEC_TOKEN).to.match(/^\$\{FENEC_TOKEN:\?/);
       expect(service.environment.FENEC_JWT_SECRET).to.match(/^\$\{FENEC_JWT_SECRET:\?/);
       // Unset unless the operator names a collector: an empty value is no tracing.
@@ -160,8 +182,10 @@ describe('deploy/Dockerfile', () => {
 });
 
 describe('deploy/k8s', () => {
-  const [headless] = ofKind<Service>('Service').filter((svc) => svc.spec?.clusterIP === 'None');
-  const [nodes] = ofKind<StatefulSet>('StatefulSet');
+  const [headless] = ofKind<Service>('Service').filter(
+    (svc) => svc.spec?.clusterIP === 'None' && svc.metadata?.name !== 'nats',
+  );
+  const [nodes] = ofKind<StatefulSet>('StatefulSet').filter((set) => set.metadata!.name !== 'nats');
   const [routers] = ofKind<Deployment>('Deployment');
 
   it('holds manifests valid against the Kubernetes schemas', () => {
@@ -215,6 +239,24 @@ describe('deploy/k8s', () => {
     expect(String(container.ports![0]!.containerPort)).to.equal(flagsOf(container.args!).get('--port'));
   });
 
+  it('runs nodes and routers on the NATS StatefulSet, each node named as its pod is in --nodes', () => {
+    const [nats] = ofKind<StatefulSet>('StatefulSet').filter((set) => set.metadata!.name === 'nats');
+    const natsService = ofKind<Service>('Service').find((svc) => svc.metadata!.name === nats!.spec!.serviceName)!;
+    expect(natsService.spec!.clusterIP).to.equal('None');
+    const server = nats!.spec!.template.spec!.containers[0]!;
+    const clients = [...Array(nats!.spec!.replicas).keys()]
+      .map((i) => `nats://nats-${i}.${natsService.metadata!.name}:4222`)
+      .join(',');
+    expect(String(flagsOf(server.args!).get('--routes')).split(',')).to.deep.equal(
+      clients.replaceAll(':4222', ':6222').split(','),
+    );
+    const node = nodes!.spec!.template.spec!.containers[0]!;
+    expect(flagsOf(node.args!).get('--nats')).to.equal(clients);
+    expect(flagsOf(node.args!).get('--node-name')).to.equal('$(POD_NAME)');
+    expect(node.env!.find((e) => e.name === 'POD_NAME')!.valueFrom!.fieldRef!.fieldPath).to.equal('metadata.name');
+    expect(flagsOf(routers!.spec!.template.spec!.containers[0]!.args!).get('--nats')).to.equal(clients);
+  });
+
   it('uses only flags the programs have, and the same secret keys and tracing endpoint everywhere', () => {
     const routerFlags = helpFlags(ROUTER_CLI);
     for (const flag of flagsOf(routers!.spec!.template.spec!.containers[0]!.args!).keys())
@@ -223,10 +265,12 @@ describe('deploy/k8s', () => {
     for (const flag of flagsOf(nodes!.spec!.template.spec!.containers[0]!.args!).keys())
       expect(nodeFlags, flag).to.include(flag);
     const envs = [nodes!, routers!].map((set) =>
-      set.spec!.template.spec!.containers[0]!.env!.map((e) => {
-        const ref = e.valueFrom!.secretKeyRef ?? e.valueFrom!.configMapKeyRef!;
-        return `${e.name}<-${e.valueFrom!.secretKeyRef === undefined ? 'configmap' : 'secret'} ${ref.name}/${ref.key}${ref.optional === true ? '?' : ''}`;
-      }),
+      set
+        .spec!.template.spec!.containers[0]!.env!.filter((e) => e.valueFrom!.fieldRef === undefined)
+        .map((e) => {
+          const ref = e.valueFrom!.secretKeyRef ?? e.valueFrom!.configMapKeyRef!;
+          return `${e.name}<-${e.valueFrom!.secretKeyRef === undefined ? 'configmap' : 'secret'} ${ref.name}/${ref.key}${ref.optional === true ? '?' : ''}`;
+        }),
     );
     expect(envs[0]).to.deep.equal(envs[1]);
     expect(envs[0]).to.deep.equal([

@@ -24,6 +24,7 @@ describe('serverConfig', () => {
       sweepIntervalMs: 10_000,
       jwt: undefined,
       oauth: undefined,
+      nats: undefined,
       policy: undefined,
       audit: undefined,
       mcp: undefined,

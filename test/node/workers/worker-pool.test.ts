@@ -48,6 +48,7 @@ describe('WorkerPool: the worker with the fewest tenants (node/workers/worker-po
         file: undefined,
         dataDir: path.dirname(temp.file('slow.fenec')),
         tenantQuotas: false,
+        replicated: false,
         readOnly: false,
         httpReadOnly: false,
         sweepIntervalMs: 0,

@@ -1,0 +1,151 @@
+/**
+ * The tenants' log on NATS JetStream: one stream, one subject per tenant (`fenec.log.<tenant>`), each message a
+ * change (node/storage/wal-tail.ts) or a part of one. An append names the sequence of the tenant's last message
+ * (JetStream's expected-last-subject-sequence): it is refused when another node appended since, so a node that
+ * lost a tenant can never add to its log — the fence.
+ */
+import { headers, type NatsConnection } from '@nats-io/transport-node';
+import {
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
+import { FenecError } from '../../shared/errors.js';
+
+export const LOG_STREAM = 'FENEC_LOG';
+const SUBJECT = 'fenec.log.';
+/** Under NATS's default max_payload (1 MiB), with room for the headers. */
+export const PART_BYTES = 900 * 1024;
+/** A change in parts carries `i/n`; a copy applies a change once its last part is read. */
+const PART = 'Fenec-Part';
+
+export function logSubject(tenant: string): string {
+  return SUBJECT + tenant;
+}
+
+/** One whole change read back: its sequence (its last part's) and its bytes. */
+export interface LoggedChange {
+  readonly seq: number;
+  readonly bytes: Uint8Array;
+  readonly time: Date;
+}
+
+export class TenantLog {
+  readonly #js: JetStreamClient;
+  readonly #jsm: JetStreamManager;
+  readonly #ackTimeoutMs: number;
+
+  private constructor(js: JetStreamClient, jsm: JetStreamManager, ackTimeoutMs: number) {
+    this.#js = js;
+    this.#jsm = jsm;
+    this.#ackTimeoutMs = ackTimeoutMs;
+  }
+
+  /** The stream, made when missing, with `replicas` copies (JetStream's Raft group). */
+  static async open(nc: NatsConnection, replicas: number, ackTimeoutMs: number): Promise<TenantLog> {
+    const jsm = await jetstreamManager(nc);
+    try {
+      await jsm.streams.info(LOG_STREAM);
+    } catch {
+      await jsm.streams.add({
+        name: LOG_STREAM,
+        subjects: [`${SUBJECT}*`],
+        num_replicas: replicas,
+        max_msg_size: PART_BYTES + 64 * 1024,
+      });
+    }
+    return new TenantLog(jetstream(nc, { timeout: ackTimeoutMs }), jsm, ackTimeoutMs);
+  }
+
+  /** The sequence of the tenant's last message (0: none), asked of the stream's leader. */
+  async last(tenant: string): Promise<number> {
+    try {
+      const msg = await this.#jsm.streams.getMessage(LOG_STREAM, { last_by_subj: logSubject(tenant) });
+      return msg?.seq ?? 0;
+    } catch (err) {
+      if (/no message found/i.test(String(err))) return 0;
+      throw unavailable(err);
+    }
+  }
+
+  /**
+   * Appends a change after the tenant's message `after` (0: its first), in parts past PART_BYTES; resolves to the
+   * last part's sequence. Rejects `tenant_fenced` when another node appended since `after`, `log_unavailable` when
+   * JetStream does not ack in time (the change may or may not be in the log).
+   */
+  async append(tenant: string, bytes: Uint8Array, after: number): Promise<number> {
+    const parts = Math.max(1, Math.ceil(bytes.length / PART_BYTES));
+    let seq = after;
+    for (let i = 0; i < parts; i++) {
+      const h = headers();
+      if (parts > 1) h.set(PART, `${i + 1}/${parts}`);
+      try {
+        const ack = await this.#js.publish(logSubject(tenant), bytes.subarray(i * PART_BYTES, (i + 1) * PART_BYTES), {
+          expect: { lastSubjectSequence: seq },
+          headers: h,
+          timeout: this.#ackTimeoutMs,
+        });
+        seq = ack.seq;
+      } catch (err) {
+        if (/wrong last sequence/i.test(String(err))) {
+          throw new FenecError('tenant_fenced', `another node wrote to tenant ${tenant} since this one last did`, {
+            retryAfter: 1,
+            hint: 'retry: the tenant is served by its new node (a router sends you there)',
+          });
+        }
+        throw unavailable(err);
+      }
+    }
+    return seq;
+  }
+
+  /**
+   * The tenant's whole changes after `after` up to `upTo`, in order; parts of a change cut short by a crash (a
+   * later first part follows them) are skipped.
+   */
+  async read(
+    tenant: string,
+    after: number,
+    upTo: number,
+    each: (change: LoggedChange) => Promise<void>,
+  ): Promise<void> {
+    if (upTo <= after) return;
+    const consumer = await this.#js.consumers.get(LOG_STREAM, {
+      filter_subjects: logSubject(tenant),
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: after + 1,
+    });
+    const messages = await consumer.consume({ max_messages: 64 });
+    let parts: Uint8Array[] = [];
+    try {
+      for await (const msg of messages) {
+        const part = msg.headers?.get(PART);
+        const [index, count] = part === undefined || part === '' ? [1, 1] : part.split('/').map(Number);
+        if (index === 1) parts = [];
+        parts.push(msg.data);
+        if (index === count && parts.length === count) {
+          await each({ seq: msg.seq, bytes: parts.length === 1 ? parts[0]! : Buffer.concat(parts), time: msg.time });
+          parts = [];
+        }
+        if (msg.seq >= upTo) break;
+      }
+    } finally {
+      await messages.close();
+    }
+  }
+
+  /** Removes the tenant's messages before `seq` (those a snapshot holds), or all of them. */
+  async trim(tenant: string, seq?: number): Promise<void> {
+    await this.#jsm.streams.purge(LOG_STREAM, { filter: logSubject(tenant), ...(seq === undefined ? {} : { seq }) });
+  }
+}
+
+function unavailable(err: unknown): FenecError {
+  return new FenecError('log_unavailable', `the replicated log did not answer in time: ${String(err)}`, {
+    cause: err,
+    retryAfter: 1,
+    hint: 'retry after a moment; a write answered this way may or may not have been made: read it back first',
+  });
+}

@@ -1,0 +1,245 @@
+/**
+ * Where replicated tenants live and which nodes are alive, in two JetStream key-value buckets that every node and
+ * router with `--nats` watches (no polling):
+ *
+ * - `fenec-tenants`: a key per tenant — its quotas, its own policy's text, and its owner, the one node that serves
+ *   it. An entry is changed only by compare-and-set on its revision, so two nodes that both try to take a tenant
+ *   cannot both succeed.
+ * - `fenec-nodes`: a key per node, put again every third of its lease. A node whose key was not put for a lease
+ *   is dead to whoever watches; its tenants are taken by the live nodes, each by rendezvous over them.
+ */
+import { createHash } from 'node:crypto';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv';
+
+const TENANTS = 'fenec-tenants';
+const NODES = 'fenec-nodes';
+
+export interface TenantEntry {
+  /** The quotas as PUT /t/<tenant> set them (a node fills in its defaults). */
+  readonly quotas: unknown;
+  /** The tenant's own policy (the text of D/<tenant>.policy), or null for the node's. */
+  readonly policy: string | null;
+  /** The node that serves it, or null: none yet (the live nodes' rendezvous picks one). */
+  readonly owner: string | null;
+}
+
+export interface Held {
+  readonly entry: TenantEntry;
+  readonly revision: number;
+}
+
+/** The name rendezvous hashing picks for a tenant among `names`: the highest sha256(name, tenant), as the router's. */
+export function rendezvous(tenant: string, names: Iterable<string>): string | undefined {
+  let best: string | undefined;
+  let bestWeight = -1n;
+  for (const name of names) {
+    const weight = createHash('sha256').update(name).update('\0').update(tenant).digest().readBigUInt64BE(0);
+    if (weight > bestWeight) {
+      best = name;
+      bestWeight = weight;
+    }
+  }
+  return best;
+}
+
+/** What a watcher is told: a tenant's entry changed (undefined: deleted), or the live nodes changed. */
+export interface DirectoryListener {
+  tenant?(tenant: string, held: Held | undefined): void;
+  nodes?(live: ReadonlySet<string>, lapsed: readonly string[]): void;
+}
+
+export class Directory {
+  readonly #tenants: KV;
+  readonly #nodes: KV;
+  readonly #held = new Map<string, Held>();
+  /** Each node's last renewal, by this process's clock, and the lease it said it holds. */
+  readonly #seen = new Map<string, { at: number; leaseMs: number }>();
+  readonly #live = new Set<string>();
+  readonly #listeners: DirectoryListener[] = [];
+  readonly #stops: (() => void)[] = [];
+
+  private constructor(tenants: KV, nodes: KV) {
+    this.#tenants = tenants;
+    this.#nodes = nodes;
+  }
+
+  /**
+   * Opens both buckets and reads them; then follows them. A node makes them when missing, with `replicas` copies; a
+   * router (`replicas` undefined) waits until a node has made them.
+   */
+  static async open(nc: NatsConnection, replicas: number | undefined): Promise<Directory> {
+    const kvm = new Kvm(nc);
+    const bucket = async (name: string, ttl: number | undefined): Promise<KV> => {
+      if (replicas !== undefined)
+        return kvm.create(name, { replicas, history: 1, ...(ttl === undefined ? {} : { ttl }) });
+      for (;;) {
+        try {
+          const kv = await kvm.open(name);
+          await kv.status();
+          return kv;
+        } catch {
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+        }
+      }
+    };
+    const tenants = await bucket(TENANTS, undefined);
+    const nodes = await bucket(NODES, 60 * 60_000);
+    const directory = new Directory(tenants, nodes);
+    await directory.#follow();
+    return directory;
+  }
+
+  listen(listener: DirectoryListener): void {
+    this.#listeners.push(listener);
+  }
+
+  get(tenant: string): Held | undefined {
+    return this.#held.get(tenant);
+  }
+
+  tenants(): ReadonlyMap<string, Held> {
+    return this.#held;
+  }
+
+  get live(): ReadonlySet<string> {
+    return this.#live;
+  }
+
+  /** The node that serves the tenant: its owner while that one is live, else the live nodes' rendezvous. */
+  placed(tenant: string, among: Iterable<string> = this.#live): string | undefined {
+    const owner = this.#held.get(tenant)?.entry.owner;
+    if (owner !== null && owner !== undefined && this.#live.has(owner)) return owner;
+    return rendezvous(
+      tenant,
+      [...among].filter((name) => this.#live.has(name)),
+    );
+  }
+
+  /**
+   * Changes a tenant's entry by compare-and-set: `change` is given the entry as it stands (undefined: none) and
+   * returns the new one (undefined: leave it); retried on a conflict. Resolves to the entry written, or undefined.
+   */
+  async update(tenant: string, change: (held: Held | undefined) => TenantEntry | undefined): Promise<Held | undefined> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const current = await this.#tenants.get(tenant);
+      const held =
+        current === null || current.operation !== 'PUT' ? undefined : heldOf(current.json(), current.revision);
+      const next = change(held);
+      if (next === undefined) return undefined;
+      const bytes = new TextEncoder().encode(JSON.stringify(next));
+      try {
+        const revision =
+          current === null
+            ? await this.#tenants.create(tenant, bytes)
+            : await this.#tenants.update(tenant, bytes, current.revision);
+        const written = heldOf(next, revision);
+        this.#take(tenant, written);
+        return written;
+      } catch (err) {
+        if (!/wrong last sequence|key exists/i.test(String(err))) throw err;
+      }
+    }
+    throw new Error(`the entry of tenant ${tenant} kept changing under 20 compare-and-sets`);
+  }
+
+  async remove(tenant: string): Promise<void> {
+    await this.#tenants.delete(tenant);
+  }
+
+  /** Holds `node`'s lease: put now and every third of `leaseMs`, until the returned stop. */
+  async hold(node: string, leaseMs: number): Promise<() => Promise<void>> {
+    const put = (): Promise<number> => this.#nodes.put(node, new TextEncoder().encode(JSON.stringify({ leaseMs })));
+    await put();
+    const timer = setInterval(() => void put().catch(() => undefined), Math.max(50, Math.floor(leaseMs / 3)));
+    return async () => {
+      clearInterval(timer);
+      await this.#nodes.delete(node).catch(() => undefined);
+    };
+  }
+
+  close(): void {
+    for (const stop of this.#stops.splice(0)) stop();
+  }
+
+  async #follow(): Promise<void> {
+    await Promise.all([
+      this.#watch(this.#tenants, (entry) => {
+        this.#take(entry.key, entry.operation === 'PUT' ? heldOf(entry.json(), entry.revision) : undefined);
+      }),
+      this.#watch(this.#nodes, (entry) => {
+        if (entry.operation === 'PUT') {
+          const { leaseMs } = entry.json<{ leaseMs: number }>();
+          // The entry's time only for values from before this process started: later ones count from now.
+          const at = entry.isUpdate ? Date.now() : entry.created.getTime();
+          this.#seen.set(entry.key, { at, leaseMs });
+        } else this.#seen.delete(entry.key);
+        this.#checkLeases();
+      }),
+    ]);
+    // Leases lapse by the clock, not by a message: look again at the soonest lapse.
+    const timer = setInterval(() => this.#checkLeases(), 100);
+    timer.unref();
+    this.#stops.push(() => clearInterval(timer));
+  }
+
+  /** Follows a bucket; resolves once its values at the start were taken. */
+  async #watch(kv: KV, take: (entry: KvWatchEntry) => void): Promise<void> {
+    const pending = (await kv.status()).values;
+    const watcher = await kv.watch();
+    this.#stops.push(() => watcher.stop());
+    let initial!: () => void;
+    const loaded = new Promise<void>((resolve) => (initial = resolve));
+    if (pending === 0) initial();
+    void (async () => {
+      for await (const entry of watcher) {
+        take(entry);
+        if (!entry.isUpdate && (entry.delta ?? 0) === 0) initial();
+        else if (entry.isUpdate) initial();
+      }
+    })();
+    await loaded;
+  }
+
+  #take(tenant: string, held: Held | undefined): void {
+    const before = this.#held.get(tenant);
+    if (held !== undefined && before !== undefined && before.revision >= held.revision) return;
+    if (held === undefined) this.#held.delete(tenant);
+    else this.#held.set(tenant, held);
+    for (const listener of this.#listeners) listener.tenant?.(tenant, held);
+  }
+
+  #checkLeases(): void {
+    const now = Date.now();
+    const lapsed: string[] = [];
+    let changed = false;
+    for (const [node, { at, leaseMs }] of this.#seen) {
+      const alive = now - at < leaseMs;
+      if (alive && !this.#live.has(node)) {
+        this.#live.add(node);
+        changed = true;
+      }
+      if (!alive && this.#live.has(node)) {
+        this.#live.delete(node);
+        lapsed.push(node);
+        changed = true;
+      }
+    }
+    for (const node of this.#live) {
+      if (!this.#seen.has(node)) {
+        this.#live.delete(node);
+        lapsed.push(node);
+        changed = true;
+      }
+    }
+    if (changed) for (const listener of this.#listeners) listener.nodes?.(this.#live, lapsed);
+  }
+}
+
+function heldOf(value: unknown, revision: number): Held {
+  const entry = value as Partial<TenantEntry>;
+  return {
+    entry: Object.freeze({ quotas: entry.quotas ?? {}, policy: entry.policy ?? null, owner: entry.owner ?? null }),
+    revision,
+  };
+}

@@ -1,0 +1,22 @@
+/**
+ * `make chaos`: a long round of test/replication/chaos.ts (about four minutes), its figures printed, exit status 1
+ * when the checker found a violation.
+ */
+import { runChaos } from './chaos.js';
+
+const result = await runChaos({
+  durationMs: Number(process.env.CHAOS_SECONDS ?? 240) * 1000,
+  tenants: 20,
+  writers: 8,
+  faultEveryMs: 6_000,
+  log: (line) => console.log(line),
+});
+console.log(JSON.stringify({ ...result, faults: result.faults.length }, null, 2));
+const recoveries = [...result.recoveries].sort((a, b) => a - b);
+if (recoveries.length > 0) {
+  console.log(
+    `every tenant written again after a kill -9: median ${recoveries[Math.floor(recoveries.length / 2)]} ms, worst ${recoveries.at(-1)} ms`,
+  );
+}
+console.log(result.violations.length === 0 ? '1 passed, 0 failed' : '0 passed, 1 failed');
+process.exit(result.violations.length === 0 ? 0 : 1);

@@ -1,0 +1,251 @@
+/**
+ * A Jepsen-style round against replicated nodes: three nats-servers as a JetStream cluster, three fenecdb nodes
+ * with `--nats`, two routers; writers insert rows with keys of their own into many tenants through both routers
+ * while a nemesis kills a node (-9, started again on its folder and port) or pauses one (SIGSTOP, then SIGCONT).
+ * Then the checker reads every tenant back and holds the history to:
+ *
+ * - every acknowledged write is there, and none twice;
+ * - no write that was refused for certain (fenced: another node owned the tenant) is there — two nodes never both
+ *   took writes for one tenant;
+ * - each tenant's quotas and policy are the ones it was given.
+ *
+ * `make chaos` runs a long round (test/replication/chaos-main.ts); `make test` a short one (chaos.test.ts).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { FENEC_ROUTER, request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
+import { freePort, NatsCluster } from './nats-cluster.js';
+
+const TOKEN = 'chaos-test-token-0123456789abcdef0123';
+const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+
+export interface ChaosOptions {
+  readonly durationMs: number;
+  readonly tenants: number;
+  readonly writers: number;
+  /** Milliseconds between the nemesis's faults. */
+  readonly faultEveryMs: number;
+  readonly log?: (line: string) => void;
+}
+
+export interface ChaosResult {
+  readonly acknowledged: number;
+  readonly unknown: number;
+  readonly refused: number;
+  readonly faults: string[];
+  /** Problems the checker found (empty: the history holds). */
+  readonly violations: string[];
+  /** Per kill -9: how long until every tenant of the killed node took a write again (ms). */
+  readonly recoveries: number[];
+}
+
+interface NodeSlot {
+  readonly name: string;
+  readonly port: number;
+  readonly dir: string;
+  process: ServerProcess | undefined;
+  paused: boolean;
+}
+
+type Outcome = 'ok' | 'unknown' | 'refused';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function post(base: string, tenant: string, statement: string, params: unknown[] = []): Promise<Reply> {
+  return request(base, {
+    method: 'POST',
+    path: `/t/${tenant}/query`,
+    headers: AUTH,
+    body: JSON.stringify({ statement, params }),
+    timeoutMs: 15_000,
+  });
+}
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
+  const log = options.log ?? (() => undefined);
+  const sandbox = new Sandbox();
+  let cluster: NatsCluster | undefined;
+  const slots: NodeSlot[] = [];
+  try {
+    cluster = await NatsCluster.start(3);
+    const nats = cluster.urls;
+    for (const name of ['n1', 'n2', 'n3'])
+      slots.push({ name, port: await freePort(), dir: sandbox.dir(), process: undefined, paused: false });
+    const start = async (slot: NodeSlot): Promise<void> => {
+      slot.process = await sandbox.startServer(
+        [
+          ...['--data-dir', slot.dir, '--port', String(slot.port), '--nats', nats, '--node-name', slot.name],
+          ...['--lease', '1s', '--workers', '1', '--snapshot-every', '50', '--tenant-rate', '10000'],
+          ...['--tenant-burst', '10000'],
+        ],
+        { FENEC_TOKEN: TOKEN },
+      );
+      slot.paused = false;
+    };
+    await Promise.all(slots.map(start));
+    const nodes = slots.map((slot) => `${slot.name}=http://127.0.0.1:${slot.port}`).join(',');
+    const routers = await Promise.all(
+      [0, 1].map(() =>
+        sandbox.startProgram(FENEC_ROUTER, ['--port', '0', '--nodes', nodes, '--nats', nats, '--workers', '1'], {
+          FENEC_TOKEN: TOKEN,
+        }),
+      ),
+    );
+    const tenants = Array.from({ length: options.tenants }, (_, i) => `t${i}`);
+    for (const [i, tenant] of tenants.entries()) {
+      const quotas = { maxRows: 100_000 + i, rate: 10_000, burst: 10_000 };
+      const put = await request(routers[0]!.url, {
+        method: 'PUT',
+        path: `/t/${tenant}`,
+        headers: AUTH,
+        body: JSON.stringify(quotas),
+      });
+      if (put.status !== 201) throw new Error(`PUT ${tenant}: ${put.status} ${put.text}`);
+      await retry(() => post(routers[i % 2]!.url, tenant, 'create collection rows (key text unique)'));
+    }
+    const policed = tenants[0]!;
+    // A node's own route (routers forward no policy): any node writes it to the directory, every node takes it.
+    const policy = await request(`http://127.0.0.1:${slots[0]!.port}`, {
+      method: 'PUT',
+      path: `/t/${policed}/_policy`,
+      headers: AUTH,
+      body: JSON.stringify({ policy: 'rows read' }),
+    });
+    if (policy.status !== 200) throw new Error(`PUT policy: ${policy.status} ${policy.text}`);
+    log(`${tenants.length} tenants on ${slots.length} nodes, ${routers.length} routers`);
+
+    const history = new Map<string, { tenant: string; outcome: Outcome }>();
+    const lastOk = new Map<string, number>();
+    const stopAt = Date.now() + options.durationMs;
+    const writer = async (w: number): Promise<void> => {
+      for (let k = 0; Date.now() < stopAt; k++) {
+        const tenant = tenants[(w + k) % tenants.length]!;
+        const key = `${w}-${k}`;
+        let outcome: Outcome;
+        try {
+          const answer = await post(routers[k % 2]!.url, tenant, 'insert into rows {key: $1}', [key]);
+          const code = answer.json?.error?.code as string | undefined;
+          outcome =
+            answer.status === 200
+              ? 'ok'
+              : code === 'log_unavailable' ||
+                  code === 'unavailable' ||
+                  code === 'statement_timeout' ||
+                  code === undefined
+                ? 'unknown'
+                : 'refused';
+        } catch {
+          outcome = 'unknown';
+        }
+        history.set(key, { tenant, outcome });
+        if (outcome === 'ok') lastOk.set(tenant, Date.now());
+        else await sleep(100);
+      }
+    };
+    const faults: string[] = [];
+    const recoveries: number[] = [];
+    const nemesis = async (): Promise<void> => {
+      let round = 0;
+      while (Date.now() + options.faultEveryMs < stopAt) {
+        await sleep(options.faultEveryMs);
+        const slot = slots[round % slots.length]!;
+        round += 1;
+        if (round % 2 === 1) {
+          faults.push(`kill -9 ${slot.name}`);
+          log(`nemesis: kill -9 ${slot.name}`);
+          const killedAt = Date.now();
+          await sandbox.kill(slot.process!.child);
+          void measureRecovery(killedAt, lastOk, tenants, stopAt).then((ms) => {
+            if (ms !== undefined) recoveries.push(ms);
+          });
+          await sleep(1500);
+          await start(slot);
+        } else {
+          faults.push(`SIGSTOP ${slot.name}`);
+          log(`nemesis: SIGSTOP ${slot.name} for 2 s`);
+          process.kill(slot.process!.pid, 'SIGSTOP');
+          slot.paused = true;
+          await sleep(2000);
+          process.kill(slot.process!.pid, 'SIGCONT');
+          slot.paused = false;
+        }
+      }
+    };
+    await Promise.all([...Array.from({ length: options.writers }, (_, w) => writer(w)), nemesis()]);
+
+    // Quiet: every tenant answers again, then the history is read back.
+    const violations: string[] = [];
+    const seen = new Map<string, number>();
+    for (const tenant of tenants) {
+      const answer = await retry(() => post(routers[0]!.url, tenant, 'get rows select key limit 1000000'));
+      for (const { key } of answer.json.rows as { key: string }[]) seen.set(key, (seen.get(key) ?? 0) + 1);
+    }
+    for (const [key, { tenant, outcome }] of history) {
+      const count = seen.get(key) ?? 0;
+      if (outcome === 'ok' && count === 0) violations.push(`acknowledged write ${key} to ${tenant} is lost`);
+      if (outcome === 'refused' && count > 0) violations.push(`refused write ${key} to ${tenant} is there`);
+    }
+    for (const [key, count] of seen) {
+      if (count > 1) violations.push(`write ${key} is there ${count} times`);
+      if (!history.has(key)) violations.push(`write ${key} was never made`);
+    }
+    const listed = await request(routers[0]!.url, { path: '/_tenants', headers: AUTH });
+    for (const [i, tenant] of tenants.entries()) {
+      const entries = (listed.json?.tenants ?? []).filter((t: { name: string }) => t.name === tenant);
+      if (entries.length === 0) violations.push(`tenant ${tenant} is not listed`);
+      for (const entry of entries)
+        if (entry.quotas.maxRows !== 100_000 + i) violations.push(`tenant ${tenant} lost its quotas`);
+    }
+    const kept = await retry(() =>
+      request(`http://127.0.0.1:${slots[2]!.port}`, { path: `/t/${policed}/_policy`, headers: AUTH }),
+    );
+    if (kept.json?.policy !== 'rows read') violations.push(`tenant ${policed} lost its policy: ${kept.text}`);
+    const counts = { ok: 0, unknown: 0, refused: 0 };
+    for (const { outcome } of history.values()) counts[outcome] += 1;
+    return {
+      acknowledged: counts.ok,
+      unknown: counts.unknown,
+      refused: counts.refused,
+      faults,
+      violations,
+      recoveries,
+    };
+  } finally {
+    for (const slot of slots) if (slot.paused && slot.process !== undefined) process.kill(slot.process.pid, 'SIGCONT');
+    await sandbox.cleanUp();
+    await cluster?.stop();
+    for (const slot of slots) fs.rmSync(path.join(slot.dir), { recursive: true, force: true });
+  }
+}
+
+/** The first 200 within 30 s of retries (the last answer, or the last error, past it). */
+async function retry(call: () => Promise<Reply>): Promise<Reply> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    let answer: Reply | undefined;
+    try {
+      answer = await call();
+      if (answer.status === 200) return answer;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+    if (Date.now() > deadline) throw new Error(`no 200 within 30 s: ${answer?.status} ${answer?.text}`);
+    await sleep(200);
+  }
+}
+
+/** How long after `killedAt` every tenant took a write again (undefined: not before the round ended). */
+async function measureRecovery(
+  killedAt: number,
+  lastOk: ReadonlyMap<string, number>,
+  tenants: readonly string[],
+  stopAt: number,
+): Promise<number | undefined> {
+  while (Date.now() < stopAt) {
+    await sleep(100);
+    if (tenants.every((tenant) => (lastOk.get(tenant) ?? 0) > killedAt)) {
+      return Math.max(...tenants.map((tenant) => lastOk.get(tenant)!)) - killedAt;
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,239 @@
+import * as http from 'node:http';
+import { expect } from 'chai';
+import { FENEC_ROUTER, request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
+import { NatsCluster } from './nats-cluster.js';
+
+const TOKEN = 'replication-test-token-0123456789abcdef';
+const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+
+function tq(base: string, tenant: string, statement: string, params: unknown[] = []): Promise<Reply> {
+  return request(base, {
+    method: 'POST',
+    path: `/t/${tenant}/query`,
+    headers: auth,
+    body: JSON.stringify({ statement, params }),
+  });
+}
+
+/** Polls `check` until it holds (or the deadline passes, and its last failure is thrown). */
+async function eventually<T>(check: () => Promise<T>, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+describe('replication on NATS JetStream (--nats)', function () {
+  this.timeout(120_000);
+  const sandbox = new Sandbox();
+  let cluster: NatsCluster;
+
+  before(async () => {
+    cluster = await NatsCluster.start(3);
+  });
+  // Each test's nodes are ended with it: their leases lapse, and the next test's nodes take no tenant of theirs.
+  afterEach(() => sandbox.cleanUp());
+  after(async () => {
+    await sandbox.cleanUp();
+    await cluster?.stop();
+  });
+
+  function node(name: string, dir: string, extra: string[] = []): Promise<ServerProcess> {
+    return sandbox.startServer(
+      // A generous ack timeout: on a loaded machine 2 s is passed, and the answer is then log_unavailable.
+      [
+        ...['--data-dir', dir, '--nats', cluster.urls, '--node-name', name, '--lease', '1s', '--workers', '1'],
+        ...['--nats-ack-timeout', '10s', ...extra],
+      ],
+      { FENEC_TOKEN: TOKEN },
+    );
+  }
+
+  async function createTenant(base: string, tenant: string): Promise<void> {
+    const created = await request(base, { method: 'PUT', path: `/t/${tenant}`, headers: auth, body: '{}' });
+    expect(created.status, created.text).to.equal(201);
+    const made = await tq(base, tenant, 'create collection notes (n int, body text @text)');
+    expect(made.status, made.text).to.equal(200);
+  }
+
+  async function ns(base: string, tenant: string): Promise<number[]> {
+    const answer = await tq(base, tenant, 'get notes select n order n');
+    expect(answer.status, answer.text).to.equal(200);
+    return answer.json.rows.map((row: { n: number }) => row.n);
+  }
+
+  it('a tenant outlives its node: every acknowledged write, its quotas and policy, on another node after kill -9', async () => {
+    const a = await node('a', sandbox.dir());
+    const created = await request(a.url, {
+      method: 'PUT',
+      path: '/t/acme',
+      headers: auth,
+      body: JSON.stringify({ maxRows: 500, rate: 1000, burst: 1000 }),
+    });
+    expect(created.status, created.text).to.equal(201);
+    const policy = await request(a.url, {
+      method: 'PUT',
+      path: '/t/acme/_policy',
+      headers: auth,
+      body: JSON.stringify({ policy: 'notes read' }),
+    });
+    expect(policy.status, policy.text).to.equal(200);
+    expect((await tq(a.url, 'acme', 'create collection notes (n int, body text @text)')).status).to.equal(200);
+    const acked: number[] = [];
+    for (let n = 0; n < 30; n++) {
+      const answer = await tq(a.url, 'acme', 'insert into notes {n: $1, body: $2}', [n, `note ${n}`]);
+      expect(answer.status, answer.text).to.equal(200);
+      acked.push(n);
+    }
+    // The other node is up before the kill: what is measured is the failover, not a start.
+    const b = await node('b', sandbox.dir());
+    await sandbox.kill(a.child);
+    const killed = Date.now();
+    const rows = await eventually(async () => {
+      const answer = await tq(b.url, 'acme', 'get notes select n order n');
+      expect(answer.status, answer.text).to.equal(200);
+      return answer.json.rows.map((row: { n: number }) => row.n);
+    });
+    const failoverMs = Date.now() - killed;
+    expect(rows).to.deep.equal(acked);
+    const tenants = await request(b.url, { path: '/_tenants', headers: auth });
+    expect(tenants.json.tenants[0]).to.deep.include({ name: 'acme' });
+    expect(tenants.json.tenants[0].quotas).to.deep.include({ maxRows: 500 });
+    const held = await request(b.url, { path: '/t/acme/_policy', headers: auth });
+    expect(held.json).to.deep.equal({ policy: 'notes read' });
+    // And it takes writes there.
+    expect((await tq(b.url, 'acme', 'insert into notes {n: 30}')).status).to.equal(200);
+    console.log(`      (failover: ${failoverMs} ms from kill -9 to an answer on the other node, lease 1 s)`);
+    expect(failoverMs).to.be.below(10_000);
+  });
+
+  it('fences a paused node: after another took its tenant, its write is refused and never in the log', async () => {
+    const a = await node('pa', sandbox.dir());
+    await createTenant(a.url, 'fenced');
+    expect((await tq(a.url, 'fenced', 'insert into notes {n: 1}')).status).to.equal(200);
+    const b = await node('pb', sandbox.dir());
+    process.kill(a.pid, 'SIGSTOP');
+    try {
+      // b takes the tenant once a's lease lapses, and writes to it.
+      await eventually(async () => {
+        const answer = await tq(b.url, 'fenced', 'insert into notes {n: 2}');
+        expect(answer.status, answer.text).to.equal(200);
+      });
+      // A write sent to a while it is stopped is read when it goes on: refused, whichever a learns first.
+      const stale = tq(a.url, 'fenced', 'insert into notes {n: 3}');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      process.kill(a.pid, 'SIGCONT');
+      const refused = await stale;
+      expect(refused.status, refused.text).to.be.oneOf([503, 429]);
+      expect(refused.json.error.code).to.be.oneOf(['tenant_fenced', 'tenant_moving']);
+      expect(refused.headers['retry-after']).to.equal('1');
+    } finally {
+      process.kill(a.pid, 'SIGCONT');
+    }
+    expect(await ns(b.url, 'fenced')).to.deep.equal([1, 2]);
+  });
+
+  it('restores a tenant from its latest snapshot and the log after it (the log trimmed behind the older one)', async () => {
+    const d = await node('sd', sandbox.dir(), ['--snapshot-every', '5']);
+    await createTenant(d.url, 'snapped');
+    for (let n = 0; n < 23; n++)
+      expect((await tq(d.url, 'snapped', 'insert into notes {n: $1}', [n])).status).to.equal(200);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await sandbox.kill(d.child);
+    const e = await node('se', sandbox.dir());
+    const rows = await eventually(() => ns(e.url, 'snapped')).catch((err: unknown) => {
+      throw new Error(`${String(err)}\n${e.stderr()}`);
+    });
+    expect(rows).to.deep.equal([...Array(23).keys()]);
+    expect(e.stderr()).to.match(/"rebuilt":true/);
+    expect(e.stderr()).to.match(/"applied":[0-4],/);
+  });
+
+  it('gives a tenant as of a point in time (snapshot and log), and a restore of it outlives its node', async () => {
+    // Changes 1–7 (the file, the collection, 5 rows) before the time, 8–12 after: the snapshot after change 6 is
+    // stored before it (the wait), the one after change 12 after it, so both are kept and the time is served.
+    const f = await node('pf', sandbox.dir(), ['--snapshot-every', '6']);
+    await createTenant(f.url, 'pitr');
+    for (let n = 0; n < 5; n++)
+      expect((await tq(f.url, 'pitr', 'insert into notes {n: $1}', [n])).status).to.equal(200);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const at = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    for (let n = 5; n < 10; n++)
+      expect((await tq(f.url, 'pitr', 'insert into notes {n: $1}', [n])).status).to.equal(200);
+    const copy = await new Promise<Buffer>((resolve, reject) => {
+      http.get(`${f.url}/t/pitr/_backup?at=${encodeURIComponent(at)}`, { headers: auth }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(Buffer.concat(chunks).toString())),
+        );
+      });
+    });
+    const restored = await request(f.url, { method: 'PUT', path: '/t/pitr-copy/_backup', headers: auth, body: copy });
+    expect(restored.status, restored.text).to.equal(201);
+    expect(await ns(f.url, 'pitr-copy')).to.deep.equal([0, 1, 2, 3, 4]);
+    await sandbox.kill(f.child);
+    const g = await node('pg', sandbox.dir());
+    expect(await eventually(() => ns(g.url, 'pitr-copy'))).to.deep.equal([0, 1, 2, 3, 4]);
+    expect(await eventually(() => ns(g.url, 'pitr'))).to.deep.equal([...Array(10).keys()]);
+  });
+
+  it('routes by the directory (--nats on the router) and moves a tenant by compare-and-set, no copy through it', async () => {
+    const a = await node('ra', sandbox.dir());
+    const b = await node('rb', sandbox.dir());
+    const router = await sandbox.startProgram(
+      FENEC_ROUTER,
+      ['--port', '0', '--nodes', `ra=${a.url},rb=${b.url}`, '--nats', cluster.urls, '--workers', '1'],
+      { FENEC_TOKEN: TOKEN },
+    );
+    await createTenant(a.url, 'moved');
+    for (let n = 0; n < 3; n++)
+      expect((await tq(router.url, 'moved', 'insert into notes {n: $1}', [n])).status).to.equal(200);
+    const move = await request(router.url, {
+      method: 'POST',
+      path: '/t/moved/_move',
+      headers: auth,
+      body: '{"to": "rb"}',
+    });
+    expect(move.status, move.text).to.equal(200);
+    expect(move.json).to.deep.include({ moved: 'moved', from: 'ra', to: 'rb' });
+    // The router follows the directory at once; the old node sends the tenant on.
+    await eventually(async () => {
+      const answer = await tq(router.url, 'moved', 'insert into notes {n: 3}');
+      expect(answer.status, answer.text).to.equal(200);
+    });
+    const stale = await tq(a.url, 'moved', 'insert into notes {n: 99}');
+    expect(stale.status, stale.text).to.equal(429);
+    expect(stale.json.error.code).to.equal('tenant_moving');
+    expect(await ns(b.url, 'moved')).to.deep.equal([0, 1, 2, 3]);
+  });
+
+  it('answers log_unavailable (503, Retry-After) when the log does not ack, and catches up once it does', async () => {
+    const c = await node('lc', sandbox.dir(), ['--nats-ack-timeout', '500ms', '--lease', '30s']);
+    await createTenant(c.url, 'stalled');
+    expect((await tq(c.url, 'stalled', 'insert into notes {n: 1}')).status).to.equal(200);
+    cluster.signal('SIGSTOP');
+    let unknown: Reply;
+    try {
+      unknown = await tq(c.url, 'stalled', 'insert into notes {n: 2}');
+    } finally {
+      cluster.signal('SIGCONT');
+    }
+    expect(unknown.status, `${unknown.text}\n${c.stderr()}`).to.equal(503);
+    expect(unknown.json.error.code).to.equal('log_unavailable');
+    expect(unknown.headers['retry-after']).to.equal('1');
+    // The tenant is rebuilt from the log: the unacknowledged write is there or not, never half.
+    const after = await eventually(async () => {
+      const answer = await tq(c.url, 'stalled', 'insert into notes {n: 3}');
+      expect(answer.status, answer.text).to.equal(200);
+      return ns(c.url, 'stalled');
+    });
+    expect(after.filter((n) => n !== 2)).to.deep.equal([1, 3]);
+  });
+});
