@@ -176,14 +176,18 @@ export class WorkerPool {
   }
 
   /**
-   * Queues a message for the slot's worker. The messages of one turn of the event loop — the requests
-   * of every socket that was readable — cross in one postMessage after it: a message costs the worker a
-   * wake-up and the serving thread a write to wake it, and those are most of a cheap request's cost.
+   * Queues a message for the slot's worker. To a worker with nothing to do it crosses at once: waiting
+   * for the turn's end would only add a pass of the event loop to the request. To a busy worker, the
+   * messages of one turn of the event loop — the requests of every socket that was readable — cross in
+   * one postMessage after it: a message costs the worker a wake-up and the serving thread a write to wake
+   * it, and those are most of a cheap request's cost.
    */
   #post(slot: Slot, message: ToWorker): Promise<WorkerReply> {
     return new Promise<WorkerReply>((resolve) => {
+      const idle = slot.pending.size === 0;
       slot.pending.set(message.id, { message, resolve });
-      if (slot.outbox.push(message) === 1) setImmediate(this.#flush, slot);
+      if (idle) slot.worker.postMessage([message]);
+      else if (slot.outbox.push(message) === 1) setImmediate(this.#flush, slot);
       // unref: a watchdog never keeps the process alive on its own.
       this.#watchdog ??= setInterval(this.#check, WATCHDOG_MS).unref();
     });
