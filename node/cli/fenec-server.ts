@@ -23,7 +23,7 @@ import { acquireLock, type FileLock } from '../storage/lock.js';
 import { QUOTA_DEFAULTS } from '../tenants/quotas.js';
 import type { TenantNodeOptions } from '../tenants/tenant-node.js';
 import { ONE_FILE, type TenantLimits } from '../workers/protocol.js';
-import { replyError, WorkerPool, workerSetup } from '../workers/worker-pool.js';
+import { replyError, WorkerPool, workerHeapMb, workerSetup } from '../workers/worker-pool.js';
 import { startTracing, type Tracing } from '../../shared/tracing.js';
 import {
   auditTarget,
@@ -362,7 +362,12 @@ async function serve(config: ServerConfig, file: string, sources: AuthSources): 
     statementTimeoutMs: config.statementTimeoutMs,
   };
   // One file is one tenant: its worker is the only one ever started.
-  const pool = new WorkerPool({ workers: 1, logger, setup: workerSetup(config) });
+  const pool = new WorkerPool({
+    workers: 1,
+    logger,
+    setup: workerSetup(config),
+    maxHeapMb: workerHeapMb(config.maxAnswerBytes),
+  });
   // The worker loads the storage side while this thread loads the HTTP side: a start takes the longer of the two.
   const opening = pool.open(ONE_FILE, limits);
   const { startServer } = await import('../http/server.js');

@@ -17,7 +17,7 @@ import { metadataRoutes, ownRoutes, workRoutes } from '../http/routes.js';
 import { CLOSE_GRACE_MS, createServer } from '../http/server.js';
 import { acquireLock, type FileLock } from '../storage/lock.js';
 import type { TenantLimits } from '../workers/protocol.js';
-import { replyError, WorkerPool, workerSetup } from '../workers/worker-pool.js';
+import { replyError, WorkerPool, workerHeapMb, workerSetup } from '../workers/worker-pool.js';
 import type { QuotaKind, Quotas } from './quotas.js';
 import { TenantRegistry, type Tenant } from './tenant-registry.js';
 import { tenantRoutes } from './tenant-routes.js';
@@ -59,7 +59,12 @@ export function startTenantNode(
     ['quota'],
   );
   const refused = (quota: QuotaKind): void => refusals.inc({ quota });
-  const pool = new WorkerPool({ workers: config.workers, logger, setup: workerSetup(config) });
+  const pool = new WorkerPool({
+    workers: config.workers,
+    logger,
+    setup: workerSetup(config),
+    maxHeapMb: workerHeapMb(config.maxAnswerBytes),
+  });
   const { registry, transfers } = tenantsOf(config, node, pool);
   countTenants(metrics, registry);
   const table = new RouteTable('a tenant node', [
