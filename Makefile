@@ -13,13 +13,13 @@ NODE := node
 INSTALL_STAMP := .install-stamp-$(shell bash scripts/install-node.sh --version)
 FILE ?= notes.fenec
 PORT ?= 8080
-SOURCES := $(shell find shared node router deploy test bench -name '*.ts' 2>/dev/null) tsconfig.json
+SOURCES := $(shell find shared node router deploy test bench -path bench/before -prune -o -name '*.ts' -print 2>/dev/null) tsconfig.json
 
 # The benches' raw Faiss build (bench/raw-faiss/raw-faiss.cc): Faiss's own add, against the library the addon links.
 RAW_FAISS := bench/raw-faiss/build/raw-faiss
 FAISS_LIB ?= $(or $(FENEC_FAISS_LIB),/usr/lib/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/libfaiss.a)
 
-.PHONY: help install build test lint format timing-test mcp-test reliability chaos mcp-conformance test-tools console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench bench clean
+.PHONY: help install build test lint format timing-test mcp-test reliability chaos mcp-conformance test-tools console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench before-bench bench clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
@@ -40,6 +40,7 @@ help:
 	@echo "make isolation-bench a quiet tenant's reads beside a heavy tenant's fuse, oversized reads, load, timed-out statements; --workers 1/2/4 (BENCH_ROWS=100000)"
 	@echo "make mcp-detail      the bytes a 10-row search answers at each detail (ids, fields, full)"
 	@echo "make ingest-bench    fenec import over HTTP until near answers from the index, against raw SQLite + FTS5 and raw Faiss, the full load 3 times (INGEST_ROWS=5000 INGEST_ROUNDS=1 for a short run)"
+	@echo "make before-bench   main ÷ the build before the worker threads (1d8f490, built into bench/before/): near, filtered near, match, fuse, RSS, row by id and its CPU (BEFORE_FLAGS='--workers 2 --cores 1', BENCH_ROWS=5000 for a short run)"
 	@echo "make bench        every bench"
 
 # Dependencies, the build, and fenec, fenec-server and fenec-router on the PATH (scripts/link-bins.sh).
@@ -140,6 +141,12 @@ mcp-bench: build
 mcp-detail: build
 	$(NODE) dist/bench/mcp-detail.js
 
+# Issue 29's baseline: the build before the worker threads, checked out and built into bench/before/ (bench/before.sh).
+BEFORE_FLAGS ?=
+before-bench: build
+	bash bench/before.sh
+	$(NODE) dist/bench/before-bench.js $(BEFORE_FLAGS)
+
 ingest-bench: build $(RAW_FAISS)
 	$(NODE) dist/bench/ingest-bench.js
 
@@ -155,6 +162,7 @@ bench: build
 	$(MAKE) mcp-bench
 	$(MAKE) ingest-bench
 	$(MAKE) isolation-bench
+	$(MAKE) before-bench
 
 clean:
 	rm -rf dist .install-stamp* bench/raw-faiss/build

@@ -11,6 +11,7 @@ export default tseslint.config(
       '.cache/',
       'data/',
       'bench/results/',
+      'bench/before/',
       'native/**/build/',
       'examples/**/node_modules/',
     ],

@@ -69,6 +69,12 @@ export interface StartOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** How many `listening` lines to wait for: a `fenec-router --workers N` logs one per worker. Default 1. */
   readonly listeners?: number;
+  /** The Node.js to run it on (default: this one's); the build before the worker threads runs on its own. */
+  readonly node?: string;
+  /** Cores to pin it to (taskset's list, `0-1`); undefined: not pinned. */
+  readonly pin?: string;
+  /** Flags for its Node.js (`--cpu-prof`, say). */
+  readonly nodeArgs?: readonly string[];
 }
 
 /** The programs a bench started, each a process of its own, stopped together when it ends. */
@@ -77,12 +83,14 @@ export class Programs {
   private readonly stopping = new WeakSet<ChildProcess>();
 
   /**
-   * Starts `node ROOT/script ...args` and resolves once it has logged `listening` (JSON lines on
-   * stderr, as the programs and bench/bare-server.ts log), with the URL it names. A program that exits
+   * Starts `node ROOT/script ...args` (script may be absolute) and resolves once it has logged `listening`
+   * (JSON lines on stderr, as the programs and bench/bare-server.ts log), with the URL it names. A program that exits
    * before then rejects with its log; one that exits later, not stopped here, prints its log.
    */
   start(script: string, args: readonly string[], options: StartOptions = {}): Promise<Program> {
-    const child = spawn(process.execPath, [path.join(ROOT, script), ...args], {
+    const node = [options.node ?? process.execPath, ...(options.nodeArgs ?? []), path.resolve(ROOT, script), ...args];
+    const command = options.pin === undefined ? node : ['taskset', '-c', options.pin, ...node];
+    const child = spawn(command[0]!, command.slice(1), {
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, FENEC_TOKEN: '', ...options.env },
     });

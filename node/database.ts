@@ -21,7 +21,7 @@ import { Catalog } from './schema/catalog.js';
 import { ByteQuota, isStorageFull, type Room } from './storage/byte-quota.js';
 import { Deadline } from './storage/deadline.js';
 import { acquireLock, type FileLock } from './storage/lock.js';
-import { openSnapshot, openWritable, type Connection } from './storage/sqlite.js';
+import { openSnapshot, openWritable, releaseMap, type Connection } from './storage/sqlite.js';
 import type { Answer } from '../shared/answer.js';
 import { measure, run } from './query/execute/run-plan.js';
 import { fromSqliteError } from './query/execute/sqlite-errors.js';
@@ -153,8 +153,14 @@ export class FenecDatabase {
     this.#cacheVersion = this.#catalog.version;
     this.#vectors = VectorStore.open(db, this.#catalog.vectorFields(), {
       readOnly: options.readOnly,
-      onEvent: options.onVectorEvent,
+      onEvent: (event) => {
+        // An index stored has read its rows through the map: off the stack of the statement that led to it.
+        if (event.kind === 'snapshot_written') setImmediate(() => this.#releaseMap());
+        options.onVectorEvent?.(event);
+      },
     });
+    // The open read each index's snapshot back through the map.
+    this.#releaseMap();
     const interval = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
     if (!options.readOnly && interval > 0) {
       // unref: a sweep that is due never keeps the process alive on its own.
@@ -166,6 +172,11 @@ export class FenecDatabase {
         }
       }, interval).unref();
     }
+  }
+
+  /** Drops the pages the file's memory map holds (storage/sqlite.ts, releaseMap), unless the file is closed. */
+  #releaseMap(): void {
+    if (this.#db.open) releaseMap(this.#db);
   }
 
   /** Deletes the rows past their `@ttl`, with their index entries, in one transaction; answers how many. */

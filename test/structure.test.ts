@@ -27,7 +27,8 @@ function sources(): string[] {
     for (const entry of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
       const rel = `${dir}/${entry.name}`;
       if (entry.isDirectory()) {
-        if (entry.name !== 'node_modules') walk(rel);
+        // bench/before is another checkout (the build before the worker threads, bench/before.sh), not this tree.
+        if (entry.name !== 'node_modules' && rel !== 'bench/before') walk(rel);
       } else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) found.push(rel);
     }
   };

@@ -31,7 +31,7 @@ import { acquireLock, type FileLock } from '../storage/lock.js';
 import { QUOTA_DEFAULTS } from '../tenants/quotas.js';
 import type { TenantNodeOptions } from '../tenants/tenant-node.js';
 import { ONE_FILE, type TenantLimits } from '../workers/protocol.js';
-import { replyError, WorkerPool, workerSetup } from '../workers/worker-pool.js';
+import { replyError, WorkerPool, workerHeapMb, workerSetup } from '../workers/worker-pool.js';
 import { startTracing, type Tracing } from '../../shared/tracing.js';
 import {
   addEmbedderFlags,
@@ -470,7 +470,12 @@ async function serve(
     statementTimeoutMs: config.statementTimeoutMs,
   };
   // One file is one tenant: its worker is the only one ever started.
-  const pool = new WorkerPool({ workers: 1, logger, setup: workerSetup(config, embedder, 1) });
+  const pool = new WorkerPool({
+    workers: 1,
+    logger,
+    setup: workerSetup(config, embedder, 1),
+    maxHeapMb: workerHeapMb(config.maxAnswerBytes),
+  });
   // The worker loads the storage side while this thread loads the HTTP side: a start takes the longer of the two.
   const opening = pool.open(ONE_FILE, limits);
   const { startServer } = await import('../http/server.js');

@@ -17,7 +17,7 @@ import { metadataRoutes, ownRoutes, workRoutes } from '../http/routes.js';
 import { CLOSE_GRACE_MS, createServer } from '../http/server.js';
 import { acquireLock, type FileLock } from '../storage/lock.js';
 import type { TenantLimits, WorkerEmbedder, WorkerReply } from '../workers/protocol.js';
-import { replyError, WorkerPool, workerSetup } from '../workers/worker-pool.js';
+import { replyError, WorkerPool, workerHeapMb, workerSetup } from '../workers/worker-pool.js';
 import { Replication } from '../replication/replication.js';
 import { ReplicatedTenants } from './replicated-tenants.js';
 import type { QuotaKind, Quotas } from './quotas.js';
@@ -69,6 +69,7 @@ export async function startTenantNode(
     workers: config.workers,
     logger,
     setup: workerSetup(config, embedder),
+    maxHeapMb: workerHeapMb(config.maxAnswerBytes),
     changed: replication === undefined ? undefined : (tenant, change) => replication.commit(tenant, change),
   });
   const { registry, transfers, replicated } = tenantsOf(config, node, pool, replication, logger);

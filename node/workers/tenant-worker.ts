@@ -80,7 +80,7 @@ export class TenantWorker {
     this.#slot = new RunningSlot(setup.slot);
     this.#passes = new EmbeddingPasses(
       setup.embedder,
-      (message) => this.take(message),
+      (message) => this.take([message]),
       (message, err) => {
         const tenant = this.#open.get(message.tenant);
         const answered =
@@ -97,13 +97,14 @@ export class TenantWorker {
   }
 
   /**
-   * Queues a message. The queue is served in turns of the event loop, each as long as TURN_MS at most
-   * (past it, the message under way is the last): messages that come meanwhile join the queue between
-   * two turns, in their tenant's place.
+   * Queues the messages of one postMessage. The queue is served in turns, each as long as TURN_MS at
+   * most (past it, the message under way is the last): messages that come meanwhile join the queue
+   * between two turns, in their tenant's place. An idle worker serves its first turn at once: a turn
+   * waited for in setImmediate costs a request another pass of the event loop for nothing.
    */
-  take(message: TenantMessage): void {
-    this.#queue.push(message.tenant, message);
-    this.#schedule();
+  take(messages: readonly TenantMessage[]): void {
+    for (const message of messages) this.#queue.push(message.tenant, message);
+    if (!this.#scheduled) this.#serveTurn();
   }
 
   #schedule(): void {

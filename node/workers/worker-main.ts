@@ -12,7 +12,7 @@ import { createLogger } from '../../shared/logger.js';
 import { startTracing } from '../../shared/tracing.js';
 import { useNativeBuilds } from '../native-builds.js';
 import type { ToWorker, WorkerReply, WorkerSetup } from './protocol.js';
-import { TenantWorker } from './tenant-worker.js';
+import { TenantWorker, type TenantMessage } from './tenant-worker.js';
 
 const setup = workerData as WorkerSetup;
 const port = parentPort!;
@@ -37,8 +37,9 @@ const worker = new TenantWorker(
   endpoint,
 );
 port.on('message', (messages: ToWorker[]) => {
+  const work: TenantMessage[] = [];
   for (const message of messages) {
-    if (message.kind !== 'flush') worker.take(message);
+    if (message.kind !== 'flush') work.push(message);
     else
       void tracing
         .shutdown()
@@ -46,6 +47,7 @@ port.on('message', (messages: ToWorker[]) => {
           port.postMessage([{ id: message.id, status: 200, body: undefined, ms: 0 }] satisfies WorkerReply[]),
         );
   }
+  if (work.length > 0) worker.take(work);
 });
 
 /**

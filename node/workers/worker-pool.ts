@@ -39,6 +39,24 @@ export interface PoolOptions {
    * changes of one tenant reach it in the order the worker committed them, whatever awaits each reply after.
    */
   readonly changed?: (tenant: string, change: Uint8Array) => Promise<number>;
+  /** The most a worker's V8 heap (its old generation) may hold, in MiB (workerHeapMb); undefined: V8's default. */
+  readonly maxHeapMb?: number;
+}
+
+/** A worker's young generation, in MiB: V8's own for a 64-bit heap without a bound (three 16 MiB semi-spaces). */
+const YOUNG_GENERATION_MB = 48;
+/** What a worker's heap holds besides the answers it builds: the open files' catalogues, plans, parse trees. */
+const HEAP_BASE_MB = 512;
+/**
+ * A worker's heap bound for answers of up to `maxAnswerBytes` (--max-answer): the base, and room for four of the
+ * largest answer, as an answer is built (its rows' JSON and then the joined text, two bytes a character at
+ * worst). V8 collects harder as the heap nears the bound instead of growing: without one, a worker's heap grew
+ * with every burst of large answers or bodies and stayed at its high-water mark (issue 29: a fuzzing round
+ * lifted RSS from 91 to 841 MB). A statement that needs more than the bound ends its worker, as a fault does: it
+ * is answered `internal` (500) and another worker takes the queued requests.
+ */
+export function workerHeapMb(maxAnswerBytes: number): number {
+  return HEAP_BASE_MB + Math.ceil((4 * maxAnswerBytes) / 2 ** 20);
 }
 
 interface Pending {
@@ -208,14 +226,18 @@ export class WorkerPool {
   }
 
   /**
-   * Queues a message for the slot's worker. The messages of one turn of the event loop — the requests
-   * of every socket that was readable — cross in one postMessage after it: a message costs the worker a
-   * wake-up and the serving thread a write to wake it, and those are most of a cheap request's cost.
+   * Queues a message for the slot's worker. To a worker with nothing to do it crosses at once: waiting
+   * for the turn's end would only add a pass of the event loop to the request. To a busy worker, the
+   * messages of one turn of the event loop — the requests of every socket that was readable — cross in
+   * one postMessage after it: a message costs the worker a wake-up and the serving thread a write to wake
+   * it, and those are most of a cheap request's cost.
    */
   #post(slot: Slot, message: ToWorker): Promise<WorkerReply> {
     return new Promise<WorkerReply>((resolve) => {
+      const idle = slot.pending.size === 0;
       slot.pending.set(message.id, { message, resolve });
-      if (slot.outbox.push(message) === 1) setImmediate(this.#flush, slot);
+      if (idle) slot.worker.postMessage([message]);
+      else if (slot.outbox.push(message) === 1) setImmediate(this.#flush, slot);
       // unref: a watchdog never keeps the process alive on its own.
       this.#watchdog ??= setInterval(this.#check, WATCHDOG_MS).unref();
     });
@@ -252,8 +274,14 @@ export class WorkerPool {
   }
 
   #spawn(index: number, running: RunningSlot): Worker {
+    const heap = this.#options.maxHeapMb;
     const worker = new Worker(WORKER_SCRIPT, {
       workerData: { ...this.#options.setup, slot: running.buffer } satisfies WorkerSetup,
+      // The young generation as V8 sizes it for a heap without a bound: derived from a bound, it is smaller, and
+      // a load's statements (parse trees, rows) cost more collections.
+      ...(heap === undefined
+        ? {}
+        : { resourceLimits: { maxOldGenerationSizeMb: heap, maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } }),
     });
     worker.on('message', (replies: WorkerReply[]) => {
       const slot = this.#slots[index]!;

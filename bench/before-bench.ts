@@ -1,0 +1,394 @@
+/**
+ * `make before-bench`: this checkout's fenec-server against the build before the worker threads (commit
+ * BEFORE_COMMIT, checked out and built into bench/before/ by bench/before.sh, on its own Node.js), in one run on
+ * the same data, as ratios main ÷ before (issue 29):
+ *
+ * - `near`, filtered `near`, `match`, `fuse` (top 10) over BENCH_ROWS rows (default 50 000) of
+ *   `docs (body text @text, vec vector<384> @hnsw(cosine), grp int @hash)` (bench/search-data.ts), one client over
+ *   HTTP, p50 of BENCH_QUERIES queries (default 200), the two servers asked query by query in turns;
+ * - each server's RSS once the rows are in and the index holds them;
+ * - row by id (`get notes where id = $1` over 1 000 rows) at 1 and 8 clients (autocannon, in turns with a bare
+ *   node:http server answering the same JSON), with the CPU each request costs the server: its process's user +
+ *   system time from /proc (every thread) over the run, divided by the requests it answered.
+ *
+ * Flags: `--workers N` (this checkout's worker threads; the build before has none), `--cores N` (the servers are
+ * pinned to the first N cores with taskset, the load generator to the others when any are left; default: no pinning),
+ * `--tenant` (this checkout as a tenant node, the statements under /t/bench/, rather than a one-file server).
+ * Env: BENCH_ROWS, BENCH_QUERIES, BENCH_SECONDS (default 3) and BENCH_ROUNDS (default 2) of the row-by-id runs,
+ * BEFORE_DIR (default bench/before), BEFORE_NODE (default: /usr/bin/node, the Node.js 20 it ran on, when present).
+ * Writes bench/results/before.json.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import {
+  failuresLine,
+  intEnv,
+  load,
+  numberEnv,
+  progress,
+  Programs,
+  ROOT,
+  runInfo,
+  table,
+  turnOrder,
+  WARM_UP_SECONDS,
+  writeResults,
+  type Measure,
+  type Program,
+} from './harness.js';
+import { DIMS, GROUP, K, vectorLiteral, zipfWorkload } from './search-data.js';
+import { median, percentile } from './stats.js';
+
+const { values: flags } = parseArgs({
+  options: {
+    workers: { type: 'string', default: '1' },
+    cores: { type: 'string' },
+    tenant: { type: 'boolean', default: false },
+  },
+});
+const WORKERS = Number(flags.workers);
+const CORES = flags.cores === undefined ? undefined : Number(flags.cores);
+if (!Number.isInteger(WORKERS) || WORKERS < 1)
+  throw new Error(`--workers takes a whole number ≥ 1, not ${flags.workers}`);
+if (CORES !== undefined && (!Number.isInteger(CORES) || CORES < 1 || CORES > os.cpus().length))
+  throw new Error(`--cores takes 1 … ${os.cpus().length}, not ${flags.cores}`);
+
+const ROWS = intEnv('BENCH_ROWS', 50_000, 1_000);
+const QUERIES = intEnv('BENCH_QUERIES', 200, 10);
+const SECONDS = numberEnv('BENCH_SECONDS', 3);
+const ROUNDS = intEnv('BENCH_ROUNDS', 2, 1);
+const BEFORE_DIR = path.resolve(ROOT, process.env.BEFORE_DIR ?? 'bench/before');
+const BEFORE_NODE = process.env.BEFORE_NODE ?? (fs.existsSync('/usr/bin/node') ? '/usr/bin/node' : process.execPath);
+const TOKEN = randomBytes(16).toString('hex');
+const TENANT = 'bench';
+/** Rows per insert statement: each under the statement limit of 1 048 576 characters. */
+const ROWS_PER_INSERT = 100;
+const NOTES = 1_000;
+const ROW_ID = 500;
+const ROW_BY_ID = 'get notes where id = $1';
+const READS = {
+  near: `get docs near vec $1 limit ${K}`,
+  'filtered near': `get docs near vec $1 where grp = ${GROUP} limit ${K}`,
+  match: `get docs match body $1 limit ${K}`,
+  fuse: `get docs match body $1 near vec $2 fuse limit ${K}`,
+} as const;
+type ReadName = keyof typeof READS;
+/** How long the index may take to hold every row once they are in. */
+const INDEX_WAIT_MS = 600_000;
+
+interface Server {
+  readonly name: string;
+  readonly program: Program;
+  /** Where its statements go. */
+  readonly query: string;
+}
+
+const programs = new Programs();
+
+async function main(): Promise<void> {
+  if (!fs.existsSync(path.join(BEFORE_DIR, 'dist/node/cli/fenec-server.js')))
+    throw new Error(`${BEFORE_DIR} holds no build: run bash bench/before.sh (make before-bench does)`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-before-'));
+  const pin = CORES === undefined ? undefined : `0-${CORES - 1}`;
+  if (pin !== undefined && CORES! < os.cpus().length) pinSelf(`${CORES}-${os.cpus().length - 1}`);
+  try {
+    const main = await startMain(dir, pin);
+    const before = await startBefore(dir, pin);
+    const servers = [main, before];
+    const work = zipfWorkload({
+      seed: 42,
+      rows: ROWS,
+      queries: QUERIES,
+      vocabulary: 5_000,
+      zipfExponent: 1,
+      minWords: 8,
+      maxWords: 20,
+      dims: DIMS,
+      clusters: 1_000,
+      spread: 0.5,
+    });
+    progress(`loading ${ROWS} rows into both`);
+    const loadSeconds = await Promise.all(servers.map((s) => loadDocs(s, work)));
+    const rss = servers.map((s) => rssMb(s.program.child.pid!));
+    progress(`RSS after the load: ${rss.map((mb) => `${mb.toFixed(0)} MB`).join(', ')}`);
+    const reads = await measureReads(servers, work);
+    const answer = await seedNotes(servers);
+    const bare = await programs.start('dist/bench/bare-server.js', [], { env: { BARE_ANSWER: answer }, pin });
+    const byId = await measureRowById([...servers, { name: 'bare node:http', program: bare, query: `${bare.url}/` }]);
+    report({ servers, loadSeconds, rss, reads, byId });
+  } finally {
+    await programs.stopAll();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function startMain(dir: string, pin: string | undefined): Promise<Server> {
+  const where = flags.tenant ? ['--data-dir', path.join(dir, 'main')] : ['--file', path.join(dir, 'main.fenec')];
+  if (flags.tenant) fs.mkdirSync(path.join(dir, 'main'));
+  const program = await programs.start(
+    'dist/node/cli/fenec-server.js',
+    [...where, '--port', '0', '--http-token', TOKEN, '--workers', String(WORKERS), '--tenant-rate', '1000000'],
+    { pin },
+  );
+  if (!flags.tenant) return { name: 'main', program, query: `${program.url}/query` };
+  await post(`${program.url}/t/${TENANT}`, 'PUT', {});
+  return { name: 'main', program, query: `${program.url}/t/${TENANT}/query` };
+}
+
+async function startBefore(dir: string, pin: string | undefined): Promise<Server> {
+  const program = await programs.start(
+    path.join(BEFORE_DIR, 'dist/node/cli/fenec-server.js'),
+    ['--file', path.join(dir, 'before.fenec'), '--port', '0', '--http-token', TOKEN],
+    { node: BEFORE_NODE, pin },
+  );
+  return { name: 'before', program, query: `${program.url}/query` };
+}
+
+/** Makes `docs` and loads the rows, then waits until its vector index holds them; the seconds it took. */
+async function loadDocs(server: Server, work: ReturnType<typeof zipfWorkload>): Promise<number> {
+  const t0 = performance.now();
+  await statement(server, 'create collection docs (body text @text, vec vector<384> @hnsw(cosine), grp int @hash)');
+  for (let start = 0; start < ROWS; start += ROWS_PER_INSERT) {
+    const rows: string[] = [];
+    for (let i = start; i < Math.min(ROWS, start + ROWS_PER_INSERT); i++) {
+      rows.push(
+        `{body: ${JSON.stringify(work.bodies[i])}, vec: ${vectorLiteral(work.vectors, i, DIMS)}, grp: ${i % 100}}`,
+      );
+    }
+    await statement(server, `insert into docs [${rows.join(', ')}]`);
+  }
+  const deadline = Date.now() + INDEX_WAIT_MS;
+  while (!indexed(await statement(server, 'schema docs'))) {
+    if (Date.now() > deadline) throw new Error(`${server.name}: the index did not hold every row in time`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  // The build before tells nothing of its index, and either may still store it: done once the server's threads
+  // take under 5 % of a core for a second.
+  for (;;) {
+    if (Date.now() > deadline) throw new Error(`${server.name}: the server did not go idle in time`);
+    const cpu = cpuSeconds(server.program.child.pid!);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    if (cpuSeconds(server.program.child.pid!) - cpu < 0.05) break;
+  }
+  return (performance.now() - t0) / 1000;
+}
+
+/** Whether `schema docs` says its vector index holds every row, in either build's words. */
+function indexed(schema: any): boolean {
+  const fields: any[] = schema.collections?.[0]?.fields ?? schema.fields ?? [];
+  const indexes = fields.map((f) => f.index).filter((i) => i !== undefined && typeof i === 'object');
+  return indexes.every(
+    (i) => (i.pending ?? 0) === 0 && i.building !== true && (i.state === undefined || i.state === 'ready'),
+  );
+}
+
+/** Each read, query by query, each server in turn (the order swapped every query), after 20 unmeasured. */
+async function measureReads(servers: readonly Server[], work: ReturnType<typeof zipfWorkload>) {
+  const out: Record<ReadName, number[]> = { near: [], 'filtered near': [], match: [], fuse: [] };
+  for (const name of Object.keys(READS) as ReadName[]) {
+    const times = servers.map((): number[] => []);
+    for (let q = -20; q < QUERIES; q++) {
+      const i = ((q % QUERIES) + QUERIES) % QUERIES;
+      const vector = Array.from(work.queries.subarray(i * DIMS, (i + 1) * DIMS));
+      const words = work.words[i]!.join(' ');
+      const params = name === 'match' ? [words] : name === 'fuse' ? [words, vector] : [vector];
+      const body = JSON.stringify({ statement: READS[name], params });
+      for (const s of turnOrder(servers.length, q + 20)) {
+        const t0 = performance.now();
+        await post(servers[s]!.query, 'POST', body);
+        if (q >= 0) times[s]!.push(performance.now() - t0);
+      }
+    }
+    for (let s = 0; s < servers.length; s++) out[name].push(percentile(times[s]!, 0.5));
+    progress(`${name}: p50 ${out[name].map((ms) => ms.toFixed(3)).join(' / ')} ms`);
+  }
+  return out;
+}
+
+async function seedNotes(servers: readonly Server[]): Promise<string> {
+  let answer = '';
+  for (const server of servers) {
+    await statement(server, 'create collection notes (title text, body text, n int)');
+    const rows = Array.from(
+      { length: NOTES },
+      (_, i) => `{title: "note ${i + 1}", body: "the body of note ${i + 1}, a few words long", n: ${i + 1}}`,
+    );
+    await statement(server, `insert into notes [${rows.join(', ')}]`);
+    answer = await post(server.query, 'POST', JSON.stringify({ statement: ROW_BY_ID, params: [ROW_ID] }));
+  }
+  return answer;
+}
+
+interface ByIdRun extends Measure {
+  /** The server's CPU (every thread) per answered request, in µs. */
+  readonly cpuUs: number;
+}
+
+/** Row by id at 1 and 8 clients, the servers in turns, ROUNDS rounds; the median of each figure. */
+async function measureRowById(servers: readonly Server[]): Promise<ByIdRun[][]> {
+  const out: ByIdRun[][] = [];
+  for (const clients of [1, 8]) {
+    const runs = servers.map((): ByIdRun[] => []);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const s of turnOrder(servers.length, round)) {
+        const server = servers[s]!;
+        const run = {
+          target: server.name,
+          url: server.query,
+          clients,
+          headers: { authorization: `Bearer ${TOKEN}` },
+          body: JSON.stringify({ statement: ROW_BY_ID, params: [ROW_ID] }),
+        };
+        await load({ ...run, seconds: WARM_UP_SECONDS });
+        const cpu0 = cpuSeconds(server.program.child.pid!);
+        const m = await load({ ...run, seconds: SECONDS });
+        const cpu = cpuSeconds(server.program.child.pid!) - cpu0;
+        runs[s]!.push({ ...m, cpuUs: (cpu * 1e6) / Math.max(1, m.requestsPerSecond * SECONDS) });
+        progress(`${server.name}, ${clients} client(s): ${Math.round(m.requestsPerSecond)} req/s, p50 ${m.p50Ms}`);
+      }
+    }
+    out.push(
+      runs.map((r) => ({
+        ...r[0]!,
+        requestsPerSecond: median(r.map((x) => x.requestsPerSecond)),
+        p50Ms: median(r.map((x) => x.p50Ms)),
+        p99Ms: median(r.map((x) => x.p99Ms)),
+        cpuUs: median(r.map((x) => x.cpuUs)),
+        failed: r.reduce((t, x) => t + x.failed, 0),
+      })),
+    );
+  }
+  return out;
+}
+
+function report(r: {
+  servers: readonly Server[];
+  loadSeconds: number[];
+  rss: number[];
+  reads: Record<ReadName, number[]>;
+  byId: ByIdRun[][];
+}): void {
+  const ratio = (a: number, b: number): string => (a / b).toFixed(2);
+  const lines: string[][] = [];
+  for (const name of Object.keys(READS) as ReadName[]) {
+    const [m, b] = r.reads[name];
+    lines.push([`${name} p50 ms`, m!.toFixed(3), b!.toFixed(3), ratio(m!, b!), '']);
+  }
+  lines.push(['RSS after the load, MB', r.rss[0]!.toFixed(0), r.rss[1]!.toFixed(0), ratio(r.rss[0]!, r.rss[1]!), '']);
+  lines.push([
+    'load until indexed, s',
+    r.loadSeconds[0]!.toFixed(1),
+    r.loadSeconds[1]!.toFixed(1),
+    ratio(r.loadSeconds[0]!, r.loadSeconds[1]!),
+    '',
+  ]);
+  for (const runs of r.byId) {
+    const [m, b, bare] = runs as [ByIdRun, ByIdRun, ByIdRun];
+    const c = m.clients;
+    lines.push([
+      `row by id, ${c} client(s), req/s`,
+      m.requestsPerSecond.toFixed(0),
+      b.requestsPerSecond.toFixed(0),
+      ratio(m.requestsPerSecond, b.requestsPerSecond),
+      bare.requestsPerSecond.toFixed(0),
+    ]);
+    lines.push([
+      `row by id, ${c} client(s), p50 ms`,
+      m.p50Ms.toFixed(3),
+      b.p50Ms.toFixed(3),
+      ratio(m.p50Ms, b.p50Ms),
+      bare.p50Ms.toFixed(3),
+    ]);
+    lines.push([
+      `row by id, ${c} client(s), CPU µs/request`,
+      m.cpuUs.toFixed(0),
+      b.cpuUs.toFixed(0),
+      ratio(m.cpuUs, b.cpuUs),
+      bare.cpuUs.toFixed(0),
+    ]);
+  }
+  const shape = flags.tenant ? `a tenant node (--workers ${WORKERS})` : `a one-file server (--workers ${WORKERS})`;
+  process.stdout.write(
+    `\nbefore-bench: main as ${shape} ÷ the build before the worker threads (${BEFORE_DIR}), ${ROWS} rows × ${DIMS}, ` +
+      `${QUERIES} queries each, ${os.cpus().length} cores${CORES === undefined ? '' : `, servers on ${CORES}`}, ` +
+      `Node ${process.versions.node} (before: ${execFileSync(BEFORE_NODE, ['--version']).toString().trim()})\n\n` +
+      `${table(['', 'main', 'before', 'main ÷ before', 'bare node:http'], lines)}\n\n` +
+      `row by id, the seed's anchor (an M1): 0.027 ms a request, 122 000 requests a second at 8 clients\n` +
+      failuresLine(r.byId.flat()),
+  );
+  writeResults('before', {
+    ...runInfo('before'),
+    rows: ROWS,
+    queries: QUERIES,
+    workers: WORKERS,
+    cores: CORES,
+    tenant: flags.tenant,
+    rssMb: { main: r.rss[0], before: r.rss[1] },
+    loadSeconds: { main: r.loadSeconds[0], before: r.loadSeconds[1] },
+    readsP50Ms: r.reads,
+    rowById: r.byId,
+  });
+}
+
+/** The process's user + system CPU seconds so far, every thread (/proc/PID/stat, in clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+function rssMb(pid: number): number {
+  const line = fs
+    .readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'))!;
+  return Number(line.split(/\s+/)[1]) / 1024;
+}
+
+function pinSelf(cores: string): void {
+  execFileSync('taskset', ['-pc', cores, String(process.pid)], { stdio: 'ignore' });
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+
+/** One request over a kept-alive connection; its answer's text. Throws on any status but 2xx. */
+function post(url: string, method: string, body: unknown): Promise<string> {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      {
+        method,
+        agent,
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(text),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const answer = Buffer.concat(chunks).toString('utf8');
+          if (res.statusCode! >= 300) reject(new Error(`${method} ${url} → ${res.statusCode} ${answer.slice(0, 500)}`));
+          else resolve(answer);
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(text);
+  });
+}
+
+async function statement(server: Server, text: string): Promise<any> {
+  return JSON.parse(await post(server.query, 'POST', { statement: text, params: [] }));
+}
+
+await main();
