@@ -7,7 +7,7 @@
 //             its own temporary folders, and kills the processes it started.
 //   alone     ALONE, one after another, with no other test file beside them: files whose verdicts bound a wall
 //             time (an answer within a second, a statement stopped within its limit, a ratio of two timings),
-//             which a second test file on the same cores could push past its bound; and Faiss's own tests, which
+//             which a second test file on the same cores could push past its bound (replication's failover within 10 s among them); and Faiss's own tests, which
 //             keep every core busy (OpenMP) and bound the event loop's longest pause beside an add.
 const fs = require('node:fs');
 
@@ -21,6 +21,8 @@ const ALONE = [
   'dist/test/node/hostile-statements.test.js',
   'dist/test/node/storage/deadline.test.js',
   'dist/test/node/vector/faiss.test.js',
+  'dist/test/replication/chaos.test.js',
+  'dist/test/replication/replication.test.js',
   'dist/test/router/router-app.test.js',
   'dist/test/shared/fenecql/limits.test.js',
   'dist/test/shared/fenecql/sql-habits.test.js',
