@@ -7,7 +7,8 @@
 //             its own temporary folders, and kills the processes it started.
 //   alone     ALONE, one after another, with no other test file beside them: files whose verdicts bound a wall
 //             time (an answer within a second, a statement stopped within its limit, a ratio of two timings),
-//             which a second test file on the same cores could push past its bound (replication's failover within 10 s among them); and Faiss's own tests, which
+//             which a second test file on the same cores could push past its bound
+//             (replication's failover within 10 s among them); and Faiss's own tests, which
 //             keep every core busy (OpenMP) and bound the event loop's longest pause beside an add.
 const fs = require('node:fs');
 
