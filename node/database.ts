@@ -33,10 +33,18 @@ import { plan } from './query/plan/row-statement.js';
 import { runSchemaStatement, type IndexState } from './query/execute/schema-statements.js';
 import type { BindContext } from './query/compile/evaluate.js';
 import { explainOther, explainPlan, type ExplainedPlan } from './query/execute/explain.js';
-import { EmbeddingRound, missing } from './embedder/round.js';
+import { EmbeddingRound, EmbeddingsWanted, missing } from './embedder/round.js';
 import type { EmbedSpec } from './schema/catalog.js';
-import { embedRows, setEmbeds, setVectors, withModels, type VectorLookup } from './query/execute/embed-rows.js';
-import type { GetStmt, SetStmt } from '../shared/fenecql/ast.js';
+import {
+  embeddedFields,
+  embedRows,
+  setEmbeds,
+  setVectors,
+  withModels,
+  type VectorLookup,
+} from './query/execute/embed-rows.js';
+import type { GetStmt, InsertStmt, SetStmt } from '../shared/fenecql/ast.js';
+import { bulkRows, committedBefore, readyRows } from './query/execute/load-rows.js';
 
 export type { Answer };
 
@@ -279,8 +287,12 @@ export class FenecDatabase {
       let rowPlan = this.#planFor(prepared, statement, options.policy);
       if (kind.embeds === 'near') ctx = { ...ctx, embedQuery: this.#queryLookup };
       else if (kind.embeds === 'rows' && (statement.kind === 'Insert' || statement.kind === 'Put')) {
+        const list = bulkRows(statement, params);
+        if (list !== undefined && this.#round?.load !== undefined)
+          return this.#loadPass(statement as InsertStmt, params, list, ctx, kind.size, options);
         // Planned as written first: a write refused for what it says is refused before anything is embedded.
         const filled = embedRows(statement, params, this.#catalog.require(statement.collection), ctx, this.#rowLookup);
+        if (list !== undefined && this.#round !== undefined) this.#round.bulk = true;
         this.#round?.stop();
         if (filled !== undefined) {
           ctx = { ...ctx, params: filled.params };
@@ -330,6 +342,46 @@ export class FenecDatabase {
         throw err;
       return this.#quota.within('freeing', go);
     }
+  }
+
+  /**
+   * One pass of a load (node/embedder/load.ts): the rows from the first not written yet up to the first whose vectors
+   * are not in are written, in a transaction of their own; the pass then stops for the next chunk, until the last row
+   * is written and the statement answers every row's id. A chunk refused is refused whole, saying what was committed.
+   */
+  #loadPass(
+    statement: InsertStmt,
+    params: readonly unknown[],
+    list: { readonly index: number; readonly rows: readonly unknown[] },
+    ctx: BindContext,
+    size: Size,
+    options: ExecuteOptions,
+  ): Answer {
+    const round = this.#round!;
+    const load = round.load!;
+    const collection = this.#catalog.require(statement.collection);
+    const from = load.committed;
+    const ready = from + readyRows(list.rows, from, embeddedFields(collection), (text) => round.has(text));
+    round.more = ready < list.rows.length;
+    if (ready === from) throw new EmbeddingsWanted();
+    const part = [...params];
+    part[list.index - 1] = list.rows.slice(from, ready);
+    let answer: Answer;
+    try {
+      const filled = embedRows(statement, part, collection, { ...ctx, params: part }, this.#rowLookup, from);
+      const written = filled?.statement ?? statement;
+      const rowPlan = this.#planFor(this.#preparedTree(written), written, options.policy);
+      answer = this.#runRows(rowPlan, size, { ...ctx, params: filled?.params ?? part }, options.maxAnswerBytes);
+    } catch (err) {
+      round.more = false;
+      throw committedBefore(fromSqliteError(this.#deadline.refusal(err)), from);
+    }
+    this.#deadline.release();
+    this.#vectors.catchUp();
+    load.committed = ready;
+    load.ids.push(...(answer as { ids: number[] }).ids);
+    if (round.more) throw new EmbeddingsWanted();
+    return { count: list.rows.length, ids: load.ids };
   }
 
   /** A row's vector from the request's round; a server without an embedder refuses the write that needs one. */

@@ -219,6 +219,8 @@ export interface FenecErrorOptions {
   readonly position?: Position;
   /** In a bulk write (`insert into c $1`), the index of the refused row in the parameter's array. */
   readonly row?: number;
+  /** In a load refused part way (an `insert into c $1` that embeds, a chunk at a time), the rows committed first. */
+  readonly committed?: number;
   readonly cause?: unknown;
   /** The WWW-Authenticate header its answer carries (a 401 or 403 of a server that takes OAuth tokens). */
   readonly challenge?: string;
@@ -244,6 +246,7 @@ export class FenecError extends Error {
   readonly hint: string | undefined;
   readonly position: Position | undefined;
   readonly row: number | undefined;
+  readonly committed: number | undefined;
   readonly challenge: string | undefined;
 
   constructor(code: ErrorCode, message: string, options: FenecErrorOptions = {}) {
@@ -254,10 +257,14 @@ export class FenecError extends Error {
     this.hint = options.hint;
     this.position = options.position;
     this.row = options.row;
+    this.committed = options.committed;
     this.challenge = options.challenge;
   }
 
-  /** The wire shape every door answers with: `{"error": {"code", "message", "hint"?, "line"?, "column"?, "row"?}}`. */
+  /**
+   * The wire shape every door answers with: `{"error": {"code", "message", "hint"?, "line"?, "column"?, "row"?,
+   * "committed"?}}`.
+   */
   toJSON(): { error: Record<string, string | number> } {
     const error: Record<string, string | number> = { code: this.code, message: this.message };
     if (this.hint !== undefined) error.hint = this.hint;
@@ -266,6 +273,7 @@ export class FenecError extends Error {
       error.column = this.position.column;
     }
     if (this.row !== undefined) error.row = this.row;
+    if (this.committed !== undefined) error.committed = this.committed;
     return { error };
   }
 }

@@ -40,6 +40,8 @@ export function embedRows(
   collection: Collection,
   ctx: BindContext,
   lookup: VectorLookup,
+  /** Where the parameter's rows start in the statement's whole list (a load writes it a chunk at a time). */
+  offset = 0,
 ): { statement: InsertStmt | PutStmt; params: readonly unknown[] } | undefined {
   const fields = embeddedFields(collection);
   if (fields.length === 0) return undefined;
@@ -56,7 +58,7 @@ export function embedRows(
         fields,
         (name) => record[name],
         (name) => name in record,
-        `$${index}[${i}]`,
+        `$${index}[${offset + i}]`,
         lookup,
       );
       if (vectors.length === 0) return row;
