@@ -34,7 +34,7 @@ import { runSchemaStatement, type IndexState } from './query/execute/schema-stat
 import type { BindContext } from './query/compile/evaluate.js';
 import { explainOther, explainPlan, type ExplainedPlan } from './query/execute/explain.js';
 import { EmbeddingRound, EmbeddingsWanted, missing } from './embedder/round.js';
-import type { EmbedSpec } from './schema/catalog.js';
+import { embedOf, type Collection, type EmbedSpec, type Field } from './schema/catalog.js';
 import {
   embeddedFields,
   embedRows,
@@ -43,8 +43,22 @@ import {
   withModels,
   type VectorLookup,
 } from './query/execute/embed-rows.js';
-import type { GetStmt, InsertStmt, SetStmt } from '../shared/fenecql/ast.js';
+import type { AlterEmbedStmt, GetStmt, InsertStmt, SetStmt } from '../shared/fenecql/ast.js';
 import { bulkRows, committedBefore, readyRows } from './query/execute/load-rows.js';
+import {
+  advanceBackfill,
+  backfillOf,
+  dropBackfills,
+  embeddedField,
+  listBackfills,
+  nextBatch,
+  rowsLeft,
+  startBackfill,
+  stillLacking,
+  type Backfill,
+  type BackfillBatch,
+} from './query/execute/backfill.js';
+import { checkOrigin } from './embedder/embedder.js';
 
 export type { Answer };
 
@@ -534,6 +548,7 @@ export class FenecDatabase {
     // The index state counts rows, the policy's or not: for the server token only.
     const indexes =
       policy === undefined ? (collection: string, field: string) => this.#indexState(collection, field) : undefined;
+    if (statement.kind === 'AlterEmbed') return this.#startBackfill(statement);
     const later = statement.kind === 'Compact' ? this.#rebuildSmallIndexes(statement.collection) : [];
     const answer = runSchemaStatement(
       withModels(statement, this.#round),
@@ -552,10 +567,18 @@ export class FenecDatabase {
         }
         break;
       }
-      case 'CreateCollection':
       case 'DropCollection':
-      case 'AlterAdd':
       case 'AlterDrop':
+        // A backfill of what is gone has nothing left to fill.
+        dropBackfills(
+          this.#db,
+          statement.kind === 'DropCollection' ? statement.name : statement.collection,
+          statement.kind === 'AlterDrop' ? statement.field : undefined,
+        );
+        this.#vectors.sync(this.#catalog.vectorFields());
+        break;
+      case 'CreateCollection':
+      case 'AlterAdd':
         // The vector indexes follow the fields there are now.
         this.#vectors.sync(this.#catalog.vectorFields());
         break;
@@ -582,11 +605,110 @@ export class FenecDatabase {
       );
   }
 
-  /** A vector index's state as `schema` shows it; undefined for a field without one. */
+  /**
+   * A vector index's state as `schema` shows it, with the progress of a backfill of its vectors (alter … embed) under
+   * way; undefined for a field without one.
+   */
   #indexState(collection: string, field: string): IndexState | undefined {
     const info = this.#vectors.info(collection, field);
     if (info === undefined) return undefined;
-    return { rows: info.live, pending: info.pending, building: info.state === 'adding' || info.state === 'building' };
+    const state = {
+      rows: info.live,
+      pending: info.pending,
+      building: info.state === 'adding' || info.state === 'building',
+    };
+    const backfill = backfillOf(this.#db, collection, field);
+    const filled = backfill === undefined ? undefined : this.#filled(collection, field);
+    if (backfill === undefined || filled === undefined) return state;
+    const left = rowsLeft(this.#db, filled.collection, filled.field, filled.spec, backfill.after);
+    return { ...state, embedding: { done: backfill.done, left } };
+  }
+
+  /**
+   * `alter collection C embed F`: records a backfill of F's vectors for the rows that have none (backfill.ts), which
+   * the server's worker makes in the background (node/workers/backfills.ts); answers how many rows it will embed.
+   */
+  #startBackfill(statement: AlterEmbedStmt): Answer {
+    const collection = this.#catalog.require(statement.collection);
+    const { field, spec } = embeddedField(collection, statement.field, embedOf);
+    const what = `alter … embed fills ${statement.collection}.${statement.field} by embedding its rows`;
+    if (this.#round === undefined) throw missing(what);
+    checkOrigin(field.name, { model: spec.model, dimension: spec.dimension }, this.#round.embedder(what));
+    this.#db.transaction(() => startBackfill(this.#db, collection.name, field.name))();
+    const left = rowsLeft(this.#db, collection, field, spec, backfillOf(this.#db, collection.name, field.name)!.after);
+    this.onBackfill?.();
+    return { altered: true, embedding: left };
+  }
+
+  /** Told when a statement records a backfill: the server's worker starts it. */
+  onBackfill: (() => void) | undefined;
+
+  /** The backfills not finished (alter … embed), with their cursors. */
+  backfills(): Backfill[] {
+    return this.readOnly || !this.#db.open ? [] : listBackfills(this.#db);
+  }
+
+  #filled(collection: string, field: string): { collection: Collection; field: Field; spec: EmbedSpec } | undefined {
+    const found = this.#catalog.get(collection);
+    const vector = found?.byName.get(field);
+    const spec = vector === undefined ? undefined : embedOf(vector);
+    return spec === undefined ? undefined : { collection: found!, field: vector!, spec };
+  }
+
+  /**
+   * The next rows a backfill embeds (after its cursor), with what the field embeds; undefined when none is left, or
+   * the field is gone (the backfill is then forgotten).
+   */
+  backfillBatch(
+    backfill: Backfill,
+    after: number,
+    limit: number,
+  ): { batch: BackfillBatch; spec: EmbedSpec } | undefined {
+    const filled = this.#filled(backfill.collection, backfill.field);
+    const batch =
+      filled === undefined
+        ? undefined
+        : nextBatch(this.#db, filled.collection, filled.field, filled.spec, after, limit);
+    return batch === undefined ? undefined : { batch, spec: filled!.spec };
+  }
+
+  /**
+   * Writes a backfill batch's vectors and moves its cursor past the batch, in one transaction: a row given a vector
+   * since the batch was read keeps it.
+   */
+  backfillWrite(backfill: Backfill, rows: readonly { id: number; vector: Float32Array }[], upTo: number): void {
+    const filled = this.#filled(backfill.collection, backfill.field);
+    if (filled === undefined) return;
+    const change: SetStmt = {
+      kind: 'Set',
+      collection: backfill.collection,
+      changes: { kind: 'Object', entries: [{ key: backfill.field, value: { kind: 'Param', index: 1 } }] },
+      where: { kind: 'Compare', op: '=', left: { kind: 'Field', name: 'id' }, right: { kind: 'Param', index: 2 } },
+    };
+    const setPlan = this.#planFor(this.#preparedTree(change), change, undefined);
+    this.#room('quota', () =>
+      this.#db.transaction(() => {
+        let written = 0;
+        for (const { id, vector } of rows) {
+          if (!stillLacking(this.#db, filled.field, id)) continue;
+          run(
+            setPlan,
+            { params: [Array.from(vector), id], now: Date.now(), jwt: undefined },
+            this.#statements,
+            this.#db,
+            this.#vectors,
+          );
+          written += 1;
+        }
+        advanceBackfill(this.#db, backfill.collection, backfill.field, upTo, written);
+      })(),
+    );
+    this.#vectors.catchUp();
+  }
+
+  /** The backfill found no row left: it is over. */
+  backfillDone(backfill: Backfill): void {
+    dropBackfills(this.#db, backfill.collection, backfill.field);
   }
 
   /** The statement a text holds, parsed at most once while it stays among the recent ones. */

@@ -163,6 +163,11 @@ export class EmbeddingPasses {
     }
   }
 
+  /** The worker's embedder, for work of its own (a backfill); probed first when the start probe failed. */
+  embedder(signal: AbortSignal): Promise<Embedder> {
+    return this.#ready(signal);
+  }
+
   /** The embedder, probed first when the start probe failed (--embedder-lazy). */
   #ready(signal: AbortSignal): Promise<Embedder> {
     if (this.#embedder !== undefined) return Promise.resolve(this.#embedder);
