@@ -118,6 +118,18 @@ describe('loads that embed: insert into C $1 and fenec import', function () {
     expect([small.status, small.json.error.committed]).to.deep.equal([502, undefined]);
   });
 
+  it('refuses a chunk with a row the insert refuses, naming the row by its place in the whole list', async () => {
+    const name = await fresh();
+    const rows: Record<string, unknown>[] = Array.from({ length: 800 }, (_, i) => rowOf(i));
+    rows[500] = { ...rowOf(500), title: 5 };
+    const refused = await q(`insert into ${name} $1`, [rows]);
+    expect(refused.status, refused.text).to.equal(400);
+    const error = refused.json.error as { code: string; row: number; committed: number };
+    expect([error.code, error.row]).to.deep.equal(['type_mismatch', 500]);
+    expect(error.committed).to.be.within(1, 500);
+    expect(await count(name)).to.equal(error.committed);
+  });
+
   describe('fenec import', () => {
     const runImport = (args: string[], stdin: string): Promise<Finished> =>
       sandbox.run(FENEC, ['import', '--url', server.url, '--no-wait', ...args], {}, { timeoutMs: 60_000, stdin });
