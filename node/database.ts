@@ -33,32 +33,12 @@ import { plan } from './query/plan/row-statement.js';
 import { runSchemaStatement, type IndexState } from './query/execute/schema-statements.js';
 import type { BindContext } from './query/compile/evaluate.js';
 import { explainOther, explainPlan, type ExplainedPlan } from './query/execute/explain.js';
-import { EmbeddingRound, EmbeddingsWanted, missing } from './embedder/round.js';
-import { embedOf, type Collection, type EmbedSpec, type Field } from './schema/catalog.js';
-import {
-  embeddedFields,
-  embedRows,
-  setEmbeds,
-  setVectors,
-  withModels,
-  type VectorLookup,
-} from './query/execute/embed-rows.js';
-import type { AlterEmbedStmt, GetStmt, InsertStmt, SetStmt } from '../shared/fenecql/ast.js';
-import { bulkRows, committedBefore, readyRows } from './query/execute/load-rows.js';
-import {
-  advanceBackfill,
-  backfillOf,
-  dropBackfills,
-  embeddedField,
-  listBackfills,
-  nextBatch,
-  rowsLeft,
-  startBackfill,
-  stillLacking,
-  type Backfill,
-  type BackfillBatch,
-} from './query/execute/backfill.js';
-import { checkOrigin } from './embedder/embedder.js';
+import { EmbeddingRound, missing } from './embedder/round.js';
+import type { EmbedSpec } from './schema/catalog.js';
+import { embedRows, setEmbeds, setVectors, withModels, type VectorLookup } from './query/execute/embed-rows.js';
+import type { GetStmt, SetStmt } from '../shared/fenecql/ast.js';
+import { bulkRows, loadPass } from './query/execute/load-rows.js';
+import { Backfilling } from './query/execute/backfill.js';
 
 export type { Answer };
 
@@ -154,6 +134,8 @@ export class FenecDatabase {
   readonly #deadline: Deadline;
   /** The embeddings of the request under way (embedding); undefined: the server has no embedder. */
   #round: EmbeddingRound | undefined;
+  /** The backfills of vectors (alter … embed) the file records, for the server's worker to run. */
+  readonly backfill: Backfilling;
 
   private constructor(options: DatabaseOptions, db: Connection, lock: FileLock | undefined) {
     this.file = options.file;
@@ -174,6 +156,18 @@ export class FenecDatabase {
     this.#vectors = VectorStore.open(db, this.#catalog.vectorFields(), {
       readOnly: options.readOnly,
       onEvent: options.onVectorEvent,
+    });
+    this.backfill = new Backfilling(db, this.#catalog, options.readOnly, {
+      setVector: (change, params) =>
+        run(
+          this.#planFor(this.#preparedTree(change), change, undefined),
+          { params, now: Date.now(), jwt: undefined },
+          this.#statements,
+          db,
+          this.#vectors,
+        ),
+      grow: (work) => this.#room('quota', work),
+      catchUp: () => this.#vectors.catchUp(),
     });
     const interval = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
     if (!options.readOnly && interval > 0) {
@@ -302,8 +296,10 @@ export class FenecDatabase {
       if (kind.embeds === 'near') ctx = { ...ctx, embedQuery: this.#queryLookup };
       else if (kind.embeds === 'rows' && (statement.kind === 'Insert' || statement.kind === 'Put')) {
         const list = bulkRows(statement, params);
-        if (list !== undefined && this.#round?.load !== undefined)
-          return this.#loadPass(statement as InsertStmt, params, list, ctx, kind.size, options);
+        if (list !== undefined && this.#round?.load?.writing === false)
+          return loadPass(this.#round, list, this.#catalog.require(statement.collection), (part) =>
+            this.#execute(prepared, part, options),
+          );
         // Planned as written first: a write refused for what it says is refused before anything is embedded.
         const filled = embedRows(statement, params, this.#catalog.require(statement.collection), ctx, this.#rowLookup);
         if (list !== undefined && this.#round !== undefined) this.#round.bulk = true;
@@ -356,46 +352,6 @@ export class FenecDatabase {
         throw err;
       return this.#quota.within('freeing', go);
     }
-  }
-
-  /**
-   * One pass of a load (node/embedder/load.ts): the rows from the first not written yet up to the first whose vectors
-   * are not in are written, in a transaction of their own; the pass then stops for the next chunk, until the last row
-   * is written and the statement answers every row's id. A chunk refused is refused whole, saying what was committed.
-   */
-  #loadPass(
-    statement: InsertStmt,
-    params: readonly unknown[],
-    list: { readonly index: number; readonly rows: readonly unknown[] },
-    ctx: BindContext,
-    size: Size,
-    options: ExecuteOptions,
-  ): Answer {
-    const round = this.#round!;
-    const load = round.load!;
-    const collection = this.#catalog.require(statement.collection);
-    const from = load.committed;
-    const ready = from + readyRows(list.rows, from, embeddedFields(collection), (text) => round.has(text));
-    round.more = ready < list.rows.length;
-    if (ready === from) throw new EmbeddingsWanted();
-    const part = [...params];
-    part[list.index - 1] = list.rows.slice(from, ready);
-    let answer: Answer;
-    try {
-      const filled = embedRows(statement, part, collection, { ...ctx, params: part }, this.#rowLookup, from);
-      const written = filled?.statement ?? statement;
-      const rowPlan = this.#planFor(this.#preparedTree(written), written, options.policy);
-      answer = this.#runRows(rowPlan, size, { ...ctx, params: filled?.params ?? part }, options.maxAnswerBytes);
-    } catch (err) {
-      round.more = false;
-      throw committedBefore(fromSqliteError(this.#deadline.refusal(err)), from);
-    }
-    this.#deadline.release();
-    this.#vectors.catchUp();
-    load.committed = ready;
-    load.ids.push(...(answer as { ids: number[] }).ids);
-    if (round.more) throw new EmbeddingsWanted();
-    return { count: list.rows.length, ids: load.ids };
   }
 
   /** A row's vector from the request's round; a server without an embedder refuses the write that needs one. */
@@ -548,7 +504,7 @@ export class FenecDatabase {
     // The index state counts rows, the policy's or not: for the server token only.
     const indexes =
       policy === undefined ? (collection: string, field: string) => this.#indexState(collection, field) : undefined;
-    if (statement.kind === 'AlterEmbed') return this.#startBackfill(statement);
+    if (statement.kind === 'AlterEmbed') return this.backfill.start(statement, this.#round);
     const later = statement.kind === 'Compact' ? this.#rebuildSmallIndexes(statement.collection) : [];
     const answer = runSchemaStatement(
       withModels(statement, this.#round),
@@ -567,19 +523,12 @@ export class FenecDatabase {
         }
         break;
       }
-      case 'DropCollection':
-      case 'AlterDrop':
-        // A backfill of what is gone has nothing left to fill.
-        dropBackfills(
-          this.#db,
-          statement.kind === 'DropCollection' ? statement.name : statement.collection,
-          statement.kind === 'AlterDrop' ? statement.field : undefined,
-        );
-        this.#vectors.sync(this.#catalog.vectorFields());
-        break;
       case 'CreateCollection':
+      case 'DropCollection':
       case 'AlterAdd':
-        // The vector indexes follow the fields there are now.
+      case 'AlterDrop':
+        // The vector indexes follow the fields there are now; a backfill of a field gone ends.
+        this.backfill.forget(statement);
         this.#vectors.sync(this.#catalog.vectorFields());
         break;
       case 'Schema':
@@ -605,110 +554,12 @@ export class FenecDatabase {
       );
   }
 
-  /**
-   * A vector index's state as `schema` shows it, with the progress of a backfill of its vectors (alter … embed) under
-   * way; undefined for a field without one.
-   */
+  /** A vector index's state as `schema` shows it, and a backfill's progress; undefined for a field without one. */
   #indexState(collection: string, field: string): IndexState | undefined {
     const info = this.#vectors.info(collection, field);
     if (info === undefined) return undefined;
-    const state = {
-      rows: info.live,
-      pending: info.pending,
-      building: info.state === 'adding' || info.state === 'building',
-    };
-    const backfill = backfillOf(this.#db, collection, field);
-    const filled = backfill === undefined ? undefined : this.#filled(collection, field);
-    if (backfill === undefined || filled === undefined) return state;
-    const left = rowsLeft(this.#db, filled.collection, filled.field, filled.spec, backfill.after);
-    return { ...state, embedding: { done: backfill.done, left } };
-  }
-
-  /**
-   * `alter collection C embed F`: records a backfill of F's vectors for the rows that have none (backfill.ts), which
-   * the server's worker makes in the background (node/workers/backfills.ts); answers how many rows it will embed.
-   */
-  #startBackfill(statement: AlterEmbedStmt): Answer {
-    const collection = this.#catalog.require(statement.collection);
-    const { field, spec } = embeddedField(collection, statement.field, embedOf);
-    const what = `alter … embed fills ${statement.collection}.${statement.field} by embedding its rows`;
-    if (this.#round === undefined) throw missing(what);
-    checkOrigin(field.name, { model: spec.model, dimension: spec.dimension }, this.#round.embedder(what));
-    this.#db.transaction(() => startBackfill(this.#db, collection.name, field.name))();
-    const left = rowsLeft(this.#db, collection, field, spec, backfillOf(this.#db, collection.name, field.name)!.after);
-    this.onBackfill?.();
-    return { altered: true, embedding: left };
-  }
-
-  /** Told when a statement records a backfill: the server's worker starts it. */
-  onBackfill: (() => void) | undefined;
-
-  /** The backfills not finished (alter … embed), with their cursors. */
-  backfills(): Backfill[] {
-    return this.readOnly || !this.#db.open ? [] : listBackfills(this.#db);
-  }
-
-  #filled(collection: string, field: string): { collection: Collection; field: Field; spec: EmbedSpec } | undefined {
-    const found = this.#catalog.get(collection);
-    const vector = found?.byName.get(field);
-    const spec = vector === undefined ? undefined : embedOf(vector);
-    return spec === undefined ? undefined : { collection: found!, field: vector!, spec };
-  }
-
-  /**
-   * The next rows a backfill embeds (after its cursor), with what the field embeds; undefined when none is left, or
-   * the field is gone (the backfill is then forgotten).
-   */
-  backfillBatch(
-    backfill: Backfill,
-    after: number,
-    limit: number,
-  ): { batch: BackfillBatch; spec: EmbedSpec } | undefined {
-    const filled = this.#filled(backfill.collection, backfill.field);
-    const batch =
-      filled === undefined
-        ? undefined
-        : nextBatch(this.#db, filled.collection, filled.field, filled.spec, after, limit);
-    return batch === undefined ? undefined : { batch, spec: filled!.spec };
-  }
-
-  /**
-   * Writes a backfill batch's vectors and moves its cursor past the batch, in one transaction: a row given a vector
-   * since the batch was read keeps it.
-   */
-  backfillWrite(backfill: Backfill, rows: readonly { id: number; vector: Float32Array }[], upTo: number): void {
-    const filled = this.#filled(backfill.collection, backfill.field);
-    if (filled === undefined) return;
-    const change: SetStmt = {
-      kind: 'Set',
-      collection: backfill.collection,
-      changes: { kind: 'Object', entries: [{ key: backfill.field, value: { kind: 'Param', index: 1 } }] },
-      where: { kind: 'Compare', op: '=', left: { kind: 'Field', name: 'id' }, right: { kind: 'Param', index: 2 } },
-    };
-    const setPlan = this.#planFor(this.#preparedTree(change), change, undefined);
-    this.#room('quota', () =>
-      this.#db.transaction(() => {
-        let written = 0;
-        for (const { id, vector } of rows) {
-          if (!stillLacking(this.#db, filled.field, id)) continue;
-          run(
-            setPlan,
-            { params: [Array.from(vector), id], now: Date.now(), jwt: undefined },
-            this.#statements,
-            this.#db,
-            this.#vectors,
-          );
-          written += 1;
-        }
-        advanceBackfill(this.#db, backfill.collection, backfill.field, upTo, written);
-      })(),
-    );
-    this.#vectors.catchUp();
-  }
-
-  /** The backfill found no row left: it is over. */
-  backfillDone(backfill: Backfill): void {
-    dropBackfills(this.#db, backfill.collection, backfill.field);
+    const building = info.state === 'adding' || info.state === 'building';
+    return { rows: info.live, pending: info.pending, building, ...this.backfill.progress(collection, field) };
   }
 
   /** The statement a text holds, parsed at most once while it stays among the recent ones. */

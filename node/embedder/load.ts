@@ -11,7 +11,18 @@
  */
 import type { Embedder } from './embedder.js';
 import { EmbedderError } from './errors.js';
-import type { EmbeddingRound, WantedText } from './round.js';
+
+/** A text the load embeds, as the round notes it (round.ts's WantedText): the row and field a refusal names. */
+export interface LoadText {
+  readonly text: string;
+  readonly query: boolean;
+  readonly label: string;
+}
+
+/** Where the vectors go: the request's round, which the load's passes read them from. */
+export interface VectorSink {
+  give(texts: readonly LoadText[], vectors: readonly Float32Array[]): void;
+}
 
 /** How many transactions a load's rows are written in at most (more texts than this many batches: bigger chunks). */
 const CHUNKS = 8;
@@ -30,8 +41,10 @@ export class EmbeddingLoad {
   /** Rows of the parameter's list written so far, and their ids. */
   committed = 0;
   readonly ids: number[] = [];
-  readonly #texts: readonly WantedText[];
-  readonly #round: EmbeddingRound;
+  /** A chunk is being written: the statement runs over its rows as any insert (load-rows.ts). */
+  writing = false;
+  readonly #texts: readonly LoadText[];
+  readonly #round: VectorSink;
   readonly #embedder: Embedder;
   readonly #options: LoadOptions;
   /** Texts the round has the vectors of: every text before this one. */
@@ -47,7 +60,7 @@ export class EmbeddingLoad {
   readonly #stop = new AbortController();
   #wake: (() => void) | undefined;
 
-  constructor(embedder: Embedder, round: EmbeddingRound, texts: readonly WantedText[], options: LoadOptions) {
+  constructor(embedder: Embedder, round: VectorSink, texts: readonly LoadText[], options: LoadOptions) {
     this.#embedder = embedder;
     this.#round = round;
     this.#texts = texts;
@@ -142,7 +155,7 @@ export class EmbeddingLoad {
 }
 
 /** An input refused as too long, named by its row and field (the embedder names it by its place in the batch). */
-function labelled(error: unknown, batch: readonly WantedText[]): unknown {
+function labelled(error: unknown, batch: readonly LoadText[]): unknown {
   if (!(error instanceof EmbedderError) || error.input === undefined || batch[error.input] === undefined) return error;
   return new EmbedderError(error.code as 'embedder_failed', `${batch[error.input]!.label}: ${error.message}`, {
     hint: error.hint,

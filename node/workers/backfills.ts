@@ -41,7 +41,7 @@ export class Backfills {
 
   /** Starts every backfill the tenant's file records that is not running yet. */
   resume(tenant: string, db: FenecDatabase): void {
-    for (const backfill of db.backfills()) {
+    for (const backfill of db.backfill.list()) {
       const key = `${tenant}\n${backfill.collection}\n${backfill.field}`;
       if (this.#running.has(key)) continue;
       const stop = new AbortController();
@@ -82,14 +82,16 @@ export class Backfills {
   /** Fills the field from the cursor the file holds to the last row; throws what stopped it. */
   async #fill(db: FenecDatabase, backfill: Backfill, signal: AbortSignal): Promise<void> {
     const embedder = await this.#embedder(signal);
-    let after = db.backfills().find((b) => b.collection === backfill.collection && b.field === backfill.field)?.after;
+    let after = db.backfill
+      .list()
+      .find((b) => b.collection === backfill.collection && b.field === backfill.field)?.after;
     if (after === undefined) return;
     // The batches out, oldest first: each is written once it and every batch before it are in.
     const out: Promise<void>[] = [];
     let written: Promise<void> = Promise.resolve();
     for (;;) {
       signal.throwIfAborted();
-      const next = db.backfillBatch(backfill, after, this.#options.batchSize);
+      const next = db.backfill.batch(backfill, after, this.#options.batchSize);
       if (next === undefined) break;
       checkOrigin(backfill.field, next.spec, embedder);
       const { rows, upTo } = next.batch;
@@ -106,7 +108,7 @@ export class Backfills {
       written = written.then(async () => {
         const found = await vectors;
         signal.throwIfAborted();
-        db.backfillWrite(
+        db.backfill.write(
           backfill,
           rows.map((row, i) => ({ id: row.id, vector: found[i]! })),
           upTo,
@@ -119,6 +121,6 @@ export class Backfills {
     await written;
     signal.throwIfAborted();
     // Rows written since the last batch was read are embedded by their writes; the backfill is over.
-    db.backfillDone(backfill);
+    db.backfill.done(backfill);
   }
 }

@@ -268,7 +268,7 @@ export class TenantWorker {
       // The backfills the file records go on (after a restart too), and those a statement records start.
       const backfills = this.#backfills;
       if (backfills !== undefined) {
-        db.onBackfill = () => backfills.resume(name, db);
+        db.backfill.onStart = () => backfills.resume(name, db);
         backfills.resume(name, db);
       }
       return opened;

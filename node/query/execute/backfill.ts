@@ -4,8 +4,12 @@
  * written in one transaction, so that after a crash (kill -9 included) the backfill goes on from the first row whose
  * vector was not committed, and a row whose vector was committed is never embedded again.
  */
+import type { AlterEmbedStmt, SetStmt, Statement } from '../../../shared/fenecql/ast.js';
+import type { Answer } from '../../../shared/answer.js';
 import { FenecError } from '../../../shared/errors.js';
-import type { Collection, EmbedSpec, Field } from '../../schema/catalog.js';
+import { checkOrigin } from '../../embedder/embedder.js';
+import { missing, type EmbeddingRound } from '../../embedder/round.js';
+import { embedOf, type Catalog, type Collection, type EmbedSpec, type Field } from '../../schema/catalog.js';
 import type { Connection } from '../../storage/sqlite.js';
 import { embeddedText } from './embed-rows.js';
 
@@ -138,4 +142,107 @@ export function advanceBackfill(
 /** Whether the row still lacks its vector (a write since the batch was read may have given it one). */
 export function stillLacking(db: Connection, field: Field, id: number): boolean {
   return db.prepare(`SELECT 1 FROM ${field.apart!} WHERE "id" = ?`).get(id) === undefined;
+}
+
+/** What the backfills need of the database that holds them. */
+export interface BackfillDoors {
+  /** Runs a `set` of one row's vector (its index told, as any write's). */
+  readonly setVector: (change: SetStmt, params: unknown[]) => unknown;
+  /** Runs a write within the byte quota's room for one that grows the file. */
+  readonly grow: <T>(work: () => T) => T;
+  /** The vector indexes take what was written. */
+  readonly catchUp: () => void;
+}
+
+/** A file's backfills: recorded by `alter … embed`, read and written by the server's worker (workers/backfills.ts). */
+export class Backfilling {
+  /** Told when a statement records a backfill: the server's worker starts it. */
+  onStart: (() => void) | undefined;
+
+  constructor(
+    private readonly db: Connection,
+    private readonly catalog: Catalog,
+    private readonly readOnly: boolean,
+    private readonly doors: BackfillDoors,
+  ) {}
+
+  /** `alter collection C embed F`: records the backfill and answers how many rows it will embed. */
+  start(statement: AlterEmbedStmt, round: EmbeddingRound | undefined): Answer {
+    const collection = this.catalog.require(statement.collection);
+    const { field, spec } = embeddedField(collection, statement.field, embedOf);
+    const what = `alter … embed fills ${statement.collection}.${statement.field} by embedding its rows`;
+    if (round === undefined) throw missing(what);
+    checkOrigin(field.name, { model: spec.model, dimension: spec.dimension }, round.embedder(what));
+    this.db.transaction(() => startBackfill(this.db, collection.name, field.name))();
+    const left = rowsLeft(this.db, collection, field, spec, backfillOf(this.db, collection.name, field.name)!.after);
+    this.onStart?.();
+    return { altered: true, embedding: left };
+  }
+
+  /** What `schema` adds to a field's index state while a backfill of it is under way. */
+  progress(collection: string, field: string): { embedding?: { done: number; left: number } } {
+    const backfill = backfillOf(this.db, collection, field);
+    const filled = backfill === undefined ? undefined : this.#filled(collection, field);
+    if (backfill === undefined || filled === undefined) return {};
+    return {
+      embedding: {
+        done: backfill.done,
+        left: rowsLeft(this.db, filled.collection, filled.field, filled.spec, backfill.after),
+      },
+    };
+  }
+
+  /** The backfills not finished, with their cursors. */
+  list(): Backfill[] {
+    return this.readOnly || !this.db.open ? [] : listBackfills(this.db);
+  }
+
+  /** The next rows after `after` to embed, and what the field embeds; undefined when none is left (or no field). */
+  batch(backfill: Backfill, after: number, limit: number): { batch: BackfillBatch; spec: EmbedSpec } | undefined {
+    const filled = this.#filled(backfill.collection, backfill.field);
+    const batch = filled && nextBatch(this.db, filled.collection, filled.field, filled.spec, after, limit);
+    return batch === undefined ? undefined : { batch, spec: filled!.spec };
+  }
+
+  /** A batch's vectors and the cursor past it, in one transaction; a row given a vector since it was read keeps it. */
+  write(backfill: Backfill, rows: readonly { id: number; vector: Float32Array }[], upTo: number): void {
+    const filled = this.#filled(backfill.collection, backfill.field);
+    if (filled === undefined) return;
+    const change: SetStmt = {
+      kind: 'Set',
+      collection: backfill.collection,
+      changes: { kind: 'Object', entries: [{ key: backfill.field, value: { kind: 'Param', index: 1 } }] },
+      where: { kind: 'Compare', op: '=', left: { kind: 'Field', name: 'id' }, right: { kind: 'Param', index: 2 } },
+    };
+    this.doors.grow(() =>
+      this.db.transaction(() => {
+        let written = 0;
+        for (const { id, vector } of rows) {
+          if (!stillLacking(this.db, filled.field, id)) continue;
+          this.doors.setVector(change, [Array.from(vector), id]);
+          written += 1;
+        }
+        advanceBackfill(this.db, backfill.collection, backfill.field, upTo, written);
+      })(),
+    );
+    this.doors.catchUp();
+  }
+
+  /** The backfill found no row left: it is over. */
+  done(backfill: Backfill): void {
+    dropBackfills(this.db, backfill.collection, backfill.field);
+  }
+
+  /** Forgets the backfills of a collection dropped, or of a field dropped. */
+  forget(statement: Statement): void {
+    if (statement.kind === 'DropCollection') dropBackfills(this.db, statement.name);
+    else if (statement.kind === 'AlterDrop') dropBackfills(this.db, statement.collection, statement.field);
+  }
+
+  #filled(collection: string, field: string): { collection: Collection; field: Field; spec: EmbedSpec } | undefined {
+    const found = this.catalog.get(collection);
+    const vector = found?.byName.get(field);
+    const spec = vector === undefined ? undefined : embedOf(vector);
+    return spec === undefined ? undefined : { collection: found!, field: vector!, spec };
+  }
 }

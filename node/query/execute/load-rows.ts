@@ -3,22 +3,60 @@
  * embedder makes the vectors of the next chunk (node/embedder/load.ts, database.ts).
  */
 import type { InsertStmt, PutStmt } from '../../../shared/fenecql/ast.js';
+import type { Answer } from '../../../shared/answer.js';
 import { FenecError } from '../../../shared/errors.js';
 import { EmbedderError } from '../../embedder/errors.js';
-import type { EmbedSpec, Field } from '../../schema/catalog.js';
-import { embeddedText } from './embed-rows.js';
+import { EmbeddingsWanted, type EmbeddingRound } from '../../embedder/round.js';
+import type { Collection, EmbedSpec, Field } from '../../schema/catalog.js';
+import { embeddedFields, embeddedText } from './embed-rows.js';
+
+/**
+ * One pass of a load (node/embedder/load.ts): the rows from the first not written yet up to the first whose vectors
+ * are not in are written by `write` (the statement over their part of the parameters), in a transaction of their own;
+ * the pass then stops for the next chunk, until the last row is written and the statement answers every row's id. A
+ * chunk refused is refused whole, saying what was committed before it.
+ */
+export function loadPass(
+  round: EmbeddingRound,
+  list: { readonly index: number; readonly rows: readonly unknown[]; readonly params: readonly unknown[] },
+  collection: Collection,
+  write: (params: readonly unknown[]) => Answer,
+): Answer {
+  const load = round.load!;
+  const from = load.committed;
+  const ready = from + readyRows(list.rows, from, embeddedFields(collection), (text) => round.has(text));
+  // The chunk runs as any insert, which stops when its round wants more: it wants nothing until the chunk is in.
+  round.more = ready === from;
+  if (round.more) throw new EmbeddingsWanted();
+  const part = [...list.params];
+  part[list.index - 1] = list.rows.slice(from, ready);
+  let answer: Answer;
+  load.writing = true;
+  try {
+    answer = write(part);
+  } catch (err) {
+    throw committedBefore(err, from);
+  } finally {
+    load.writing = false;
+  }
+  round.more = ready < list.rows.length;
+  load.committed = ready;
+  load.ids.push(...(answer as { ids: number[] }).ids);
+  if (round.more) throw new EmbeddingsWanted();
+  return { count: list.rows.length, ids: load.ids };
+}
 
 /** The parameter's list of rows an insert writes (its place among the parameters), or undefined for any other write. */
 export function bulkRows(
   statement: InsertStmt | PutStmt,
   params: readonly unknown[],
-): { readonly index: number; readonly rows: readonly unknown[] } | undefined {
+): { readonly index: number; readonly rows: readonly unknown[]; readonly params: readonly unknown[] } | undefined {
   if (statement.kind !== 'Insert') return undefined;
   const written = statement.rows;
   if (!('kind' in written) || written.kind !== 'Param') return undefined;
   const index = written.index;
   const rows = params[index - 1];
-  return Array.isArray(rows) ? { index, rows } : undefined;
+  return Array.isArray(rows) ? { index, rows, params } : undefined;
 }
 
 /**
