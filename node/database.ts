@@ -35,8 +35,16 @@ import type { BindContext } from './query/compile/evaluate.js';
 import { explainOther, explainPlan, type ExplainedPlan } from './query/execute/explain.js';
 import { EmbeddingRound, missing } from './embedder/round.js';
 import type { EmbedSpec } from './schema/catalog.js';
-import { embedRows, setEmbeds, setVectors, withModels, type VectorLookup } from './query/execute/embed-rows.js';
-import type { GetStmt, SetStmt } from '../shared/fenecql/ast.js';
+import {
+  embeddedSet,
+  embedRows,
+  queryVector,
+  rowVector,
+  withModels,
+  type VectorLookup,
+} from './query/execute/embed-rows.js';
+import { bulkRows, loadPass } from './query/execute/load-rows.js';
+import { Backfilling } from './query/execute/backfill.js';
 
 export type { Answer };
 
@@ -134,6 +142,8 @@ export class FenecDatabase {
   readonly #deadline: Deadline;
   /** The embeddings of the request under way (embedding); undefined: the server has no embedder. */
   #round: EmbeddingRound | undefined;
+  /** The backfills of vectors (alter … embed) the file records, for the server's worker to run. */
+  readonly backfill: Backfilling;
 
   private constructor(options: DatabaseOptions, db: Connection, lock: FileLock | undefined) {
     this.file = options.file;
@@ -161,6 +171,11 @@ export class FenecDatabase {
     });
     // The open read each index's snapshot back through the map.
     this.#releaseMap();
+    this.backfill = new Backfilling(db, this.#catalog, options.readOnly, {
+      setVector: (change, params) => this.#runTree(change, { params, now: Date.now(), jwt: undefined }, undefined),
+      grow: (work) => this.#room('quota', work),
+      catchUp: () => this.#vectors.catchUp(),
+    });
     const interval = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
     if (!options.readOnly && interval > 0) {
       // unref: a sweep that is due never keeps the process alive on its own.
@@ -301,15 +316,33 @@ export class FenecDatabase {
       let rowPlan = this.#planFor(prepared, statement, options.policy);
       if (kind.embeds === 'near') ctx = { ...ctx, embedQuery: this.#queryLookup };
       else if (kind.embeds === 'rows' && (statement.kind === 'Insert' || statement.kind === 'Put')) {
+        const list = bulkRows(statement, params);
+        if (list !== undefined && this.#round?.load?.writing === false)
+          return loadPass(this.#round, list, this.#catalog.require(statement.collection), (part) =>
+            this.#execute(prepared, part, options),
+          );
         // Planned as written first: a write refused for what it says is refused before anything is embedded.
         const filled = embedRows(statement, params, this.#catalog.require(statement.collection), ctx, this.#rowLookup);
+        if (list !== undefined && this.#round !== undefined) this.#round.bulk = true;
         this.#round?.stop();
         if (filled !== undefined) {
           ctx = { ...ctx, params: filled.params };
           rowPlan = this.#planFor(this.#preparedTree(filled.statement), filled.statement, options.policy);
         }
       } else if (kind.embeds === 'changes' && statement.kind === 'Set') {
-        const answer = this.#embeddedSet(statement, rowPlan, ctx, options.policy);
+        const answer = embeddedSet(
+          statement,
+          this.#catalog.require(statement.collection),
+          ctx,
+          this.#rowLookup,
+          this.#round,
+          {
+            read: (read) => (this.#runTree(read, ctx, options.policy) as { rows: Record<string, unknown>[] }).rows,
+            write: (change, params) => this.#runTree(change, { ...ctx, params }, undefined),
+            transaction: (work) => this.#db.transaction(work)(),
+          },
+          () => this.#runRows(rowPlan, 'grows', ctx, undefined),
+        );
         if (answer !== undefined) {
           this.#deadline.release();
           this.#vectors.catchUp();
@@ -354,81 +387,21 @@ export class FenecDatabase {
     }
   }
 
-  /** A row's vector from the request's round; a server without an embedder refuses the write that needs one. */
-  readonly #rowLookup: VectorLookup = (field, spec, text, label) => {
-    const origin = { model: spec.model, dimension: spec.dimension };
-    if (this.#round === undefined)
-      throw missing(
-        `${label} is written without its vector, which ${field.name} makes with @embed(${spec.sources.join(', ')})`,
-      );
-    return this.#round.vector(text, false, label, field.name, origin);
-  };
+  /** A row's vector from the request's round (undefined: none, so the write that needs one is refused). */
+  readonly #rowLookup: VectorLookup = (field, spec, text, label) => rowVector(this.#round, field, spec, text, label);
+  /** The vector of a `near`'s words, embedded as a query. */
+  readonly #queryLookup = (field: string, spec: EmbedSpec | undefined, text: string): Float32Array =>
+    queryVector(this.#round, field, spec, text);
 
-  /** The vector of a `near`'s words, embedded as a query (the embedder's cache of recent ones). */
-  readonly #queryLookup = (field: string, spec: EmbedSpec | undefined, text: string): Float32Array => {
-    if (spec === undefined)
-      throw new FenecError(
-        'type_mismatch',
-        `near ${field} takes a vector; words are embedded only for a field made with @embed`,
-        {
-          hint: `give the vector, or make ${field} with @embed(its text fields)`,
-        },
-      );
-    if (this.#round === undefined) throw missing(`near ${field} is given words to embed`);
-    const vector = this.#round.vector(text, true, `the words of near ${field}`, field, {
-      model: spec.model,
-      dimension: spec.dimension,
-    });
-    this.#round.stop();
-    return vector!;
-  };
-
-  /**
-   * A `set` that changes the texts an `@embed` field embeds: the rows it changes are read first (under the same
-   * policy), the new texts of each embedded (a row whose texts come out the same embeds nothing), then the set and
-   * each row's new vector in one transaction. Undefined when the set changes no embedded text: it runs as it is.
-   */
-  #embeddedSet(statement: SetStmt, setPlan: Plan, ctx: BindContext, policy: Policy | undefined): Answer | undefined {
-    const collection = this.#catalog.require(statement.collection);
-    const embeds = setEmbeds(statement, collection, ctx);
-    if (embeds === undefined) return undefined;
-    const sources = [...new Set(embeds.fields.flatMap(({ spec }) => spec.sources))];
-    const read: GetStmt = {
-      kind: 'Get',
-      collection: statement.collection,
-      select: ['id', ...sources],
-      fuse: false,
-      where: statement.where,
-      order: [],
-      count: false,
-    };
-    const rows = (
-      run(this.#planFor(this.#preparedTree(read), read, policy), ctx, this.#statements, this.#db, this.#vectors) as {
-        rows: Record<string, unknown>[];
-      }
-    ).rows;
-    const updates = setVectors(rows, embeds, this.#rowLookup);
-    this.#round?.stop();
-    return this.#db.transaction(() => {
-      const answer = this.#runRows(setPlan, 'grows', ctx, undefined);
-      for (const { id, field, vector } of updates) {
-        const change: SetStmt = {
-          kind: 'Set',
-          collection: statement.collection,
-          changes: { kind: 'Object', entries: [{ key: field.name, value: { kind: 'Param', index: 1 } }] },
-          where: { kind: 'Compare', op: '=', left: { kind: 'Field', name: 'id' }, right: { kind: 'Param', index: 2 } },
-        };
-        const value = vector === undefined ? null : Array.from(vector);
-        run(
-          this.#planFor(this.#preparedTree(change), change, undefined),
-          { ...ctx, params: [value, id] },
-          this.#statements,
-          this.#db,
-          this.#vectors,
-        );
-      }
-      return answer;
-    })();
+  /** A tree run as planned (under `policy`, its rule's plan), outside the statement cache's text keys. */
+  #runTree(statement: RowStatement, ctx: BindContext, policy: Policy | undefined): Answer {
+    return run(
+      this.#planFor(this.#preparedTree(statement), statement, policy),
+      ctx,
+      this.#statements,
+      this.#db,
+      this.#vectors,
+    );
   }
 
   #room<T>(room: Room, work: () => T): T {
@@ -504,6 +477,7 @@ export class FenecDatabase {
     // The index state counts rows, the policy's or not: for the server token only.
     const indexes =
       policy === undefined ? (collection: string, field: string) => this.#indexState(collection, field) : undefined;
+    if (statement.kind === 'AlterEmbed') return this.backfill.start(statement, this.#round);
     const later = statement.kind === 'Compact' ? this.#rebuildSmallIndexes(statement.collection) : [];
     const answer = runSchemaStatement(
       withModels(statement, this.#round),
@@ -526,7 +500,8 @@ export class FenecDatabase {
       case 'DropCollection':
       case 'AlterAdd':
       case 'AlterDrop':
-        // The vector indexes follow the fields there are now.
+        // The vector indexes follow the fields there are now; a backfill of a field gone ends.
+        this.backfill.forget(statement);
         this.#vectors.sync(this.#catalog.vectorFields());
         break;
       case 'Schema':
@@ -552,11 +527,12 @@ export class FenecDatabase {
       );
   }
 
-  /** A vector index's state as `schema` shows it; undefined for a field without one. */
+  /** A vector index's state as `schema` shows it, and a backfill's progress; undefined for a field without one. */
   #indexState(collection: string, field: string): IndexState | undefined {
     const info = this.#vectors.info(collection, field);
     if (info === undefined) return undefined;
-    return { rows: info.live, pending: info.pending, building: info.state === 'adding' || info.state === 'building' };
+    const building = info.state === 'adding' || info.state === 'building';
+    return { rows: info.live, pending: info.pending, building, ...this.backfill.progress(collection, field) };
   }
 
   /** The statement a text holds, parsed at most once while it stays among the recent ones. */

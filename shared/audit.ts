@@ -17,7 +17,7 @@ import type { ErrorCode } from './errors.js';
 export type AuditTarget = { readonly kind: 'stderr' } | { readonly kind: 'file'; readonly path: string };
 
 /** A schema statement as the audit records it: its kind, never its field definitions' values. */
-export type SchemaChange = 'create' | 'drop' | 'alter add' | 'alter drop' | 'compact';
+export type SchemaChange = 'create' | 'drop' | 'alter add' | 'alter drop' | 'alter embed' | 'compact';
 
 /** Who ran a statement: the server's token, or a JWT's subject (null when the token has none). */
 export type Who = { readonly kind: 'server' } | { readonly kind: 'jwt'; readonly sub: string | null };

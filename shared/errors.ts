@@ -229,6 +229,8 @@ export interface FenecErrorOptions {
   readonly position?: Position;
   /** In a bulk write (`insert into c $1`), the index of the refused row in the parameter's array. */
   readonly row?: number;
+  /** In a load refused part way (an `insert into c $1` that embeds, a chunk at a time), the rows committed first. */
+  readonly committed?: number;
   readonly cause?: unknown;
   /** The WWW-Authenticate header its answer carries (a 401 or 403 of a server that takes OAuth tokens). */
   readonly challenge?: string;
@@ -256,6 +258,7 @@ export class FenecError extends Error {
   readonly hint: string | undefined;
   readonly position: Position | undefined;
   readonly row: number | undefined;
+  readonly committed: number | undefined;
   readonly challenge: string | undefined;
   readonly retryAfter: number | undefined;
 
@@ -267,11 +270,15 @@ export class FenecError extends Error {
     this.hint = options.hint;
     this.position = options.position;
     this.row = options.row;
+    this.committed = options.committed;
     this.challenge = options.challenge;
     this.retryAfter = options.retryAfter;
   }
 
-  /** The wire shape every door answers with: `{"error": {"code", "message", "hint"?, "line"?, "column"?, "row"?}}`. */
+  /**
+   * The wire shape every door answers with: `{"error": {"code", "message", "hint"?, "line"?, "column"?, "row"?,
+   * "committed"?}}`.
+   */
   toJSON(): { error: Record<string, string | number> } {
     const error: Record<string, string | number> = { code: this.code, message: this.message };
     if (this.hint !== undefined) error.hint = this.hint;
@@ -280,6 +287,7 @@ export class FenecError extends Error {
       error.column = this.position.column;
     }
     if (this.row !== undefined) error.row = this.row;
+    if (this.committed !== undefined) error.committed = this.committed;
     return { error };
   }
 }

@@ -7,6 +7,10 @@
  *
  * Progress goes to stderr (a bar on a terminal, plain lines otherwise); the summary, one JSON line,
  * to stdout; a refusal, as JSON with its line and what was committed, to stderr with exit status 1.
+ *
+ * Into a collection with an `@embed` field, the server embeds each batch's rows, writing them a chunk at a time while
+ * it embeds the next (node/embedder/load.ts): the progress counts rows embedded and committed, and a batch refused
+ * part way says how many of its rows were committed before the refused chunk.
  */
 import { createReadStream, statSync } from 'node:fs';
 import type { Command } from 'commander';
@@ -35,6 +39,8 @@ interface ImportOptions {
 /** Where the rows go: a server's /query, or a file opened here. */
 interface Target {
   insert(statement: string, rows: readonly SourceRow[]): Promise<Outcome>;
+  /** Whether the collection has a field made with @embed (its rows are embedded as they are written). */
+  embeds(collection: string): Promise<boolean>;
   /** Resolves once the collection's vector indexes hold every row; `onPending` hears how many they do not yet. */
   caughtUp(collection: string, onPending: (rows: number) => void): Promise<void>;
   close(): void;
@@ -114,8 +120,10 @@ async function runImport(
   const progress = new Progress({ write: (text) => write(`${tty ? '' : `${NAME} import: `}${text}`), tty, totalBytes });
   let read = 0;
   const rows = readRows(input as AsyncIterable<Buffer>, { onBytes: (bytes) => (read = bytes) });
+  // Rows written into a collection with an @embed field are embedded by the server first: the count says so.
+  const label = (await target.embeds(collection)) ? 'rows embedded' : 'rows';
   const loader = new Loader(target, `insert into ${collection} $1`, batchBytes, (committed) =>
-    progress.update(committed, read),
+    progress.update(committed, read, label),
   );
   try {
     await loader.load(rows);
@@ -136,7 +144,7 @@ async function runImport(
     target.close();
     return 1;
   }
-  progress.update(loader.committed, read);
+  progress.update(loader.committed, read, label);
   progress.finish();
   const seconds = progress.elapsed;
   const summary: Record<string, unknown> = {
@@ -144,9 +152,10 @@ async function runImport(
     rows: loader.committed,
     seconds: round(seconds),
     rows_per_second: Math.round(loader.committed / Math.max(seconds, 1e-3)),
+    ...(label === 'rows' ? {} : { embedded: loader.committed }),
   };
   write(
-    `${NAME} import: ${figure(loader.committed)} rows into ${collection} in ${duration(seconds)} (${figure(summary.rows_per_second as number)} rows/s)\n`,
+    `${NAME} import: ${figure(loader.committed)} ${label} into ${collection} in ${duration(seconds)} (${figure(summary.rows_per_second as number)} rows/s)\n`,
   );
   if (wait) {
     const waiting = new Progress({ write: (text) => write(`${tty ? '' : `${NAME} import: `}${text}`), tty });
@@ -261,13 +270,24 @@ class Loader {
     }
     // A body that is not JSON: a row shaped as an object is not one (row-source.ts); its parse names it.
     if (error.code === 'bad_json' && error.row === undefined) rows.forEach(rowValue);
-    const index = typeof error.row === 'number' ? error.row : undefined;
+    // A batch the server embeds is written a chunk at a time: the chunks before the refused one are committed.
+    const before = typeof error.committed === 'number' ? Math.min(error.committed, rows.length - 1) : 0;
+    if (before > 0) {
+      this.committed += before;
+      this.#onCommitted(this.committed);
+    }
+    // An input the embedder refused is named by its place in the message ($1[i], field f), not by "row".
+    const named = /^\$1\[(\d+)\]/.exec(String(error.message ?? ''));
+    const index = typeof error.row === 'number' ? error.row : named === null ? undefined : Number(named[1]);
     const line = index === undefined ? undefined : rows[index]?.line;
-    const first = rows[0]!.line;
+    const first = rows[before]!.line;
     const last = rows.at(-1)!.line;
     const where = line !== undefined ? `line ${line}` : `the batch of lines ${first}–${last}`;
-    const message = String(error.message ?? '').replace(/^\$1\[\d+\]: /, '');
-    throw new ImportRefused({ ...error, message: `${where}: ${message}` }, line ?? first, this.committed);
+    const message = String(error.message ?? '')
+      .replace(/^\$1\[\d+\](: |, )/, '')
+      .replace(/; the \d+ rows before it were committed, none after$/, '');
+    const { committed: _chunks, ...said } = error;
+    throw new ImportRefused({ ...said, message: `${where}: ${message}` }, line ?? first, this.committed);
   }
 }
 
@@ -301,6 +321,10 @@ function batchBody(statement: string, rows: readonly SourceRow[]): Buffer {
 function serverTarget(url: URL, token: string | undefined): Target {
   return {
     insert: (statement, rows) => postQuery(url, batchBody(statement, rows), token),
+    async embeds(collection) {
+      const outcome = await postQuery(url, JSON.stringify({ statement: `schema ${collection}` }), token);
+      return outcome.ok && embedsIn(outcome.body);
+    },
     async caughtUp(collection, onPending) {
       for (;;) {
         const outcome = await postQuery(url, JSON.stringify({ statement: `schema ${collection}` }), token);
@@ -314,6 +338,12 @@ function serverTarget(url: URL, token: string | undefined): Target {
     },
     close: () => undefined,
   };
+}
+
+/** Whether `schema C`'s answer shows a field made with @embed (a collection that does not exist: no). */
+function embedsIn(answer: unknown): boolean {
+  const fields = (answer as { collections?: { fields?: { annotations?: string[] }[] }[] }).collections?.[0]?.fields;
+  return (fields ?? []).some((f) => (f.annotations ?? []).some((a) => a.startsWith('@embed(')));
 }
 
 /** Rows the collection's indexes do not hold yet (as `schema` tells), or undefined when they hold every row. */
@@ -340,6 +370,13 @@ function fileTarget(file: string): Target {
       } catch (err) {
         const error = localError(err);
         return { ok: false, status: error.status, body: error.toJSON() };
+      }
+    },
+    embeds(collection) {
+      try {
+        return Promise.resolve(embedsIn(db.execute(`schema ${collection}`)));
+      } catch {
+        return Promise.resolve(false);
       }
     },
     async caughtUp(collection, onPending) {

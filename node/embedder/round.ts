@@ -8,6 +8,7 @@
 import { FenecError } from '../../shared/errors.js';
 import { checkOrigin, type Embedder, type EmbeddingOrigin } from './embedder.js';
 import { EmbedderError } from './errors.js';
+import type { EmbeddingLoad } from './load.js';
 
 /** The server's embedder as a statement sees it: none, one whose dimension is not learned yet, or one ready. */
 export type EmbedderState =
@@ -45,6 +46,12 @@ export class EmbeddingRound {
   #probe = false;
   /** Texts embedded for the request so far (what the tenant's quota was charged). */
   embedded = 0;
+  /** The statement writes the rows of a parameter's list (`insert into C $1`): its caller may make it a load. */
+  bulk = false;
+  /** The load the request's rows are written in, chunk by chunk (node/embedder/load.ts), once its caller made one. */
+  load: EmbeddingLoad | undefined;
+  /** A load pass wrote a chunk and rows are left: the request runs again once the next chunk's vectors are in. */
+  more = false;
 
   constructor(server: EmbedderState) {
     this.#server = server;
@@ -64,7 +71,17 @@ export class EmbeddingRound {
   }
 
   get wants(): boolean {
-    return this.#probe || this.#wanted.size > 0;
+    return this.#probe || this.#wanted.size > 0 || this.more;
+  }
+
+  /** Whether a document's vector is here (noting nothing). */
+  has(text: string): boolean {
+    return this.#vectors.has(keyOf(text, false));
+  }
+
+  /** Forgets the texts the last pass wanted: a load has them all under way already. */
+  forget(): void {
+    this.#wanted.clear();
   }
 
   /**

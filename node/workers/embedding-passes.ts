@@ -12,6 +12,8 @@ import { FenecError } from '../../shared/errors.js';
 import { Embedder } from '../embedder/embedder.js';
 import { EmbedderError } from '../embedder/errors.js';
 import { EmbeddingRound, fill, MAX_PASSES, type EmbedderState } from '../embedder/round.js';
+import { EmbeddingLoad, LOAD_PASSES } from '../embedder/load.js';
+import { committedBefore } from '../query/execute/load-rows.js';
 import type { EmbedderCall, QuotaKind, ToWorker, WorkerEmbedder } from './protocol.js';
 
 type Message = Extract<ToWorker, { kind: 'run' | 'open' }>;
@@ -88,10 +90,11 @@ export class EmbeddingPasses {
     return pass;
   }
 
-  /** The request is answered: its passes are over. */
+  /** The request is answered: its passes are over (a load's batches still out are called off). */
   done(message: object): Pass | undefined {
     const pass = this.#passes.get(message);
     this.#passes.delete(message);
+    pass?.round.load?.stop();
     return pass;
   }
 
@@ -106,13 +109,14 @@ export class EmbeddingPasses {
   /** Embeds what the pass wants, with no turn held; then the request runs again, or is answered its refusal. */
   embed(message: Message, pass: Pass, bucket: EmbedBucket | undefined): void {
     pass.passes += 1;
-    this.#fill(pass, bucket).then(
+    this.#fill(pass, bucket, message.limits.statementTimeoutMs).then(
       () => this.#again(message),
       (err: unknown) => this.#answer(message, this.#refusalOf(err, pass, message)),
     );
   }
 
-  async #fill(pass: Pass, bucket: EmbedBucket | undefined): Promise<void> {
+  async #fill(pass: Pass, bucket: EmbedBucket | undefined, limitMs: number): Promise<void> {
+    if (pass.round.load !== undefined) return this.#nextChunk(pass, limitMs);
     if (pass.passes > MAX_PASSES)
       throw new FenecError('internal', `the request still wanted texts embedded after ${MAX_PASSES} passes`);
     const left = (pass.deadline ?? Date.now()) - Date.now();
@@ -133,8 +137,39 @@ export class EmbeddingPasses {
         { hint: `retry after ${wait} s; send fewer rows at once, or raise the tenant's embedRate (PUT /t/<tenant>)` },
       );
     }
+    const documents = round.wanted.filter((w) => !w.query);
+    const { batchSize, concurrency } = this.#setup!.config;
+    if (round.bulk && documents.length > batchSize && documents.length === round.wanted.length) {
+      // Many rows to embed: they are written a chunk at a time while the next chunks are embedded (load.ts).
+      round.embedded += count;
+      round.load = new EmbeddingLoad(embedder, round, documents, { batchSize, window: concurrency });
+      return this.#nextChunk(pass, limitMs);
+    }
     await fill(embedder, round, { signal });
     round.embedded += count;
+  }
+
+  /**
+   * Waits for the next chunk of a load's vectors. Each chunk has the statement's time limit of its own, for its
+   * embedding and its write: a load of many rows is not held to the limit of one statement.
+   */
+  async #nextChunk(pass: Pass, limitMs: number): Promise<void> {
+    const load = pass.round.load!;
+    pass.round.forget();
+    if (pass.passes > MAX_PASSES + LOAD_PASSES)
+      throw new FenecError('internal', `the load still wanted texts embedded after ${pass.passes} passes`);
+    pass.deadline = undefined;
+    const signal = AbortSignal.timeout(limitMs);
+    try {
+      await load.next(signal);
+    } catch (err) {
+      throw signal.aborted && err === signal.reason ? timeout(limitMs) : err;
+    }
+  }
+
+  /** The worker's embedder, for work of its own (a backfill); probed first when the start probe failed. */
+  embedder(signal: AbortSignal): Promise<Embedder> {
+    return this.#ready(signal);
   }
 
   /** The embedder, probed first when the start probe failed (--embedder-lazy). */
@@ -168,6 +203,9 @@ export class EmbeddingPasses {
   /** A failed embedding as its refusal: the time limit as statement_timeout, the embedder's Retry-After kept. */
   #refusalOf(err: unknown, pass: Pass, message: Message): unknown {
     if (err instanceof EmbedderError && err.retryAfterSeconds !== undefined) pass.retryAfter = err.retryAfterSeconds;
+    const load = pass.round.load;
+    // A load refused part way says what it committed before (its refused batch and those after are not written).
+    if (load !== undefined) return committedBefore(err, load.committed, 0);
     if (err instanceof FenecError) return err;
     if (pass.deadline !== undefined && Date.now() >= pass.deadline) return timeout(message.limits.statementTimeoutMs);
     return err;

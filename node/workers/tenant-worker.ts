@@ -23,6 +23,7 @@ import type { QuotaKind, TenantLimits, ToolOutcomeLabel, ToWorker, WorkerReply, 
 import { RunningSlot } from './protocol.js';
 import { refusal, RequestRunner, type Answered } from './request-runner.js';
 import { EmbedBucket, EmbeddingPasses, type Pass } from './embedding-passes.js';
+import { Backfills } from './backfills.js';
 
 interface OpenTenant {
   readonly db: FenecDatabase;
@@ -64,6 +65,8 @@ export class TenantWorker {
   #scheduled = false;
   /** Requests whose statements want texts embedded: their calls are out while the queue serves the others. */
   readonly #passes: EmbeddingPasses;
+  /** The backfills of vectors (alter … embed) of the files open here; none without an embedder. */
+  readonly #backfills: Backfills | undefined;
 
   constructor(
     setup: WorkerSetup,
@@ -94,6 +97,14 @@ export class TenantWorker {
         this.#reply(message, answered, undefined, tenant?.refusals.splice(0), undefined);
       },
     );
+    const embedder = setup.embedder;
+    this.#backfills =
+      embedder === undefined || setup.readOnly
+        ? undefined
+        : new Backfills((signal) => this.#passes.embedder(signal), logger, {
+            batchSize: embedder.config.batchSize,
+            window: embedder.config.concurrency,
+          });
   }
 
   /**
@@ -344,6 +355,12 @@ export class TenantWorker {
         tail,
       };
       this.#open.set(name, opened);
+      // The backfills the file records go on (after a restart too), and those a statement records start.
+      const backfills = this.#backfills;
+      if (backfills !== undefined) {
+        db.backfill.onStart = () => backfills.resume(name, db);
+        backfills.resume(name, db);
+      }
       return opened;
     } catch (err) {
       revocations?.close();
@@ -363,6 +380,7 @@ export class TenantWorker {
     const open = this.#open.get(name);
     if (open === undefined) return;
     this.#open.delete(name);
+    this.#backfills?.stop(name);
     try {
       open.revocations.close();
       open.db.close();

@@ -208,6 +208,15 @@ export interface AlterDropStmt {
   readonly collection: string;
   readonly field: string;
 }
+/**
+ * `alter collection C embed F`: fills the vectors of F, a field made with `@embed`, for the rows that have none, in
+ * the background (node/workers/backfills.ts).
+ */
+export interface AlterEmbedStmt {
+  readonly kind: 'AlterEmbed';
+  readonly collection: string;
+  readonly field: string;
+}
 export interface InsertStmt {
   readonly kind: 'Insert';
   readonly collection: string;
@@ -290,6 +299,7 @@ export type Statement =
   | DropCollectionStmt
   | AlterAddStmt
   | AlterDropStmt
+  | AlterEmbedStmt
   | InsertStmt
   | PutStmt
   | SetStmt

@@ -166,6 +166,19 @@ export const STATEMENT_KINDS = {
     embeds: null,
     children: () => [],
   },
+  // Records a backfill of vectors, which the server's worker then makes and writes in batches of their own: it
+  // changes rows, never the schema.
+  AlterEmbed: {
+    family: 'maintenance',
+    writes: true,
+    size: 'grows',
+    serverOnly: true,
+    adds: null,
+    audit: 'alter embed',
+    mcp: null,
+    embeds: null,
+    children: () => [],
+  },
   Compact: {
     family: 'maintenance',
     writes: true,

@@ -269,7 +269,7 @@ class Parser {
     return { kind: 'DropCollection', name: this.parseCollectionName(), ifExists };
   }
 
-  /** Alter : "alter" "collection" NAME ("add" FieldDef | "drop" FIELDNAME) */
+  /** Alter : "alter" "collection" NAME ("add" FieldDef | "drop" FIELDNAME | "embed" FIELDNAME) */
   parseAlter(): Statement {
     this.#advance();
     this.#expectKeyword('collection');
@@ -287,7 +287,8 @@ class Parser {
       }
       return { kind: 'AlterDrop', collection, field };
     }
-    throw this.#expected('"add" or "drop"');
+    if (this.#eatKeyword('embed')) return { kind: 'AlterEmbed', collection, field: this.parseFieldName('reference') };
+    throw this.#expected('"add", "drop" or "embed"');
   }
 
   /** Insert : "insert" "into" NAME (Row | "[" Row ("," Row)* "]" | PARAM) */

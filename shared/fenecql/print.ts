@@ -18,6 +18,8 @@ export function printStatement(stmt: Statement): string {
       return `alter collection ${stmt.collection} add ${printField(stmt.field)}`;
     case 'AlterDrop':
       return `alter collection ${stmt.collection} drop ${stmt.field}`;
+    case 'AlterEmbed':
+      return `alter collection ${stmt.collection} embed ${stmt.field}`;
     case 'Insert': {
       if (!Array.isArray(stmt.rows)) return `insert into ${stmt.collection} ${printExpr(stmt.rows as Expr)}`;
       const rows = (stmt.rows as readonly Expr[]).map(printExpr).join(', ');

@@ -4,7 +4,7 @@
  * own vector (null included) keeps it; a row with none of the texts gets none. The vectors come from `lookup`, which
  * notes the texts it lacks: the caller stops the statement before it writes when any were (node/embedder/round.ts).
  */
-import type { Expr, FieldDef, InsertStmt, ObjectExpr, PutStmt, SetStmt } from '../../../shared/fenecql/ast.js';
+import type { Expr, FieldDef, GetStmt, InsertStmt, ObjectExpr, PutStmt, SetStmt } from '../../../shared/fenecql/ast.js';
 import type { SchemaStatement } from '../../../shared/fenecql/kinds.js';
 import { missing, type EmbeddingRound } from '../../embedder/round.js';
 import { Params } from '../../../shared/fenecql/bind.js';
@@ -40,6 +40,8 @@ export function embedRows(
   collection: Collection,
   ctx: BindContext,
   lookup: VectorLookup,
+  /** Where the parameter's rows start in the statement's whole list (a load writes it a chunk at a time). */
+  offset = 0,
 ): { statement: InsertStmt | PutStmt; params: readonly unknown[] } | undefined {
   const fields = embeddedFields(collection);
   if (fields.length === 0) return undefined;
@@ -56,7 +58,7 @@ export function embedRows(
         fields,
         (name) => record[name],
         (name) => name in record,
-        `$${index}[${i}]`,
+        `$${index}[${offset + i}]`,
         lookup,
       );
       if (vectors.length === 0) return row;
@@ -171,6 +173,97 @@ export function setVectors(
       });
     }
   return updates;
+}
+
+/** A row's vector from the request's round; a server without an embedder (no round) refuses the write. */
+export function rowVector(
+  round: EmbeddingRound | undefined,
+  field: Field,
+  spec: EmbedSpec,
+  text: string,
+  label: string,
+): Float32Array | undefined {
+  if (round === undefined)
+    throw missing(
+      `${label} is written without its vector, which ${field.name} makes with @embed(${spec.sources.join(', ')})`,
+    );
+  return round.vector(text, false, label, field.name, { model: spec.model, dimension: spec.dimension });
+}
+
+/** The vector of a `near`'s words, embedded as a query (the embedder's cache of recent ones); the round stops. */
+export function queryVector(
+  round: EmbeddingRound | undefined,
+  field: string,
+  spec: EmbedSpec | undefined,
+  text: string,
+): Float32Array {
+  if (spec === undefined)
+    throw new FenecError(
+      'type_mismatch',
+      `near ${field} takes a vector; words are embedded only for a field made with @embed`,
+      { hint: `give the vector, or make ${field} with @embed(its text fields)` },
+    );
+  if (round === undefined) throw missing(`near ${field} is given words to embed`);
+  const vector = round.vector(text, true, `the words of near ${field}`, field, {
+    model: spec.model,
+    dimension: spec.dimension,
+  });
+  round.stop();
+  return vector!;
+}
+
+/** `set C {FIELD: $1} where id = $2`: one row's vector, as a `set` and a backfill write it. */
+export function vectorSet(collection: string, field: string): SetStmt {
+  return {
+    kind: 'Set',
+    collection,
+    changes: { kind: 'Object', entries: [{ key: field, value: { kind: 'Param', index: 1 } }] },
+    where: { kind: 'Compare', op: '=', left: { kind: 'Field', name: 'id' }, right: { kind: 'Param', index: 2 } },
+  };
+}
+
+/** What a `set` that changes embedded texts needs of the database: its reads, its writes, one transaction. */
+export interface EmbeddedSetDoors {
+  readonly read: (statement: GetStmt) => Record<string, unknown>[];
+  readonly write: (statement: SetStmt, params: readonly unknown[]) => void;
+  readonly transaction: <T>(work: () => T) => T;
+}
+
+/**
+ * A `set` that changes the texts an `@embed` field embeds: the rows it changes are read first (under the same
+ * policy, by `doors.read`), the new texts of each embedded (a row whose texts come out the same embeds nothing),
+ * then `set` itself and each row's new vector in one transaction. Undefined when the set changes no embedded text:
+ * it runs as it is.
+ */
+export function embeddedSet<T>(
+  statement: SetStmt,
+  collection: Collection,
+  ctx: BindContext,
+  lookup: VectorLookup,
+  round: EmbeddingRound | undefined,
+  doors: EmbeddedSetDoors,
+  set: () => T,
+): T | undefined {
+  const embeds = setEmbeds(statement, collection, ctx);
+  if (embeds === undefined) return undefined;
+  const sources = [...new Set(embeds.fields.flatMap(({ spec }) => spec.sources))];
+  const rows = doors.read({
+    kind: 'Get',
+    collection: statement.collection,
+    select: ['id', ...sources],
+    fuse: false,
+    where: statement.where,
+    order: [],
+    count: false,
+  });
+  const updates = setVectors(rows, embeds, lookup);
+  round?.stop();
+  return doors.transaction(() => {
+    const answer = set();
+    for (const { id, field, vector } of updates)
+      doors.write(vectorSet(statement.collection, field.name), [vector === undefined ? null : Array.from(vector), id]);
+    return answer;
+  });
 }
 
 /**

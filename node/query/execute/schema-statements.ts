@@ -55,6 +55,8 @@ export interface IndexState {
   readonly rows: number;
   readonly pending: number;
   readonly building: boolean;
+  /** A backfill of the field's vectors under way (alter … embed): rows embedded so far, and rows left. */
+  readonly embedding?: { readonly done: number; readonly left: number };
 }
 
 export type IndexStates = (collection: string, field: string) => IndexState | undefined;
@@ -125,6 +127,9 @@ export function runSchemaStatement(
     case 'AlterDrop':
       inTransaction(db, catalog, () => catalog.dropField(stmt.collection, stmt.field));
       return { altered: true };
+    case 'AlterEmbed':
+      // The database records the backfill (backfill.ts): it needs the embedder, which this module does not see.
+      throw new FenecError('internal', 'alter … embed is run by the database');
     case 'Compact': {
       const collections = stmt.collection === undefined ? catalog.list() : [catalog.require(stmt.collection)];
       const before = fileBytes(db);

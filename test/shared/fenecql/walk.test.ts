@@ -36,6 +36,7 @@ const SAMPLES: Readonly<Record<NodeKind, string>> = {
   DropCollection: 'drop collection c',
   AlterAdd: 'alter collection c add a int default 2',
   AlterDrop: 'alter collection c drop a',
+  AlterEmbed: 'alter collection c embed v',
   Insert: 'insert into c [{a: 1}]',
   Put: 'put c {id: 1, a: $1}',
   Set: 'set c {a: 1} where id = $1',
