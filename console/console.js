@@ -485,7 +485,7 @@ function selectAt(textarea, line, column) {
 
 // ─── Search ──────────────────────────────────────────────────────────────────────────────────────
 
-const isText = (f) => f.annotations.includes('@text');
+const isText = (f) => f.annotations.some((a) => a === '@text' || a.startsWith('@text('));
 const isVector = (f) => f.type.startsWith('vector');
 
 async function searchPage() {

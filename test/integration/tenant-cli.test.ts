@@ -29,6 +29,7 @@ describe('fenec tenant', () => {
           maxCollections: 100,
           maxRows: 1_000_000,
           costMs: 500,
+          embedRate: 200,
           statementTimeoutMs: 5_000,
           maxAnswerBytes: 32 * 1024 ** 2,
         },
