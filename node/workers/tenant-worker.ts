@@ -193,43 +193,14 @@ export class TenantWorker {
       ...(pass?.quota === undefined ? {} : { quotas: [...(quotas ?? []), pass.quota] }),
     };
     const json = answered.json;
-    const moved = change === undefined ? [] : [change.buffer as ArrayBuffer];
-    if (json !== undefined && json.length > TRANSFER_BYTES) {
-      const bytes = new TextEncoder().encode(json);
-      this.#post(
-        [
-          {
-            id: message.id,
-            status: answered.status,
-            body: bytes,
-            ms,
-            tools,
-            quotas,
-            scope: answered.scope,
-            change,
-            ...extra,
-          },
-        ],
-        [bytes.buffer as ArrayBuffer, ...moved],
-      );
-    } else {
-      this.#post(
-        [
-          {
-            id: message.id,
-            status: answered.status,
-            body: json,
-            ms,
-            tools,
-            quotas,
-            scope: answered.scope,
-            change,
-            ...extra,
-          },
-        ],
-        moved,
-      );
-    }
+    const moved: ArrayBuffer[] = change === undefined ? [] : [change.buffer as ArrayBuffer];
+    // A large answer crosses as bytes whose buffer is moved, not copied; a small one as the string.
+    const body = json !== undefined && json.length > TRANSFER_BYTES ? new TextEncoder().encode(json) : json;
+    if (body instanceof Uint8Array) moved.push(body.buffer as ArrayBuffer);
+    this.#post(
+      [{ id: message.id, status: answered.status, body, ms, tools, quotas, scope: answered.scope, change, ...extra }],
+      moved,
+    );
   }
 
   /** A replicated tenant's commits since its last message; its log checkpointed past CHECKPOINT_BYTES. */
