@@ -6,7 +6,6 @@
 import * as fs from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import * as path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { parsePolicy } from '../../shared/auth/policy.js';
 import { FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
@@ -16,7 +15,7 @@ import type { TenantLimits, WorkerReply } from '../workers/protocol.js';
 import type { WorkerPool } from '../workers/worker-pool.js';
 import type { Quotas } from './quotas.js';
 import type { OpenTenant, TenantRegistry } from './tenant-registry.js';
-import { QUOTAS_HEADER } from './tenant-transfer.js';
+import { sendTenantFile } from './tenant-transfer.js';
 
 /** What the admin routes do instead of writing this node's files alone (tenant-routes.ts). */
 export interface TenantAdmin {
@@ -100,16 +99,11 @@ export class ReplicatedTenants<T extends OpenTenant> implements TenantAdmin {
     const file = path.join(this.#dir, `.at-${name}-${process.hrtime.bigint()}.tmp`);
     try {
       await this.#replication.copyAt(name, when, file);
-      res.writeHead(200, {
-        'content-type': 'application/vnd.sqlite3',
-        'content-length': fs.statSync(file).size,
-        'content-disposition': `attachment; filename="${name}.fenec"`,
-        [QUOTAS_HEADER]: JSON.stringify(tenant.quotas),
-      });
-      await pipeline(fs.createReadStream(file), res);
-    } finally {
+    } catch (err) {
       fs.rmSync(file, { force: true });
+      throw err;
     }
+    await sendTenantFile(res, name, file, tenant.quotas);
   }
 
   async restored(name: string): Promise<void> {

@@ -127,17 +127,7 @@ export class TenantTransfers<T extends OpenTenant> {
     } finally {
       source.close();
     }
-    try {
-      res.writeHead(200, {
-        'content-type': 'application/vnd.sqlite3',
-        'content-length': fs.statSync(copy).size,
-        'content-disposition': `attachment; filename="${name}.fenec"`,
-        [QUOTAS_HEADER]: JSON.stringify(tenant.quotas),
-      });
-      await pipeline(fs.createReadStream(copy), res);
-    } finally {
-      fs.rmSync(copy, { force: true });
-    }
+    await sendTenantFile(res, name, copy, tenant.quotas);
   }
 
   /**
@@ -245,5 +235,20 @@ function checkBackup(file: string): void {
     });
   } finally {
     db?.close();
+  }
+}
+
+/** A tenant's file copy as a backup's answer (its quotas in a header), the copy removed once sent or not. */
+export async function sendTenantFile(res: ServerResponse, name: string, copy: string, quotas: unknown): Promise<void> {
+  try {
+    res.writeHead(200, {
+      'content-type': 'application/vnd.sqlite3',
+      'content-length': fs.statSync(copy).size,
+      'content-disposition': `attachment; filename="${name}.fenec"`,
+      [QUOTAS_HEADER]: JSON.stringify(quotas),
+    });
+    await pipeline(fs.createReadStream(copy), res);
+  } finally {
+    fs.rmSync(copy, { force: true });
   }
 }
