@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { query, Sandbox, type ServerProcess } from '../integration/processes.js';
 import { asShown, fenecqlExamples, figureless } from './fenecql-blocks.js';
+import { embedderFlags } from '../helpers/embedder-rig.js';
 import { startEmbeddingServer, type EmbeddingServer } from '../helpers/embedding-server.js';
 
 /** The dimension of the docs' embedder: nomic-embed-text's, as the pages write it. */
@@ -36,14 +37,7 @@ describe('the FenecQL examples in docs/', function () {
     describe(page, () => {
       let server: ServerProcess;
       before(async () => {
-        server = await sandbox.startServer([
-          '--file',
-          path.join(sandbox.dir(), 'docs.fenec'),
-          '--embedder-url',
-          embedder.url,
-          '--embedder-model',
-          embedder.model,
-        ]);
+        server = await sandbox.startServer(['--file', path.join(sandbox.dir(), 'docs.fenec'), ...embedderFlags(embedder)]);
       });
 
       for (const example of examples) {

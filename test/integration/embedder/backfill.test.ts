@@ -6,10 +6,10 @@
  */
 import Sqlite from 'better-sqlite3';
 import { expect } from 'chai';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startEmbeddingServer, type EmbeddingServer } from '../../helpers/embedding-server.js';
-import { query, Sandbox, type ServerProcess } from '../processes.js';
+import { EmbedderRig } from '../../helpers/embedder-rig.js';
 
 const DIMS = 16;
 const BATCH = 16;
@@ -27,25 +27,19 @@ interface Progress {
 
 describe('alter collection C embed F: a backfill of vectors', function () {
   this.timeout(120_000);
-  const sandbox = new Sandbox();
-  let embedder: EmbeddingServer;
-  let server: ServerProcess;
-  let file: string;
-
-  const q = (statement: string, params: readonly unknown[] = []) => query(server.url, statement, params);
-  const start = async (): Promise<ServerProcess> =>
-    sandbox.startServer([
-      '--file',
-      file,
-      '--embedder-url',
-      embedder.url,
-      '--embedder-model',
-      embedder.model,
+  const rig = new EmbedderRig({
+    embedder: { dims: DIMS },
+    flags: (dir) => [
       '--embedder-batch',
       String(BATCH),
       '--embedder-concurrency',
       String(WINDOW),
-    ]);
+      '--audit',
+      path.join(dir, 'audit.log'),
+    ],
+  });
+  const { q } = rig;
+
   const progress = async (): Promise<Progress> =>
     (await q('schema docs')).json.collections[0].fields.find((f: { name: string }) => f.name === 'vec').index;
   /** Polls until `done` holds, or fails past `ms`. */
@@ -58,61 +52,83 @@ describe('alter collection C embed F: a backfill of vectors', function () {
       await sleep(25);
     }
   };
+  /** The schema changes the audit recorded. */
+  const audited = (): { statement: string; collection: string }[] =>
+    fs
+      .readFileSync(path.join(rig.dir, 'audit.log'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { event: string; statement: string; collection: string })
+      .filter((line) => line.event === 'schema')
+      .map(({ statement, collection }) => ({ statement, collection }));
+  /** The fields of docs as they are defined: what `schema` says of them less their index state. */
+  const definitions = async (): Promise<unknown[]> =>
+    (await q('schema docs')).json.collections[0].fields.map(
+      ({ name, type, annotations }: { name: string; type: string; annotations: string[] }) => ({
+        name,
+        type,
+        annotations,
+      }),
+    );
 
   beforeEach(async () => {
-    embedder = await startEmbeddingServer({ dims: DIMS });
-    file = path.join(sandbox.dir(), 'backfill.fenec');
-    server = await start();
+    await rig.open();
     expect(
       (await q(`create collection docs (title text, vec vector<${DIMS}> @hnsw(cosine) @embed(title))`)).status,
     ).to.equal(200);
     // Rows that bring a null vector keep it: the rows of a file made before the embedder, as far as vectors go.
     const rows = Array.from({ length: ROWS }, (_, i) => ({ title: titleOf(i), vec: null }));
     expect((await q('insert into docs $1', [rows])).status).to.equal(200);
-    embedder.requests.length = 0;
+    rig.embedder.requests.length = 0;
   });
-  afterEach(async () => {
-    await sandbox.cleanUp();
-    await embedder.close();
-  });
+  afterEach(() => rig.close());
 
   it('fills the rows without vectors in the background, with its progress in schema', async () => {
-    embedder.fault = { kind: 'slow', ms: 30 };
+    const fields = await definitions();
+    expect((await q('get docs select vec where id = 1')).json.rows[0].vec).to.equal(null);
+    rig.embedder.fault = { kind: 'slow', ms: 30 };
     const answer = await q('alter collection docs embed vec');
     expect(answer.json).to.deep.equal({ altered: true, embedding: ROWS });
     const part = await until((p) => p.embedding !== undefined && p.embedding.done > 0);
     expect(part.embedding!.done + part.embedding!.left).to.be.at.most(ROWS);
     const over = await until((p) => p.embedding === undefined && p.rows === ROWS && p.pending === 0);
     expect(over).to.deep.equal({ rows: ROWS, pending: 0, building: false });
-    const inputs = embedder.requests.flatMap((r) => r.input);
+    const inputs = rig.embedder.requests.flatMap((r) => r.input);
     expect(inputs).to.have.length(ROWS);
     expect(new Set(inputs).size).to.equal(ROWS);
-    expect(embedder.maxInFlight).to.be.at.most(WINDOW);
-    const near = await q('get docs select title near vec $1 limit 1', [embedder.vectorOf(titleOf(417))]);
+    expect(rig.embedder.maxInFlight).to.be.at.most(WINDOW);
+    const near = await q('get docs select title near vec $1 limit 1', [rig.embedder.vectorOf(titleOf(417))]);
     expect(near.json.rows[0].title).to.equal(titleOf(417));
+    // It writes the rows' vectors (kinds.ts: writes), never the schema (a maintenance statement), and is audited.
+    expect((await q('get docs select vec where id = 1')).json.rows[0].vec).to.have.length(DIMS);
+    expect(await definitions()).to.deep.equal(fields);
+    expect(audited()).to.deep.equal([
+      { statement: 'create', collection: 'docs' },
+      { statement: 'alter embed', collection: 'docs' },
+    ]);
     // Run again with every row filled, it has nothing to do.
     expect((await q('alter collection docs embed vec')).json).to.deep.equal({ altered: true, embedding: 0 });
   });
 
   it('goes on after kill -9 from its durable cursor: no row committed is embedded again', async () => {
-    embedder.fault = { kind: 'slow', ms: 60 };
+    rig.embedder.fault = { kind: 'slow', ms: 60 };
     await q('alter collection docs embed vec');
     await until((p) => (p.embedding?.done ?? 0) >= 5 * BATCH);
-    await sandbox.kill(server.child);
-    const before = embedder.requests.flatMap((r) => r.input);
+    await rig.sandbox.kill(rig.server.child);
+    const before = rig.embedder.requests.flatMap((r) => r.input);
     // What the file holds after the kill: the rows whose vectors were committed.
-    const killed = new Sqlite(file, { readonly: true });
+    const killed = new Sqlite(rig.data, { readonly: true });
     const committed = new Set(
       (killed.prepare('SELECT id FROM "c_docs.vec"').pluck().all() as number[]).map((id) => titleOf(id - 1)),
     );
     killed.close();
     expect(committed.size).to.be.within(5 * BATCH, ROWS - 1);
-    embedder.fault = undefined;
-    embedder.requests.length = 0;
-    server = await start();
+    rig.embedder.fault = undefined;
+    rig.embedder.requests.length = 0;
+    await rig.start();
     await until((p) => p.embedding === undefined && p.rows === ROWS && p.pending === 0);
     // The rows' texts (the start probe's are not rows).
-    const after = embedder.requests.flatMap((r) => r.input).filter((text) => text.startsWith('note number'));
+    const after = rig.embedder.requests.flatMap((r) => r.input).filter((text) => text.startsWith('note number'));
     // After the restart: exactly the rows not committed, each once, and none that was.
     expect(after.filter((text) => committed.has(text))).to.deep.equal([]);
     expect(new Set(after).size).to.equal(after.length);
@@ -129,5 +145,9 @@ describe('alter collection C embed F: a backfill of vectors', function () {
     expect([plain.status, plain.json.error.code]).to.deep.equal([400, 'invalid_statement']);
     const missing = await q('alter collection docs embed nothing');
     expect([missing.status, missing.json.error.code]).to.deep.equal([400, 'unknown_field']);
+    expect(
+      audited().map((line) => line.statement),
+      'a refused one is not audited',
+    ).to.deep.equal(['create', 'alter add']);
   });
 });

@@ -4,47 +4,28 @@
  * its code and status, and nothing is written.
  */
 import { expect } from 'chai';
-import * as path from 'node:path';
-import { startEmbeddingServer, type EmbeddingServer } from '../../helpers/embedding-server.js';
-import { query, Sandbox, type ServerProcess } from '../processes.js';
+import { EmbedderRig } from '../../helpers/embedder-rig.js';
 
 const DIMS = 16;
 
 describe('the embedder’s faults (/query)', function () {
   this.timeout(60_000);
-  const sandbox = new Sandbox();
-  let embedder: EmbeddingServer;
-  let server: ServerProcess;
+  const rig = new EmbedderRig({
+    embedder: { dims: DIMS },
+    flags: ['--embedder-timeout', '400ms', '--embedder-retries', '2', '--embedder-total-timeout', '3s'],
+  });
+  const { q } = rig;
   let rows = 0;
 
-  const q = (statement: string, params: readonly unknown[] = []) => query(server.url, statement, params);
-
   before(async () => {
-    embedder = await startEmbeddingServer({ dims: DIMS });
-    server = await sandbox.startServer([
-      '--file',
-      path.join(sandbox.dir(), 'f.fenec'),
-      '--embedder-url',
-      embedder.url,
-      '--embedder-model',
-      embedder.model,
-      '--embedder-timeout',
-      '400ms',
-      '--embedder-retries',
-      '2',
-      '--embedder-total-timeout',
-      '3s',
-    ]);
+    await rig.open();
     const made = await q(`create collection notes (title text, vec vector<${DIMS}> @hnsw(cosine) @embed(title))`);
     expect(made.status, made.text).to.equal(200);
   });
   afterEach(() => {
-    embedder.fault = undefined;
+    rig.embedder.fault = undefined;
   });
-  after(async () => {
-    await sandbox.cleanUp();
-    await embedder.close();
-  });
+  after(() => rig.close());
 
   /** A write refused with `status` and `code`, the collection's rows as they were. */
   async function refusedWrite(status: number, code: string): Promise<{ message: string; retryAfter?: string }> {
@@ -64,45 +45,50 @@ describe('the embedder’s faults (/query)', function () {
   }
 
   it('a slow embedder, past every try: 503 embedder_unavailable with Retry-After', async () => {
-    embedder.fault = { kind: 'slow', ms: 2_000 };
+    rig.embedder.fault = { kind: 'slow', ms: 2_000 };
     const { message, retryAfter } = await refusedWrite(503, 'embedder_unavailable');
     expect(message).to.include('no answer from');
     expect(retryAfter).to.match(/^\d+$/);
   });
 
   it('429 then 200: waits the Retry-After and writes', async () => {
-    embedder.fault = { kind: 'status', status: 429, times: 1, retryAfter: '1' };
+    rig.embedder.fault = { kind: 'status', status: 429, times: 1, retryAfter: '1' };
     const started = performance.now();
     await writes();
     expect(performance.now() - started).to.be.at.least(950);
   });
 
   it('500 past the retries: 502 embedder_failed quoting it', async () => {
-    embedder.fault = { kind: 'status', status: 500, times: 100, body: '{"error": {"message": "CUDA out of memory"}}' };
+    rig.embedder.fault = {
+      kind: 'status',
+      status: 500,
+      times: 100,
+      body: '{"error": {"message": "CUDA out of memory"}}',
+    };
     const { message } = await refusedWrite(502, 'embedder_failed');
     expect(message).to.include('CUDA out of memory');
   });
 
   it('vectors of the wrong dimension: 502 embedder_failed naming both', async () => {
-    embedder.fault = { kind: 'wrong-dimension', dims: DIMS + 1 };
+    rig.embedder.fault = { kind: 'wrong-dimension', dims: DIMS + 1 };
     const { message } = await refusedWrite(502, 'embedder_failed');
     expect(message).to.include(`has ${DIMS + 1} components where the model made ${DIMS}`);
   });
 
   it('malformed JSON: 502 embedder_failed', async () => {
-    embedder.fault = { kind: 'malformed' };
+    rig.embedder.fault = { kind: 'malformed' };
     const { message } = await refusedWrite(502, 'embedder_failed');
     expect(message).to.include('not JSON');
   });
 
   it('a batch answered out of order: each row gets its own text’s vector', async () => {
-    embedder.fault = { kind: 'out-of-order' };
+    rig.embedder.fault = { kind: 'out-of-order' };
     const reply = await q('insert into notes $1', [[{ title: 'first' }, { title: 'second' }, { title: 'third' }]]);
     expect(reply.status, reply.text).to.equal(200);
     rows += 3;
     const stored = await q('get notes select title, vec where id in $1', [reply.json.ids]);
     for (const row of stored.json.rows as { title: string; vec: number[] }[]) {
-      const expected = embedder.vectorOf(row.title);
+      const expected = rig.embedder.vectorOf(row.title);
       expect(
         row.vec.every((x, i) => Math.abs(x - expected[i]!) < 1e-6),
         row.title,
@@ -111,7 +97,7 @@ describe('the embedder’s faults (/query)', function () {
   });
 
   it('a refused connection: 503 embedder_unavailable with Retry-After', async () => {
-    await embedder.close();
+    await rig.embedder.close();
     const { message, retryAfter } = await refusedWrite(503, 'embedder_unavailable');
     expect(message).to.include('ECONNREFUSED');
     expect(retryAfter).to.match(/^\d+$/);

@@ -6,10 +6,10 @@
  * rows were committed before it. `fenec import` does the same through the server, its progress counting embedded rows.
  */
 import { expect } from 'chai';
-import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startEmbeddingServer, type EmbeddingServer } from '../../helpers/embedding-server.js';
-import { FENEC, query, Sandbox, type Finished, type ServerProcess } from '../processes.js';
+import { EmbedderRig } from '../../helpers/embedder-rig.js';
+import type { EmbeddingServer } from '../../helpers/embedding-server.js';
+import { FENEC, type Finished } from '../processes.js';
 
 const DIMS = 16;
 const BATCH = 16;
@@ -30,49 +30,33 @@ function failingAfter(embedder: EmbeddingServer, good: number): (inputs: string[
 
 describe('loads that embed: insert into C $1 and fenec import', function () {
   this.timeout(120_000);
-  const sandbox = new Sandbox();
-  let embedder: EmbeddingServer;
-  let server: ServerProcess;
+  const rig = new EmbedderRig({
+    embedder: { dims: DIMS },
+    flags: ['--embedder-batch', String(BATCH), '--embedder-concurrency', String(CONCURRENCY)],
+  });
+  const { q } = rig;
   let n = 0;
 
-  const q = (statement: string, params: readonly unknown[] = []) => query(server.url, statement, params);
   const fresh = async (): Promise<string> => {
     const name = `docs${++n}`;
     const made = await q(
       `create collection ${name} (title text @text, body text, vec vector<${DIMS}> @hnsw(cosine) @embed(title, body))`,
     );
     expect(made.status, made.text).to.equal(200);
-    embedder.requests.length = 0;
+    rig.embedder.requests.length = 0;
     return name;
   };
   const count = async (name: string): Promise<number> => (await q(`get ${name} count`)).json.count as number;
-  const inputs = (): string[] => embedder.requests.flatMap((r) => r.input);
+  const inputs = (): string[] => rig.embedder.requests.flatMap((r) => r.input);
 
-  before(async () => {
-    embedder = await startEmbeddingServer({ dims: DIMS });
-    server = await sandbox.startServer([
-      '--file',
-      path.join(sandbox.dir(), 'loads.fenec'),
-      '--embedder-url',
-      embedder.url,
-      '--embedder-model',
-      embedder.model,
-      '--embedder-batch',
-      String(BATCH),
-      '--embedder-concurrency',
-      String(CONCURRENCY),
-    ]);
-  });
-  afterEach(() => (embedder.fault = undefined));
-  after(async () => {
-    await sandbox.cleanUp();
-    await embedder.close();
-  });
+  before(() => rig.open());
+  afterEach(() => (rig.embedder.fault = undefined));
+  after(() => rig.close());
 
   it('writes insert into C $1 a chunk at a time while the next chunks are embedded, each text once', async () => {
     const name = await fresh();
     const rows = Array.from({ length: 800 }, (_, i) => rowOf(i));
-    embedder.fault = { kind: 'slow', ms: 40 };
+    rig.embedder.fault = { kind: 'slow', ms: 40 };
     let answered = false;
     const insert = q(`insert into ${name} $1`, [rows]).finally(() => (answered = true));
     // Counted from another request while the insert runs: rows committed before the embedder is done.
@@ -85,7 +69,7 @@ describe('loads that embed: insert into C $1 and fenec import', function () {
     expect(answer.status, answer.text).to.equal(200);
     expect(answer.json.count).to.equal(800);
     expect(answer.json.ids).to.deep.equal(Array.from({ length: 800 }, (_, i) => i + 1));
-    const lastCall = embedder.requests.at(-1)!.at;
+    const lastCall = rig.embedder.requests.at(-1)!.at;
     const early = seen.find((s) => s.count > 0);
     expect(early, JSON.stringify(seen)).to.not.equal(undefined);
     expect(early!.count).to.be.below(800);
@@ -94,15 +78,15 @@ describe('loads that embed: insert into C $1 and fenec import', function () {
     // Every text once, in batches of --embedder-batch, never more calls out than --embedder-concurrency.
     expect(inputs()).to.have.length(800);
     expect(new Set(inputs()).size).to.equal(800);
-    expect(embedder.requests.every((r) => r.input.length <= BATCH)).to.equal(true);
-    expect(embedder.maxInFlight).to.be.at.most(CONCURRENCY);
+    expect(rig.embedder.requests.every((r) => r.input.length <= BATCH)).to.equal(true);
+    expect(rig.embedder.maxInFlight).to.be.at.most(CONCURRENCY);
     const stored = (await q(`get ${name} select vec where id = 601`)).json.rows[0].vec as number[];
-    embedder.vectorOf(textOf(600)).forEach((x, i) => expect(stored[i]).to.be.closeTo(x, 1e-6));
+    rig.embedder.vectorOf(textOf(600)).forEach((x, i) => expect(stored[i]).to.be.closeTo(x, 1e-6));
   });
 
   it('refuses the batch whose embedding fails, with the rows before it committed and counted', async () => {
     const name = await fresh();
-    embedder.fault = { kind: 'answer', answer: failingAfter(embedder, 20) };
+    rig.embedder.fault = { kind: 'answer', answer: failingAfter(rig.embedder, 20) };
     const refused = await q(`insert into ${name} $1`, [Array.from({ length: 800 }, (_, i) => rowOf(i))]);
     expect(refused.status, refused.text).to.equal(502);
     const error = refused.json.error as { code: string; message: string; committed: number };
@@ -132,7 +116,12 @@ describe('loads that embed: insert into C $1 and fenec import', function () {
 
   describe('fenec import', () => {
     const runImport = (args: string[], stdin: string): Promise<Finished> =>
-      sandbox.run(FENEC, ['import', '--url', server.url, '--no-wait', ...args], {}, { timeoutMs: 60_000, stdin });
+      rig.sandbox.run(
+        FENEC,
+        ['import', '--url', rig.server.url, '--no-wait', ...args],
+        {},
+        { timeoutMs: 60_000, stdin },
+      );
 
     it('embeds the rows it loads, and counts them as embedded', async () => {
       const name = await fresh();
@@ -152,7 +141,7 @@ describe('loads that embed: insert into C $1 and fenec import', function () {
     it('stops at the batch whose embedding fails, naming its first line and what was committed', async () => {
       const name = await fresh();
       // About 1 000 rows a request: the failure falls inside the second.
-      embedder.fault = { kind: 'answer', answer: failingAfter(embedder, 90) };
+      rig.embedder.fault = { kind: 'answer', answer: failingAfter(rig.embedder, 90) };
       const run = await runImport(
         ['--batch-bytes', '40000', name, '-'],
         ndjson(Array.from({ length: 3000 }, (_, i) => rowOf(i))),

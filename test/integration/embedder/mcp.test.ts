@@ -7,9 +7,9 @@
 import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { startEmbeddingServer, type EmbeddingServer } from '../../helpers/embedding-server.js';
+import { EmbedderRig, embedderFlags } from '../../helpers/embedder-rig.js';
 import { connect, type ClientKind, type McpTestClient, type ToolResult } from '../mcp/clients.js';
-import { query, Sandbox } from '../processes.js';
+import { query } from '../processes.js';
 
 const DIMS = 32;
 
@@ -20,33 +20,30 @@ function answer(result: ToolResult): any {
 
 describe('the MCP tools with an embedder', function () {
   this.timeout(60_000);
-  const sandbox = new Sandbox();
-  let embedder: EmbeddingServer;
+  const rig = new EmbedderRig({ embedder: { dims: DIMS }, server: false });
+  const { sandbox } = rig;
   let client: McpTestClient | undefined;
 
-  beforeEach(async () => {
-    embedder = await startEmbeddingServer({ dims: DIMS });
-  });
+  beforeEach(() => rig.open());
   afterEach(async () => {
     await client?.close();
     client = undefined;
-    await sandbox.cleanUp();
-    await embedder.close();
+    await rig.close();
   });
 
-  const embedderFlags = (): string[] => ['--embedder-url', embedder.url, '--embedder-model', embedder.model];
+  const flags = (): string[] => embedderFlags(rig.embedder);
 
   for (const kind of ['sdk 1.x', 'client 2.x'] as ClientKind[]) {
     for (const transport of ['http', 'stdio'] as const) {
       it(`${kind} over ${transport}: remember embeds, and recall finds a memory by meaning alone`, async () => {
         const file = path.join(sandbox.dir(), 'm.fenec');
         if (transport === 'http') {
-          const server = await sandbox.startServer(['--file', file, '--mcp-memory', 'memories', ...embedderFlags()]);
+          const server = await sandbox.startServer(['--file', file, '--mcp-memory', 'memories', ...flags()]);
           client = await connect(kind, { transport: 'http', url: `${server.url}/_mcp` });
         } else {
           client = await connect(kind, {
             transport: 'stdio',
-            args: ['mcp', '--file', file, '--memory', 'memories', ...embedderFlags()],
+            args: ['mcp', '--file', file, '--memory', 'memories', ...flags()],
           });
         }
         const tools = await client.listTools();
@@ -63,7 +60,7 @@ describe('the MCP tools with an embedder', function () {
         const schema = answer(await client.callTool('schema', { collection: 'memories' }));
         const vector = schema.collections[0].fields.find((f: { name: string }) => f.name === 'vector');
         expect(vector.type).to.equal(`vector<${DIMS}>`);
-        expect(vector.annotations).to.include(`@embed(text, model = "${embedder.model}")`);
+        expect(vector.annotations).to.include(`@embed(text, model = "${rig.embedder.model}")`);
       });
     }
   }
@@ -77,7 +74,7 @@ describe('the MCP tools with an embedder', function () {
           file,
           '--mcp-memory',
           'memories',
-          ...embedderFlags(),
+          ...flags(),
           '--embedder-retries',
           '0',
         ]);
@@ -85,11 +82,11 @@ describe('the MCP tools with an embedder', function () {
       } else {
         client = await connect('client 2.x', {
           transport: 'stdio',
-          args: ['mcp', '--file', file, '--memory', 'memories', ...embedderFlags(), '--embedder-retries', '0'],
+          args: ['mcp', '--file', file, '--memory', 'memories', ...flags(), '--embedder-retries', '0'],
         });
       }
       answer(await client.callTool('remember', { text: 'the deploy runs on fridays' }));
-      embedder.fault = { kind: 'status', status: 500, times: 100, body: '{"error": {"message": "model crashed"}}' };
+      rig.embedder.fault = { kind: 'status', status: 500, times: 100, body: '{"error": {"message": "model crashed"}}' };
       const refused = await client.callTool('remember', { text: 'staging is in eu-west-1' });
       expect(refused.isError).to.equal(true);
       const error = (refused.structuredContent as { error: { code: string; status: number; message: string } }).error;
@@ -98,19 +95,14 @@ describe('the MCP tools with an embedder', function () {
       expect(error.message).to.include('model crashed');
       const recalled = await client.callTool('recall', { text: 'which region' });
       expect(recalled.isError, 'a recall by words needs the embedder too').to.equal(true);
-      embedder.fault = undefined;
+      rig.embedder.fault = undefined;
       const rows = answer(await client.callTool('query', { statement: 'get memories count' }));
       expect(rows.count, 'nothing was written').to.equal(1);
     });
   }
 
   it('search with words alone fuses meaning on a collection with an @embed field', async () => {
-    const server = await sandbox.startServer([
-      '--file',
-      path.join(sandbox.dir(), 's.fenec'),
-      '--mcp',
-      ...embedderFlags(),
-    ]);
+    const server = await sandbox.startServer(['--file', path.join(sandbox.dir(), 's.fenec'), '--mcp', ...flags()]);
     await query(server.url, `create collection notes (body text @text, vec vector<${DIMS}> @embed(body))`);
     await query(server.url, 'insert into notes [{body: "the deploy runs on fridays"}, {body: "cats sleep all day"}]');
     client = await connect('client 2.x', { transport: 'http', url: `${server.url}/_mcp` });
@@ -131,7 +123,7 @@ describe('the MCP tools with an embedder', function () {
       '0.92',
       '--audit',
       audit,
-      ...embedderFlags(),
+      ...flags(),
     ]);
     client = await connect('sdk 1.x', { transport: 'http', url: `${server.url}/_mcp` });
     const first = answer(await client.callTool('remember', { text: 'the deploy runs on fridays', tags: ['ops'] }));
@@ -169,6 +161,6 @@ describe('the MCP tools with an embedder', function () {
     );
     expect(fields).to.not.include('vector');
     expect(answer(await client.callTool('recall', { text: 'when do we ship?' })).rows).to.deep.equal([]);
-    expect(embedder.requests).to.have.length(0);
+    expect(rig.embedder.requests).to.have.length(0);
   });
 });

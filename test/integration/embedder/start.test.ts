@@ -6,35 +6,31 @@
  */
 import { expect } from 'chai';
 import * as path from 'node:path';
-import { closedPortUrl, startEmbeddingServer, type EmbeddingServer } from '../../helpers/embedding-server.js';
-import { FENEC, FENEC_SERVER, query, Sandbox } from '../processes.js';
+import { EmbedderRig, embedderFlags } from '../../helpers/embedder-rig.js';
+import { closedPortUrl, startEmbeddingServer } from '../../helpers/embedding-server.js';
+import { FENEC, FENEC_SERVER, query } from '../processes.js';
 
 const KEY = 'sk-test-embedder-key-0123456789';
 
 describe('fenec-server and fenec mcp with --embedder-url', function () {
   this.timeout(60_000);
-  const sandbox = new Sandbox();
-  let embedder: EmbeddingServer;
+  const rig = new EmbedderRig({ embedder: { dims: 24 }, server: false });
+  const { sandbox } = rig;
 
-  beforeEach(async () => {
-    embedder = await startEmbeddingServer({ dims: 24 });
-  });
-  afterEach(async () => {
-    await sandbox.cleanUp();
-    await embedder.close();
-  });
+  beforeEach(() => rig.open());
+  afterEach(() => rig.close());
 
   const file = (): string => path.join(sandbox.dir(), 'e.fenec');
-  const flags = (url: string, model = embedder.model): string[] => ['--embedder-url', url, '--embedder-model', model];
+  const flags = (url: string, model = rig.embedder.model): string[] => embedderFlags({ url, model });
 
   it('probes the embedder once at start and names its model and dimension in the startup line', async () => {
-    const server = await sandbox.startServer(['--file', file(), ...flags(embedder.url)]);
-    expect(embedder.requests).to.have.length(1);
+    const server = await sandbox.startServer(['--file', file(), ...flags(rig.embedder.url)]);
+    expect(rig.embedder.requests).to.have.length(1);
     const line = server
       .stderr()
       .split('\n')
       .find((l) => l.includes('"listening"'))!;
-    expect(JSON.parse(line).embedder).to.include({ model: embedder.model, dimension: 24, key: 'none' });
+    expect(JSON.parse(line).embedder).to.include({ model: rig.embedder.model, dimension: 24, key: 'none' });
   });
 
   for (const where of ['--file', '--data-dir'] as const) {
@@ -50,21 +46,21 @@ describe('fenec-server and fenec mcp with --embedder-url', function () {
   }
 
   it('refuses to start when the embedder answers nonsense, quoting it', async () => {
-    embedder.fault = { kind: 'answer', answer: () => ({ vectors: 'none here' }) };
-    const done = await sandbox.run(FENEC_SERVER, ['--port', '0', '--file', file(), ...flags(embedder.url)]);
+    rig.embedder.fault = { kind: 'answer', answer: () => ({ vectors: 'none here' }) };
+    const done = await sandbox.run(FENEC_SERVER, ['--port', '0', '--file', file(), ...flags(rig.embedder.url)]);
     expect(done.code).to.equal(2);
     expect(done.stderr).to.include('embedder_failed');
     expect(done.stderr).to.include('no "data" list');
   });
 
   it('refuses a model the embedder does not serve, with the 404 it answered', async () => {
-    const done = await sandbox.run(FENEC_SERVER, ['--port', '0', '--file', file(), ...flags(embedder.url, 'nope')]);
+    const done = await sandbox.run(FENEC_SERVER, ['--port', '0', '--file', file(), ...flags(rig.embedder.url, 'nope')]);
     expect(done.code).to.equal(2);
     expect(done.stderr).to.include('answered 404');
   });
 
   it('refuses --embedder-url without --embedder-model, and the reverse, as usage errors', async () => {
-    const a = await sandbox.run(FENEC_SERVER, ['--file', file(), '--embedder-url', embedder.url]);
+    const a = await sandbox.run(FENEC_SERVER, ['--file', file(), '--embedder-url', rig.embedder.url]);
     expect(a.code).to.equal(2);
     expect(a.stderr).to.include('--embedder-model');
     const b = await sandbox.run(FENEC_SERVER, ['--file', file(), '--embedder-model', 'm']);
@@ -107,27 +103,30 @@ describe('fenec-server and fenec mcp with --embedder-url', function () {
   });
 
   it('sends FENEC_EMBEDDER_API_KEY as a bearer token and never writes it out, not even when it is refused', async () => {
-    await embedder.close();
-    embedder = await startEmbeddingServer({ dims: 24, apiKey: KEY });
-    const server = await sandbox.startServer(['--file', file(), ...flags(embedder.url)], {
-      FENEC_EMBEDDER_API_KEY: KEY,
-    });
-    expect(embedder.requests[0]!.authorization).to.equal(`Bearer ${KEY}`);
-    await query(server.url, 'create collection n (t text, v vector<24> @embed(t))');
-    expect((await query(server.url, 'insert into n {t: "hello"}')).status).to.equal(200);
-    embedder.fault = { kind: 'status', status: 500, times: 10, body: `upstream echoed Authorization: Bearer ${KEY}` };
-    const failed = await query(server.url, 'insert into n {t: "again"}');
-    expect(failed.status).to.equal(502);
-    expect(failed.text).to.not.include(KEY);
-    expect(failed.text).to.include('[key]');
-    expect(server.stderr()).to.not.include(KEY);
-    expect(server.stderr()).to.include('from FENEC_EMBEDDER_API_KEY');
+    const keyed = await startEmbeddingServer({ dims: 24, apiKey: KEY });
+    try {
+      const server = await sandbox.startServer(['--file', file(), ...embedderFlags(keyed)], {
+        FENEC_EMBEDDER_API_KEY: KEY,
+      });
+      expect(keyed.requests[0]!.authorization).to.equal(`Bearer ${KEY}`);
+      await query(server.url, 'create collection n (t text, v vector<24> @embed(t))');
+      expect((await query(server.url, 'insert into n {t: "hello"}')).status).to.equal(200);
+      keyed.fault = { kind: 'status', status: 500, times: 10, body: `upstream echoed Authorization: Bearer ${KEY}` };
+      const failed = await query(server.url, 'insert into n {t: "again"}');
+      expect(failed.status).to.equal(502);
+      expect(failed.text).to.not.include(KEY);
+      expect(failed.text).to.include('[key]');
+      expect(server.stderr()).to.not.include(KEY);
+      expect(server.stderr()).to.include('from FENEC_EMBEDDER_API_KEY');
 
-    const wrong = await sandbox.run(FENEC_SERVER, ['--port', '0', '--file', file(), ...flags(embedder.url)], {
-      FENEC_EMBEDDER_API_KEY: `${KEY}-wrong`,
-    });
-    expect(wrong.code).to.equal(2);
-    expect(wrong.stderr).to.include('refused the key (401)');
-    expect(wrong.stderr + wrong.stdout).to.not.include(KEY);
+      const wrong = await sandbox.run(FENEC_SERVER, ['--port', '0', '--file', file(), ...embedderFlags(keyed)], {
+        FENEC_EMBEDDER_API_KEY: `${KEY}-wrong`,
+      });
+      expect(wrong.code).to.equal(2);
+      expect(wrong.stderr).to.include('refused the key (401)');
+      expect(wrong.stderr + wrong.stdout).to.not.include(KEY);
+    } finally {
+      await keyed.close();
+    }
   });
 });

@@ -3,9 +3,8 @@
  * counted, its vectors known): what is embedded, when, and what is not; the catalogue's model; the refusals.
  */
 import { expect } from 'chai';
-import * as path from 'node:path';
-import { startEmbeddingServer, type EmbeddingServer } from '../../helpers/embedding-server.js';
-import { query, Sandbox, type ServerProcess } from '../processes.js';
+import { EmbedderRig } from '../../helpers/embedder-rig.js';
+import { startEmbeddingServer } from '../../helpers/embedding-server.js';
 
 const DIMS = 16;
 const NOTES = `create collection notes (title text @text, body text @text, vec vector<${DIMS}> @hnsw(cosine) @embed(title, body))`;
@@ -16,34 +15,18 @@ function close(a: readonly number[], b: readonly number[]): boolean {
 
 describe('@embed fields and near with words (/query)', function () {
   this.timeout(60_000);
-  const sandbox = new Sandbox();
-  let embedder: EmbeddingServer;
-  let server: ServerProcess;
-  let file: string;
-
-  const q = (statement: string, params: readonly unknown[] = []) => query(server.url, statement, params);
-  const calls = (): string[][] => embedder.requests.map((r) => r.input);
+  const rig = new EmbedderRig({ embedder: { dims: DIMS, maxInputTokens: 20 } });
+  const { q } = rig;
+  const calls = (): string[][] => rig.embedder.requests.map((r) => r.input);
   const vecOf = async (id: number): Promise<number[] | null> =>
     (await q('get notes select vec where id = $1', [id])).json.rows[0].vec;
 
   beforeEach(async () => {
-    embedder = await startEmbeddingServer({ dims: DIMS, maxInputTokens: 20 });
-    file = path.join(sandbox.dir(), 'e.fenec');
-    server = await sandbox.startServer([
-      '--file',
-      file,
-      '--embedder-url',
-      embedder.url,
-      '--embedder-model',
-      embedder.model,
-    ]);
+    await rig.open();
     expect((await q(NOTES)).status).to.equal(200);
-    embedder.requests.length = 0;
+    rig.embedder.requests.length = 0;
   });
-  afterEach(async () => {
-    await sandbox.cleanUp();
-    await embedder.close();
-  });
+  afterEach(() => rig.close());
 
   it('records the model in the catalogue, as schema shows it', async () => {
     const fields = (await q('schema notes')).json.collections[0].fields;
@@ -66,7 +49,7 @@ describe('@embed fields and near with words (/query)', function () {
       ['a bulk row'],
       ['put row'],
     ]);
-    expect(close((await vecOf(1))!, embedder.vectorOf('deploy\n\nthe deploy runs on fridays'))).to.equal(true);
+    expect(close((await vecOf(1))!, rig.embedder.vectorOf('deploy\n\nthe deploy runs on fridays'))).to.equal(true);
     expect(await vecOf(4), 'a row with none of the texts has no vector').to.equal(null);
   });
 
@@ -81,19 +64,19 @@ describe('@embed fields and near with words (/query)', function () {
 
   it('embeds again on a set that changes the texts, and not on one that leaves them as they were', async () => {
     await q('insert into notes [{title: "one", body: "first"}, {title: "two", body: "second"}]');
-    embedder.requests.length = 0;
+    rig.embedder.requests.length = 0;
     expect((await q('set notes {body: "first"} where id = 1')).json).to.deep.equal({ count: 1 });
     expect((await q('set notes {title: "two"} where true')).json).to.deep.equal({ count: 2 });
     expect(calls(), 'unchanged texts embed nothing').to.deep.equal([['two\n\nfirst']]);
-    expect(close((await vecOf(1))!, embedder.vectorOf('two\n\nfirst'))).to.equal(true);
-    expect(close((await vecOf(2))!, embedder.vectorOf('two\n\nsecond'))).to.equal(true);
+    expect(close((await vecOf(1))!, rig.embedder.vectorOf('two\n\nfirst'))).to.equal(true);
+    expect(close((await vecOf(2))!, rig.embedder.vectorOf('two\n\nsecond'))).to.equal(true);
   });
 
   it('finds rows by words: near vec "…", near vec $1, inside fuse, the query embedded once (cached)', async () => {
     await q(
       'insert into notes [{title: "deploy", body: "the deploy runs on fridays"}, {title: "cats", body: "cats sleep"}]',
     );
-    embedder.requests.length = 0;
+    rig.embedder.requests.length = 0;
     const near = await q('get notes select title near vec "when do we ship?" limit 1');
     expect(near.json.rows.map((r: { title: string }) => r.title)).to.deep.equal(['deploy']);
     const again = await q('get notes select title near vec $1 limit 1', ['when do we ship?']);
@@ -130,8 +113,8 @@ describe('@embed fields and near with words (/query)', function () {
   });
 
   it('refuses an @embed statement on a server without an embedder; writes that bring their vectors still run', async () => {
-    await sandbox.kill(server.child);
-    server = await sandbox.startServer(['--file', file]);
+    await rig.sandbox.kill(rig.server.child);
+    await rig.start(null);
     const write = await q('insert into notes {title: "no embedder"}');
     expect(write.status).to.equal(409);
     expect(write.json.error.code).to.equal('embedder_missing');
@@ -147,17 +130,10 @@ describe('@embed fields and near with words (/query)', function () {
   });
 
   it('refuses a field made with another model, naming both', async () => {
-    await sandbox.kill(server.child);
+    await rig.sandbox.kill(rig.server.child);
     const other = await startEmbeddingServer({ dims: DIMS, model: 'another-model' });
     try {
-      server = await sandbox.startServer([
-        '--file',
-        file,
-        '--embedder-url',
-        other.url,
-        '--embedder-model',
-        other.model,
-      ]);
+      await rig.start(other);
       for (const statement of ['insert into notes {title: "x"}', 'get notes near vec "x" limit 1']) {
         const refused = await q(statement);
         expect(refused.status, refused.text).to.equal(409);

@@ -5,8 +5,8 @@
  * embedder's time inside the statement's time limit.
  */
 import { expect } from 'chai';
-import { startEmbeddingServer, type EmbeddingServer } from '../../helpers/embedding-server.js';
-import { request, Sandbox, type Reply, type ServerProcess } from '../processes.js';
+import { EmbedderRig } from '../../helpers/embedder-rig.js';
+import { request, type Reply } from '../processes.js';
 
 const TOKEN = 'embedder-tenants-token';
 const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -14,41 +14,25 @@ const DIMS = 16;
 
 describe('tenants and the embedder (a tenant node)', function () {
   this.timeout(120_000);
-  const sandbox = new Sandbox();
-  let embedder: EmbeddingServer;
-  let node: ServerProcess;
+  const rig = new EmbedderRig({
+    embedder: { dims: DIMS },
+    data: 'dir',
+    flags: ['--workers', '1', '--tenant-rate', '100000', '--tenant-burst', '100000', '--embedder-concurrency', '8'],
+    env: { FENEC_TOKEN: TOKEN },
+  });
 
   const tq = (tenant: string, statement: string, params: readonly unknown[] = []): Promise<Reply> =>
-    request(node.url, {
+    request(rig.server.url, {
       method: 'POST',
       path: `/t/${tenant}/query`,
       headers: AUTH,
       body: JSON.stringify({ statement, params }),
     });
   const put = (tenant: string, quotas: unknown): Promise<Reply> =>
-    request(node.url, { method: 'PUT', path: `/t/${tenant}`, headers: AUTH, body: JSON.stringify(quotas) });
+    request(rig.server.url, { method: 'PUT', path: `/t/${tenant}`, headers: AUTH, body: JSON.stringify(quotas) });
 
   before(async () => {
-    embedder = await startEmbeddingServer({ dims: DIMS });
-    node = await sandbox.startServer(
-      [
-        '--data-dir',
-        sandbox.dir(),
-        '--workers',
-        '1',
-        '--tenant-rate',
-        '100000',
-        '--tenant-burst',
-        '100000',
-        '--embedder-url',
-        embedder.url,
-        '--embedder-model',
-        embedder.model,
-        '--embedder-concurrency',
-        '8',
-      ],
-      { FENEC_TOKEN: TOKEN },
-    );
+    await rig.open();
     for (const tenant of ['slow', 'quiet']) {
       expect((await put(tenant, tenant === 'slow' ? { statementTimeoutMs: 20_000 } : {})).status).to.equal(201);
       const made = await tq(tenant, `create collection notes (title text, vec vector<${DIMS}> @embed(title))`);
@@ -56,10 +40,7 @@ describe('tenants and the embedder (a tenant node)', function () {
     }
     expect((await tq('quiet', 'insert into notes {title: "a quiet row"}')).status).to.equal(200);
   });
-  after(async () => {
-    await sandbox.cleanUp();
-    await embedder.close();
-  });
+  after(() => rig.close());
 
   /** The p99 (the slowest but one of 60) of the quiet tenant's reads, one after another, in ms. */
   async function quietP99(): Promise<number> {
@@ -75,7 +56,7 @@ describe('tenants and the embedder (a tenant node)', function () {
 
   it("serves another tenant's reads while one tenant's writes wait on a slow embedder", async () => {
     const alone = await quietP99();
-    embedder.fault = { kind: 'slow', ms: 1_500 };
+    rig.embedder.fault = { kind: 'slow', ms: 1_500 };
     let writing = true;
     let written = 0;
     const writers = Array.from({ length: 4 }, async (_, w) => {
@@ -90,7 +71,7 @@ describe('tenants and the embedder (a tenant node)', function () {
     const beside = await quietP99();
     writing = false;
     await Promise.all(writers);
-    embedder.fault = undefined;
+    rig.embedder.fault = undefined;
     expect(written, 'the slow tenant wrote meanwhile').to.be.at.least(4);
     // A read held behind a 1.5 s embedding takes over a second (a worker blocked in each call: p99 3 s against
     // 0.1 s alone on a loaded machine); served beside it, about as long as alone. The ratio is loose, the gap is not.
@@ -103,7 +84,7 @@ describe('tenants and the embedder (a tenant node)', function () {
     expect(
       (await tq('tight', `create collection notes (title text, vec vector<${DIMS}> @embed(title))`)).status,
     ).to.equal(200);
-    embedder.fault = { kind: 'slow', ms: 2_000 };
+    rig.embedder.fault = { kind: 'slow', ms: 2_000 };
     try {
       const started = performance.now();
       const stopped = await tq('tight', 'insert into notes {title: "late"}');
@@ -112,7 +93,7 @@ describe('tenants and the embedder (a tenant node)', function () {
       expect(stopped.json.error.message).to.include('while its texts were embedded');
       expect(performance.now() - started).to.be.below(1_900);
     } finally {
-      embedder.fault = undefined;
+      rig.embedder.fault = undefined;
     }
     expect((await tq('tight', 'get notes count')).json.count).to.equal(0);
   });
@@ -129,7 +110,7 @@ describe('tenants and the embedder (a tenant node)', function () {
     expect(refused.json.error.message).to.include('3 a second');
     expect(Number(refused.headers['retry-after'])).to.be.at.least(1);
     expect((await tq('metered', 'get notes count')).json.count).to.equal(2);
-    const metrics = await request(node.url, { path: '/_metrics', headers: { authorization: `Bearer ${TOKEN}` } });
+    const metrics = await request(rig.server.url, { path: '/_metrics', headers: { authorization: `Bearer ${TOKEN}` } });
     expect(metrics.text).to.match(/fenec_tenant_quota_refusals_total\{quota="embed"\} [1-9]/);
     expect(metrics.text).to.match(/fenec_embedder_calls_total\{outcome="ok"\} [1-9]/);
     expect(metrics.text).to.match(/fenec_embedder_inputs_total [1-9]/);
