@@ -55,6 +55,22 @@ describe('FenecDatabase', () => {
       expect(refusal(() => q('insert into docs {title: null}')).code).to.equal('missing_required');
     });
 
+    it('refuses a float computed for an int field (coalesce of a float and an int), naming the field', () => {
+      q('insert into docs {title: "a", year: 1}');
+      for (const statement of [
+        'insert into docs {title: "b", year: coalesce(1.5, 2)}',
+        'insert into docs {title: "b", year: coalesce($1, 2)}',
+        'put docs {id: 1, title: "b", year: coalesce(1e300, 2)}',
+        'set docs {year: coalesce($1, 2)} where id = 1',
+      ]) {
+        const err = refusal(() => q(statement, 1.5));
+        expect(err.code, statement).to.equal('type_mismatch');
+        expect(err.status, statement).to.equal(400);
+        expect(err.message, statement).to.equal('field year cannot hold a float, as computed for it');
+      }
+      expect(q('get docs select title, year').rows).to.deep.equal([{ id: 1, title: 'a', year: 1 }]);
+    });
+
     it('refuses a second row with a unique value as a conflict', () => {
       q('insert into docs {title: "a", code: "x"}');
       const err = refusal(() => q('insert into docs {title: "b", code: "x"}'));

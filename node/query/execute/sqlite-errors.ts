@@ -45,6 +45,16 @@ export function fromSqliteError(err: unknown): unknown {
       },
     );
   }
+  if (code === 'SQLITE_CONSTRAINT_DATATYPE') {
+    // A STRICT table's column refused a value of another storage class: the statement's types let it through
+    // (a value computed from numbers of both kinds), the column did not.
+    const [, stored, column] = /cannot store (\w+) value in \w+ column \S*\.([^.\s]+)$/.exec(message) ?? [];
+    const kind = { INTEGER: 'an int', REAL: 'a float', TEXT: 'a text', BLOB: 'bytes' }[stored ?? ''] ?? 'a value';
+    return new FenecError('type_mismatch', `field ${column ?? '?'} cannot hold ${kind}, as computed for it`, {
+      cause: err,
+      hint: 'a value computed from an int and a float (coalesce(1.5, 2)) is a float: give the field a value of its type',
+    });
+  }
   if (code === 'SQLITE_CONSTRAINT_NOTNULL') {
     return new FenecError('missing_required', `field ${field ?? '?'} is required; the value computed for it is null`, {
       cause: err,
