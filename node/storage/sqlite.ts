@@ -67,13 +67,17 @@ function registerFunctions(db: Connection): void {
  * Opens (or creates) a `.fenec` file for writing: WAL, and synchronous=FULL so that every
  * acknowledged write has reached the disk. A replicated file's connections never checkpoint on their
  * own: its write-ahead log must hold each commit until replication has taken its pages (wal-tail.ts).
+ * Nor do they sync each commit (synchronous=NORMAL: the log is synced at each checkpoint): its writes
+ * are answered once the replicated log holds them, and a file not closed cleanly is never trusted — it
+ * is rebuilt from the log (node/replication/replicas.ts) — so a commit's fsync, 0.4 ms or more here,
+ * would buy nothing.
  */
 export function openWritable(file: string, replicated = false): Connection {
   let db: Connection | undefined;
   try {
     db = new Database(file);
     db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = FULL');
+    db.pragma(replicated ? 'synchronous = NORMAL' : 'synchronous = FULL');
     if (replicated) db.pragma('wal_autocheckpoint = 0');
     // While the file opens; once the extension is loaded its busy handler (the same 5 s, cut short at
     // the request's deadline: native/fts5/src/deadline.c) takes over.
