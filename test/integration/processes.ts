@@ -164,7 +164,16 @@ export interface CommandOptions {
  * (its state), so field N is [N - 3] — nice [16], utime [11], stime [12] (clock ticks).
  */
 export function threadStat(pid: number, tid: number): string[] {
-  const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+  return statFields(`/proc/${pid}/task/${tid}/stat`);
+}
+
+/** The fields of a process's /proc stat, every thread counted, from its state on (so utime is [11]). */
+export function processStat(pid: number): string[] {
+  return statFields(`/proc/${pid}/stat`);
+}
+
+function statFields(file: string): string[] {
+  const stat = fs.readFileSync(file, 'utf8');
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
