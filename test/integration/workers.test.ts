@@ -401,6 +401,32 @@ describe('statements in worker threads', function () {
       });
     }
 
+    it('gives back what a load made its heap hold once it has been quiet a second', async function () {
+      if (process.platform !== 'linux') this.skip(); // RSS from /proc
+      const server = await sandbox.startServer(['--file', path.join(sandbox.dir(), 'loaded.fenec')]);
+      try {
+        const rssMb = (): number => Number(processStat(server.pid)[21]) / 256; // field 24, in 4 KiB pages
+        expect((await query(server.url, 'create collection docs (body text @text, vec vector<384>)')).status).to.equal(
+          200,
+        );
+        const vector = (i: number): string =>
+          `[${Array.from({ length: 384 }, (_, d) => (((i * 7 + d) % 13) - 6) / 8).join(', ')}]`;
+        for (let start = 0; start < 4_000; start += 200) {
+          const rows = Array.from(
+            { length: 200 },
+            (_, i) => `{body: "row ${start + i} of the load", vec: ${vector(start + i)}}`,
+          );
+          const reply = await query(server.url, `insert into docs [${rows.join(', ')}]`);
+          expect(reply.status, reply.text).to.equal(200);
+        }
+        const loaded = rssMb();
+        await new Promise((resolve) => setTimeout(resolve, 2_500));
+        expect(rssMb(), `RSS ${loaded.toFixed(0)} MB right after the load`).to.be.below(loaded * 0.8);
+      } finally {
+        await sandbox.kill(server.child);
+      }
+    });
+
     it('refuses --workers 2 for one file with exit 2 and what it takes', async () => {
       const done = await sandbox.run(FENEC_SERVER, ['--file', file, '--port', '0', '--workers', '2']);
       expect(done.code, done.stderr).to.equal(2);
