@@ -117,8 +117,9 @@ mcp-conformance: $(INSTALL_STAMP)
 run: build
 	PORT=$(PORT) OAUTH=$(OAUTH) bash scripts/run-stack.sh
 
+# With the Node.js options of the program's #! line (node/cli/fenec-server.ts).
 serve: build
-	$(NODE) dist/node/cli/fenec-server.js --file $(FILE) --port $(PORT)
+	$(NODE) --expose-gc dist/node/cli/fenec-server.js --file $(FILE) --port $(PORT)
 
 requests-bench: build
 	$(NODE) dist/bench/requests-bench.js

@@ -11,7 +11,9 @@
  *   node:http server answering the same JSON), with the CPU each request costs the server: its process's user +
  *   system time from /proc (every thread) over the run, divided by the requests it answered.
  *
- * Flags: `--workers N` (this checkout's worker threads; the build before has none), `--cores N` (the servers are
+ * Flags: `--workers N[,N…]` (this checkout's worker threads, each count a server of its own beside the build before,
+ * which has none; default `0,1` for a one-file server — its statements on the serving thread, and in a worker thread
+ * — and `1` for a tenant node), `--cores N` (the servers are
  * pinned to the first N cores with taskset, the load generator to the others when any are left; default: no pinning),
  * `--tenant` (this checkout as a tenant node, the statements under /t/bench/, rather than a one-file server).
  * Env: BENCH_ROWS, BENCH_QUERIES, BENCH_SECONDS (default 3) and BENCH_ROUNDS (default 2) of the row-by-id runs,
@@ -47,15 +49,15 @@ import { median, percentile } from './stats.js';
 
 const { values: flags } = parseArgs({
   options: {
-    workers: { type: 'string', default: '1' },
+    workers: { type: 'string' },
     cores: { type: 'string' },
     tenant: { type: 'boolean', default: false },
   },
 });
-const WORKERS = Number(flags.workers);
+const WORKERS = (flags.workers ?? (flags.tenant ? '1' : '0,1')).split(',').map(Number);
 const CORES = flags.cores === undefined ? undefined : Number(flags.cores);
-if (!Number.isInteger(WORKERS) || WORKERS < 1)
-  throw new Error(`--workers takes a whole number ≥ 1, not ${flags.workers}`);
+if (WORKERS.some((n) => !Number.isInteger(n) || n < (flags.tenant ? 1 : 0)))
+  throw new Error(`--workers takes whole numbers (≥ 1 on a tenant node), not ${flags.workers}`);
 if (CORES !== undefined && (!Number.isInteger(CORES) || CORES < 1 || CORES > os.cpus().length))
   throw new Error(`--cores takes 1 … ${os.cpus().length}, not ${flags.cores}`);
 
@@ -98,9 +100,10 @@ async function main(): Promise<void> {
   const pin = CORES === undefined ? undefined : `0-${CORES - 1}`;
   if (pin !== undefined && CORES! < os.cpus().length) pinSelf(`${CORES}-${os.cpus().length - 1}`);
   try {
-    const main = await startMain(dir, pin);
+    const mains: Server[] = [];
+    for (const workers of WORKERS) mains.push(await startMain(dir, pin, workers));
     const before = await startBefore(dir, pin);
-    const servers = [main, before];
+    const servers = [...mains, before];
     const work = zipfWorkload({
       seed: 42,
       rows: ROWS,
@@ -128,17 +131,19 @@ async function main(): Promise<void> {
   }
 }
 
-async function startMain(dir: string, pin: string | undefined): Promise<Server> {
-  const where = flags.tenant ? ['--data-dir', path.join(dir, 'main')] : ['--file', path.join(dir, 'main.fenec')];
-  if (flags.tenant) fs.mkdirSync(path.join(dir, 'main'));
+async function startMain(dir: string, pin: string | undefined, workers: number): Promise<Server> {
+  const own = path.join(dir, `main-${workers}`);
+  const where = flags.tenant ? ['--data-dir', own] : ['--file', `${own}.fenec`];
+  if (flags.tenant) fs.mkdirSync(own);
   const program = await programs.start(
     'dist/node/cli/fenec-server.js',
-    [...where, '--port', '0', '--http-token', TOKEN, '--workers', String(WORKERS), '--tenant-rate', '1000000'],
+    [...where, '--port', '0', '--http-token', TOKEN, '--workers', String(workers), '--tenant-rate', '1000000'],
     { pin },
   );
-  if (!flags.tenant) return { name: 'main', program, query: `${program.url}/query` };
+  const name = `main --workers ${workers}`;
+  if (!flags.tenant) return { name, program, query: `${program.url}/query` };
   await post(`${program.url}/t/${TENANT}`, 'PUT', {});
-  return { name: 'main', program, query: `${program.url}/t/${TENANT}/query` };
+  return { name, program, query: `${program.url}/t/${TENANT}/query` };
 }
 
 async function startBefore(dir: string, pin: string | undefined): Promise<Server> {
@@ -274,54 +279,62 @@ function report(r: {
   reads: Record<ReadName, number[]>;
   byId: ByIdRun[][];
 }): void {
-  const ratio = (a: number, b: number): string => (a / b).toFixed(2);
+  const mains = r.servers.length - 1;
+  /** A figure of each main, the build before's, each main's ÷ the build before's, then the bare server's (or ''). */
+  const row = (what: string, figures: readonly number[], digits: number, bare?: number): string[] => {
+    const before = figures[mains]!;
+    return [
+      what,
+      ...figures.map((f) => f.toFixed(digits)),
+      ...figures.slice(0, mains).map((f) => (f / before).toFixed(2)),
+      bare === undefined ? '' : bare.toFixed(digits),
+    ];
+  };
   const lines: string[][] = [];
-  for (const name of Object.keys(READS) as ReadName[]) {
-    const [m, b] = r.reads[name];
-    lines.push([`${name} p50 ms`, m!.toFixed(3), b!.toFixed(3), ratio(m!, b!), '']);
-  }
-  lines.push(['RSS after the load, MB', r.rss[0]!.toFixed(0), r.rss[1]!.toFixed(0), ratio(r.rss[0]!, r.rss[1]!), '']);
-  lines.push([
-    'load until indexed, s',
-    r.loadSeconds[0]!.toFixed(1),
-    r.loadSeconds[1]!.toFixed(1),
-    ratio(r.loadSeconds[0]!, r.loadSeconds[1]!),
-    '',
-  ]);
+  for (const name of Object.keys(READS) as ReadName[]) lines.push(row(`${name} p50 ms`, r.reads[name], 3));
+  lines.push(row('RSS after the load, MB', r.rss, 0));
+  lines.push(row('load until indexed, s', r.loadSeconds, 1));
   for (const runs of r.byId) {
-    const [m, b, bare] = runs as [ByIdRun, ByIdRun, ByIdRun];
-    const c = m.clients;
-    lines.push([
-      `row by id, ${c} client(s), req/s`,
-      m.requestsPerSecond.toFixed(0),
-      b.requestsPerSecond.toFixed(0),
-      ratio(m.requestsPerSecond, b.requestsPerSecond),
-      bare.requestsPerSecond.toFixed(0),
-    ]);
-    lines.push([
-      `row by id, ${c} client(s), p50 ms`,
-      m.p50Ms.toFixed(3),
-      b.p50Ms.toFixed(3),
-      ratio(m.p50Ms, b.p50Ms),
-      bare.p50Ms.toFixed(3),
-    ]);
-    lines.push([
-      `row by id, ${c} client(s), CPU µs/request`,
-      m.cpuUs.toFixed(0),
-      b.cpuUs.toFixed(0),
-      ratio(m.cpuUs, b.cpuUs),
-      bare.cpuUs.toFixed(0),
-    ]);
+    const servers = runs.slice(0, -1);
+    const bare = runs.at(-1)!;
+    const c = bare.clients;
+    lines.push(
+      row(
+        `row by id, ${c} client(s), req/s`,
+        servers.map((m) => m.requestsPerSecond),
+        0,
+        bare.requestsPerSecond,
+      ),
+    );
+    lines.push(
+      row(
+        `row by id, ${c} client(s), p50 ms`,
+        servers.map((m) => m.p50Ms),
+        3,
+        bare.p50Ms,
+      ),
+    );
+    lines.push(
+      row(
+        `row by id, ${c} client(s), CPU µs/request`,
+        servers.map((m) => m.cpuUs),
+        0,
+        bare.cpuUs,
+      ),
+    );
   }
-  const shape = flags.tenant ? `a tenant node (--workers ${WORKERS})` : `a one-file server (--workers ${WORKERS})`;
+  const names = r.servers.slice(0, mains).map((s) => s.name);
+  const shape = flags.tenant ? 'a tenant node' : 'a one-file server';
   process.stdout.write(
     `\nbefore-bench: main as ${shape} ÷ the build before the worker threads (${BEFORE_DIR}), ${ROWS} rows × ${DIMS}, ` +
       `${QUERIES} queries each, ${os.cpus().length} cores${CORES === undefined ? '' : `, servers on ${CORES}`}, ` +
       `Node ${process.versions.node} (before: ${execFileSync(BEFORE_NODE, ['--version']).toString().trim()})\n\n` +
-      `${table(['', 'main', 'before', 'main ÷ before', 'bare node:http'], lines)}\n\n` +
+      `${table(['', ...names, 'before', ...names.map((n) => `${n} ÷ before`), 'bare node:http'], lines)}\n\n` +
       `row by id, the seed's anchor (an M1): 0.027 ms a request, 122 000 requests a second at 8 clients\n` +
       failuresLine(r.byId.flat()),
   );
+  const byName = (figures: readonly number[]): Record<string, number> =>
+    Object.fromEntries(r.servers.map((s, i) => [s.name, figures[i]!]));
   writeResults('before', {
     ...runInfo('before'),
     rows: ROWS,
@@ -329,8 +342,8 @@ function report(r: {
     workers: WORKERS,
     cores: CORES,
     tenant: flags.tenant,
-    rssMb: { main: r.rss[0], before: r.rss[1] },
-    loadSeconds: { main: r.loadSeconds[0], before: r.loadSeconds[1] },
+    rssMb: byName(r.rss),
+    loadSeconds: byName(r.loadSeconds),
     readsP50Ms: r.reads,
     rowById: r.byId,
   });

@@ -12,6 +12,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { programNodeArgs } from '../test/integration/processes.js';
 import { median, percentile } from './stats.js';
 
 /** The checkout: the programs are dist/ below it, the results bench/results/. */
@@ -88,7 +89,8 @@ export class Programs {
    * before then rejects with its log; one that exits later, not stopped here, prints its log.
    */
   start(script: string, args: readonly string[], options: StartOptions = {}): Promise<Program> {
-    const node = [options.node ?? process.execPath, ...(options.nodeArgs ?? []), path.resolve(ROOT, script), ...args];
+    const file = path.resolve(ROOT, script);
+    const node = [options.node ?? process.execPath, ...(options.nodeArgs ?? programNodeArgs(file)), file, ...args];
     const command = options.pin === undefined ? node : ['taskset', '-c', options.pin, ...node];
     const child = spawn(command[0]!, command.slice(1), {
       stdio: ['ignore', 'ignore', 'pipe'],

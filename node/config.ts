@@ -120,7 +120,8 @@ export interface ServerConfig {
    */
   readonly otel: TracingConfig | undefined;
   /**
-   * Worker threads that run statements (`--workers`); each tenant's file belongs to one. Default: the machine's cores.
+   * Worker threads that run statements (`--workers`); each tenant's file belongs to one. Default: the machine's cores
+   * on a tenant node; 0 on a one-file server, whose statements run on its serving thread (1: in a worker thread).
    */
   readonly workers: number;
   /** How long one statement may run, in ms, before it is stopped (`--statement-timeout`). Default 5 s. */
@@ -174,7 +175,7 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     mcp: input.mcp === undefined ? undefined : Object.freeze({ ...input.mcp }),
     cursorSecret: input.cursorSecret ?? randomBytes(32),
     otel: input.otel,
-    workers: input.workers ?? SERVER_DEFAULTS.workers,
+    workers: input.workers ?? ('file' in input ? 0 : SERVER_DEFAULTS.workers),
     statementTimeoutMs: input.statementTimeoutMs ?? SERVER_DEFAULTS.statementTimeoutMs,
     maxAnswerBytes: input.maxAnswerBytes ?? SERVER_DEFAULTS.maxAnswerBytes,
     nats:
@@ -182,8 +183,14 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
         ? undefined
         : Object.freeze({ ...input.nats, servers: Object.freeze([...input.nats.servers]) }),
   };
-  if (!Number.isSafeInteger(config.workers) || config.workers < 1 || config.workers > 256) {
-    throw invalidOption('--workers', `takes a whole number from 1 to 256, not ${config.workers}`);
+  if (config.where.kind === 'file') {
+    if (config.workers !== 0 && config.workers !== 1)
+      throw invalidOption(
+        '--workers',
+        `on a one-file server takes 0 (statements on the serving thread) or 1 (in a worker thread), not ${config.workers}: one file is one tenant`,
+      );
+  } else if (!Number.isSafeInteger(config.workers) || config.workers < 1 || config.workers > 256) {
+    throw invalidOption('--workers', `takes a whole number from 1 to 256 on a tenant node, not ${config.workers}`);
   }
   if (!Number.isSafeInteger(config.statementTimeoutMs) || config.statementTimeoutMs < 1) {
     throw invalidOption(

@@ -24,6 +24,7 @@ import { RunningSlot } from './protocol.js';
 import { refusal, RequestRunner, type Answered } from './request-runner.js';
 import { EmbedBucket, EmbeddingPasses, type Pass } from './embedding-passes.js';
 import { Backfills } from './backfills.js';
+import { IdleCollector } from './idle-collect.js';
 
 interface OpenTenant {
   readonly db: FenecDatabase;
@@ -67,6 +68,8 @@ export class TenantWorker {
   readonly #passes: EmbeddingPasses;
   /** The backfills of vectors (alter … embed) of the files open here; none without an embedder. */
   readonly #backfills: Backfills | undefined;
+  /** Gives back what a burst of work made the heap hold, once the thread is quiet. */
+  readonly #collector = new IdleCollector();
 
   constructor(
     setup: WorkerSetup,
@@ -114,6 +117,7 @@ export class TenantWorker {
    * waited for in setImmediate costs a request another pass of the event loop for nothing.
    */
   take(messages: readonly TenantMessage[]): void {
+    this.#collector.busy();
     for (const message of messages) this.#queue.push(message.tenant, message);
     if (!this.#scheduled) this.#serveTurn();
   }

@@ -18,6 +18,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { ServerConfig } from '../config.js';
 import { nativeBuildsInUse } from '../native-builds.js';
 import { statementTimeout } from '../storage/deadline.js';
+import { InlineThread, type InlineParts } from './inline-thread.js';
 import {
   ONE_FILE,
   RunningSlot,
@@ -41,6 +42,11 @@ export interface PoolOptions {
   readonly changed?: (tenant: string, change: Uint8Array) => Promise<number>;
   /** The most a worker's V8 heap (its old generation) may hold, in MiB (workerHeapMb); undefined: V8's default. */
   readonly maxHeapMb?: number;
+  /**
+   * The statements run on the serving thread (a one-file server's `--workers 0`: inline-thread.ts), with what a worker
+   * thread would make for itself; `workers` is then 1. Undefined: worker threads.
+   */
+  readonly inline?: InlineParts;
 }
 
 /** A worker's young generation, in MiB: V8's own for a 64-bit heap without a bound (three 16 MiB semi-spaces). */
@@ -64,8 +70,11 @@ interface Pending {
   readonly resolve: (reply: WorkerReply) => void;
 }
 
+/** Where a slot's messages run: a worker thread, or the serving thread itself. */
+type Thread = Pick<Worker, 'postMessage' | 'terminate'> | InlineThread;
+
 interface Slot {
-  worker: Worker;
+  worker: Thread;
   running: RunningSlot;
   readonly pending: Map<number, Pending>;
   /** Messages of this turn of the event loop, posted together once it ends (see #post). */
@@ -150,6 +159,8 @@ export class WorkerPool {
   constructor(options: PoolOptions) {
     if (!Number.isSafeInteger(options.workers) || options.workers < 1)
       throw new FenecError('invalid_option', `--workers takes a whole number ≥ 1, not ${options.workers}`);
+    if (options.inline !== undefined && options.workers !== 1)
+      throw new FenecError('invalid_option', 'statements on the serving thread take one slot, not more');
     this.#options = options;
     // Every worker starts now, beside the serving thread's own start: a tenant's first request would
     // otherwise wait for a thread to start and load the storage modules (seconds on a busy machine).
@@ -238,8 +249,8 @@ export class WorkerPool {
       slot.pending.set(message.id, { message, resolve });
       if (idle) slot.worker.postMessage([message]);
       else if (slot.outbox.push(message) === 1) setImmediate(this.#flush, slot);
-      // unref: a watchdog never keeps the process alive on its own.
-      this.#watchdog ??= setInterval(this.#check, WATCHDOG_MS).unref();
+      // unref: a watchdog never keeps the process alive on its own. The serving thread cannot be ended: no watchdog.
+      if (this.#options.inline === undefined) this.#watchdog ??= setInterval(this.#check, WATCHDOG_MS).unref();
     });
   }
 
@@ -273,29 +284,25 @@ export class WorkerPool {
     return { worker: this.#spawn(index, running), running, pending: new Map(), outbox: [], tenants: 0 };
   }
 
-  #spawn(index: number, running: RunningSlot): Worker {
+  #spawn(index: number, running: RunningSlot): Thread {
+    const setup: WorkerSetup = { ...this.#options.setup, slot: running.buffer };
+    const inline = this.#options.inline;
+    if (inline !== undefined) {
+      const thread: InlineThread = new InlineThread(setup, this.#options.logger, inline, (replies) =>
+        this.#receive(index, thread, replies),
+      );
+      return thread;
+    }
     const heap = this.#options.maxHeapMb;
     const worker = new Worker(WORKER_SCRIPT, {
-      workerData: { ...this.#options.setup, slot: running.buffer } satisfies WorkerSetup,
+      workerData: setup,
       // The young generation as V8 sizes it for a heap without a bound: derived from a bound, it is smaller, and
       // a load's statements (parse trees, rows) cost more collections.
       ...(heap === undefined
         ? {}
         : { resourceLimits: { maxOldGenerationSizeMb: heap, maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } }),
     });
-    worker.on('message', (replies: WorkerReply[]) => {
-      const slot = this.#slots[index]!;
-      if (slot.worker !== worker) return;
-      for (const reply of replies) {
-        const pending = slot.pending.get(reply.id);
-        if (pending === undefined) continue;
-        slot.pending.delete(reply.id);
-        const changed = this.#options.changed;
-        if (reply.change !== undefined && changed !== undefined)
-          this.#logged.set(reply, changed(pending.message.tenant, reply.change));
-        pending.resolve(reply);
-      }
-    });
+    worker.on('message', (replies: WorkerReply[]) => this.#receive(index, worker, replies));
     worker.on('error', (err) => this.#options.logger.error({ err, worker: index }, 'a worker thread failed'));
     worker.on('exit', (code) => {
       const slot = this.#slots[index]!;
@@ -306,6 +313,21 @@ export class WorkerPool {
       this.#replace(index, slot, slot.running.running, internalFailure);
     });
     return worker;
+  }
+
+  /** A thread's replies: each resolves its request (a reply of a thread since replaced is no one's). */
+  #receive(index: number, thread: Thread, replies: readonly WorkerReply[]): void {
+    const slot = this.#slots[index]!;
+    if (slot.worker !== thread) return;
+    for (const reply of replies) {
+      const pending = slot.pending.get(reply.id);
+      if (pending === undefined) continue;
+      slot.pending.delete(reply.id);
+      const changed = this.#options.changed;
+      if (reply.change !== undefined && changed !== undefined)
+        this.#logged.set(reply, changed(pending.message.tenant, reply.change));
+      pending.resolve(reply);
+    }
   }
 
   readonly #check = (): void => {

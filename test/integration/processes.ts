@@ -137,7 +137,7 @@ export class Sandbox {
 
   #spawn(script: string, args: readonly string[], env: NodeJS.ProcessEnv, stdin = false): ChildProcess {
     const { FENEC_TOKEN: _inherited, ...parentEnv } = process.env;
-    const child = spawn(process.execPath, [script, ...args], {
+    const child = spawn(process.execPath, [...programNodeArgs(script), script, ...args], {
       env: { ...parentEnv, ...env },
       stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     });
@@ -164,8 +164,27 @@ export interface CommandOptions {
  * (its state), so field N is [N - 3] — nice [16], utime [11], stime [12] (clock ticks).
  */
 export function threadStat(pid: number, tid: number): string[] {
-  const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+  return statFields(`/proc/${pid}/task/${tid}/stat`);
+}
+
+/** The fields of a process's /proc stat, every thread counted, from its state on (so utime is [11]). */
+export function processStat(pid: number): string[] {
+  return statFields(`/proc/${pid}/stat`);
+}
+
+function statFields(file: string): string[] {
+  const stat = fs.readFileSync(file, 'utf8');
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/**
+ * The options a program's `#!/usr/bin/env -S node …` line gives Node.js (fenec-server's --expose-gc): the tests
+ * and benches start a program as its command on PATH would run.
+ */
+export function programNodeArgs(script: string): string[] {
+  const first = fs.readFileSync(script, 'utf8').split('\n', 1)[0]!;
+  const shebang = /^#!\/usr\/bin\/env -S node((?: --[\w-]+(?:=\S+)?)*)$/.exec(first);
+  return shebang === null ? [] : shebang[1]!.trim().split(' ').filter(Boolean);
 }
 
 /** Runs any command (found on `env.PATH`) to its end, and gives its status and output. */

@@ -29,11 +29,13 @@ describe('serverConfig', () => {
       audit: undefined,
       mcp: undefined,
       otel: undefined,
-      workers: os.availableParallelism(),
+      // A one-file server runs its statements on its serving thread; a tenant node in one worker a core.
+      workers: 0,
       statementTimeoutMs: 5_000,
       maxAnswerBytes: 32 * 1024 * 1024,
     });
     expect(Object.isFrozen(serverConfig({ file: 'notes.fenec' }))).to.equal(true);
+    expect(serverConfig({ dataDir: 'tenants' }).workers).to.equal(os.availableParallelism());
   });
 
   it('keeps what the caller gives', () => {
@@ -58,7 +60,8 @@ describe('serverConfig', () => {
       'did you mean https://app.example.com?',
     ],
     ['a CORS value that is no URL', { file: 'f', httpCors: '*' }, '--http-cors'],
-    ['no worker', { file: 'f', workers: 0 }, '--workers'],
+    ['no worker on a tenant node', { dataDir: 'd', workers: 0 }, '--workers'],
+    ['two workers for one file', { file: 'f', workers: 2 }, 'one file is one tenant'],
     ['a time limit of 0', { file: 'f', statementTimeoutMs: 0 }, '--statement-timeout'],
     ['an answer cap of 0', { file: 'f', maxAnswerBytes: 0 }, '--max-answer'],
   ] as const) {
