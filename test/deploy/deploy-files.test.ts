@@ -7,11 +7,14 @@ import yaml from 'js-yaml';
 import { Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
 import { ConfigMap, Service } from 'kubernetes-models/v1';
 import { parseNodes } from '../../router/placement.js';
+import { programNodeArgs } from '../integration/processes.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const DEPLOY = path.join(ROOT, 'deploy');
 const ROUTER_CLI = 'dist/router/cli.js';
 const NODE_CLI = 'dist/node/cli/fenec-server.js';
+/** A node runs as its command on PATH would: with the Node.js options of fenec-server's #! line (--expose-gc). */
+const NODE_COMMAND = ['node', ...programNodeArgs(path.join(ROOT, NODE_CLI)), NODE_CLI];
 
 /** The long flags a program's --help lists. */
 function helpFlags(script: string): Set<string> {
@@ -61,7 +64,12 @@ const ofKind = <T>(kind: string): T[] => k8s.filter((doc) => doc.kind === kind) 
 
 describe('deploy/docker-compose.yml', () => {
   const router = compose.services.router!;
-  const nodes = Object.entries(compose.services).filter(([, service]) => service.command[1] === NODE_CLI);
+  const nodes = Object.entries(compose.services)
+    .filter(([, service]) => service.command.includes(NODE_CLI))
+    .map(([name, service]) => {
+      expect(service.command.slice(0, NODE_COMMAND.length), name).to.deep.equal(NODE_COMMAND);
+      return [name, { ...service, command: service.command.slice(NODE_COMMAND.length) }] as const;
+    });
 
   it('runs a router and two tenant nodes, each node with a volume of its own on its --data-dir', () => {
     expect(router.command.slice(0, 2)).to.deep.equal(['node', ROUTER_CLI]);
@@ -205,7 +213,7 @@ describe('deploy/k8s', () => {
     expect(nodes!.spec!.serviceName).to.equal(headless!.metadata!.name);
     expect(headless!.spec!.selector).to.deep.equal(nodes!.spec!.template.metadata!.labels);
     const container = nodes!.spec!.template.spec!.containers[0]!;
-    expect(container.command).to.deep.equal(['node', NODE_CLI]);
+    expect(container.command).to.deep.equal(NODE_COMMAND);
     const claim = nodes!.spec!.volumeClaimTemplates![0]!.metadata!.name;
     expect(container.volumeMounts!.find((m) => m.name === claim)!.mountPath).to.equal(
       flagsOf(container.args!).get('--data-dir'),
