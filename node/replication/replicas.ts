@@ -69,6 +69,11 @@ export class Replicas {
     return state?.known === true ? state.seq : undefined;
   }
 
+  /** The tenants whose file here is the log's head now (open, or about to be). */
+  open(): string[] {
+    return [...this.#states].filter(([, state]) => state.known || state.preparing !== undefined).map(([t]) => t);
+  }
+
   /** Resolves once the tenant's file is the log's head (the worker may open it). */
   ready(tenant: string): Promise<void> {
     const state = this.#state(tenant);
