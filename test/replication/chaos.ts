@@ -177,7 +177,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
             .filter((key) => !keys.has(key));
           if (missing.length > 0) {
             violations.push(
-              `a read of ${tenant} at ${new Date().toISOString()} lacks ${missing.length} acknowledged write(s): ${missing.slice(0, 5).join(', ')}`,
+              `a read of ${tenant} from ${base} at ${new Date().toISOString()} lacks ${missing.length} acknowledged write(s): ${missing.slice(0, 5).join(', ')}`,
             );
           }
         }
