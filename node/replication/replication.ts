@@ -68,7 +68,7 @@ export class Replication {
     this.#logger = logger;
     this.#dataDir = dataDir;
     this.#snapshotIntervalMs = config.snapshotIntervalMs;
-    this.replicas = new Replicas(dataDir, log, snapshots, config.snapshotEvery, logger);
+    this.replicas = new Replicas(config.nodeName, dataDir, log, snapshots, config.snapshotEvery, logger);
   }
 
   static async start(config: NatsConfig, dataDir: string, logger: Logger): Promise<Replication> {
@@ -107,6 +107,7 @@ export class Replication {
     this.replicas.hooks = {
       close: (tenant) => sink.close(tenant),
       snapshotDue: (tenant) => void this.snapshot(tenant),
+      refusal: () => (this.#lease?.holds() === false ? this.#cutOff() : undefined),
     };
     for (const [tenant, held] of this.directory.tenants()) sink.put(tenant, held.entry);
     this.directory.listen({

@@ -176,7 +176,7 @@ export class Directory {
       if (!held && until > now) {
         // Back after a lapse: another lease first, for the renewals of the others (and the tenants they took
         // meanwhile) to reach this node's view of the directory before it serves again.
-        resumeAt = resumeAt === 0 ? now : now + leaseMs;
+        resumeAt = resumeAt === 0 ? now : now + leaseMs; // (0: the first renewal, served at once)
         held = true;
       }
     };

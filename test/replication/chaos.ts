@@ -15,6 +15,7 @@
  * `make chaos` runs a long round (test/replication/chaos-main.ts); `make test` a short one (chaos.test.ts).
  */
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { FENEC_ROUTER, request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
 import { freePort, NatsCluster } from './nats-cluster.js';
@@ -54,6 +55,8 @@ interface NodeSlot {
   readonly proxy: PartitionProxy;
   process: ServerProcess | undefined;
   paused: boolean;
+  /** The logs of the node's earlier processes (killed). */
+  readonly logs: string[];
 }
 
 type Outcome = 'ok' | 'unknown' | 'refused';
@@ -80,7 +83,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const nats = cluster.urls;
     for (const name of ['n1', 'n2', 'n3']) {
       const [port, proxy] = [await freePort(), await PartitionProxy.start(nats)];
-      slots.push({ name, port, dir: sandbox.dir(), proxy, process: undefined, paused: false });
+      slots.push({ name, port, dir: sandbox.dir(), proxy, process: undefined, paused: false, logs: [] });
     }
     const start = async (slot: NodeSlot): Promise<void> => {
       const through = slot.proxy.urls;
@@ -211,6 +214,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
           log(`nemesis: kill -9 ${slot.name}`);
           const killedAt = Date.now();
           await sandbox.kill(slot.process!.child);
+          slot.logs.push(slot.process!.stderr());
           void measureRecovery(killedAt, lastOk, tenants, stopAt).then((ms) => {
             if (ms !== undefined) recoveries.push(ms);
           });
@@ -259,6 +263,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       request(`http://127.0.0.1:${slots[2]!.port}`, { path: `/t/${policed}/_policy`, headers: AUTH }),
     );
     if (kept.json?.policy !== 'rows read') violations.push(`tenant ${policed} lost its policy: ${kept.text}`);
+    if (violations.length > 0) {
+      // The nodes' logs, to find out why.
+      const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-chaos-logs-'));
+      for (const slot of slots)
+        fs.writeFileSync(
+          path.join(folder, `${slot.name}.log`),
+          [...slot.logs, slot.process?.stderr() ?? ''].join('\n'),
+        );
+      log(`the nodes' logs: ${folder}`);
+    }
     const counts = { ok: 0, unknown: 0, refused: 0 };
     for (const { outcome } of history.values()) counts[outcome] += 1;
     return {

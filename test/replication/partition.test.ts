@@ -137,6 +137,33 @@ describe('replication: a node cut off from the NATS cluster (a partition proxy)'
     });
   }
 
+  it('a write the cut node sent before it lost its tenant, landing after another took it, is refused', async () => {
+    const proxy = await PartitionProxy.start(cluster.urls);
+    proxies.push(proxy);
+    const a = await node('late-a', proxy.urls);
+    const b = await node('late-b', cluster.urls);
+    expect((await request(a.url, { method: 'PUT', path: '/t/late', headers: auth, body: '{}' })).status).to.equal(201);
+    expect((await tq(a.url, 'late', 'create collection notes (n int)')).status).to.equal(200);
+    expect((await tq(a.url, 'late', 'insert into notes {n: 1}')).status).to.equal(200);
+    proxy.cut('black-hole');
+    // Sent within a's lease: its append waits in the black hole while b takes the tenant (a read there).
+    const late = tq(a.url, 'late', 'insert into notes {n: 2}').catch(() => undefined);
+    const before = await eventually(async () => {
+      const answer = await rows(b.url, 'late');
+      expect(answer.status, answer.text).to.equal(200);
+      return answer.json.rows.map((row: { n: number }) => row.n);
+    });
+    proxy.heal();
+    const written = await late;
+    const after = (await rows(b.url, 'late')).json?.rows.map((row: { n: number }) => row.n);
+    console.log(
+      `      (the late write: ${written?.status} ${written?.json?.error?.code ?? ''}; b read ${before}, then ${after})`,
+    );
+    // Acknowledged, it would be missing from what b serves: b's copy was the log's head when it took the tenant.
+    expect(written?.status, written?.text).to.not.equal(200);
+    expect(after).to.deep.equal([1]);
+  });
+
   it('a node whose NATS server goes silent (no reset) reconnects to another within a few leases', async () => {
     const proxy = await PartitionProxy.start(cluster.urls);
     proxies.push(proxy);
