@@ -33,7 +33,11 @@ export const CATALOGUE = {
     summary: 'No such route, under /t/<tenant>/ too (its tenant name valid); the message lists the routes served.',
   },
   method_not_allowed: { status: 405, summary: 'The route exists but not for this HTTP method.' },
-  unavailable: { status: 503, summary: 'The server that holds the data does not answer, or is stopping.' },
+  unavailable: {
+    status: 503,
+    summary:
+      'The server that holds the data does not answer, or is stopping; or a replicated node (`--nats`) cannot renew its lease, and another node may serve the tenant now.',
+  },
   file_busy: {
     status: 503,
     summary:

@@ -20,6 +20,8 @@ const SUBJECT = 'fenec.log.';
 export const PART_BYTES = 900 * 1024;
 /** A change in parts carries `i/n`; a copy applies a change once its last part is read. */
 const PART = 'Fenec-Part';
+/** A message that changes nothing (no body): the node named took the tenant's log as its copy stood there. */
+const MARK = 'Fenec-Mark';
 
 export function logSubject(tenant: string): string {
   return SUBJECT + tenant;
@@ -89,12 +91,7 @@ export class TenantLog {
         });
         seq = ack.seq;
       } catch (err) {
-        if (/wrong last sequence/i.test(String(err))) {
-          throw new FenecError('tenant_fenced', `another node wrote to tenant ${tenant} since this one last did`, {
-            retryAfter: 1,
-            hint: 'retry: the tenant is served by its new node (a router sends you there)',
-          });
-        }
+        if (/wrong last sequence/i.test(String(err))) throw fenced(tenant);
         throw unavailable(err);
       }
     }
@@ -102,8 +99,29 @@ export class TenantLog {
   }
 
   /**
-   * The tenant's whole changes after `after` up to `upTo`, in order; parts of a change cut short by a crash (a
-   * later first part follows them) are skipped.
+   * Appends a mark after the tenant's message `after`, for `node`: from then on an append that names an earlier
+   * message is refused — one another node sent before it lost the tenant, still on its way, among them. Resolves
+   * to the mark's sequence; rejects as `append` does.
+   */
+  async mark(tenant: string, after: number, node: string): Promise<number> {
+    const h = headers();
+    h.set(MARK, node);
+    try {
+      const ack = await this.#js.publish(logSubject(tenant), new Uint8Array(0), {
+        expect: { lastSubjectSequence: after },
+        headers: h,
+        timeout: this.#ackTimeoutMs,
+      });
+      return ack.seq;
+    } catch (err) {
+      if (/wrong last sequence/i.test(String(err))) throw fenced(tenant);
+      throw unavailable(err);
+    }
+  }
+
+  /**
+   * The tenant's whole changes after `after` up to `upTo`, in order (marks skipped); parts of a change cut short by
+   * a crash (a later first part follows them) are skipped.
    */
   async read(
     tenant: string,
@@ -119,8 +137,14 @@ export class TenantLog {
     });
     const messages = await consumer.consume({ max_messages: 64 });
     let parts: Uint8Array[] = [];
+    let reached = after;
     try {
       for await (const msg of messages) {
+        reached = msg.seq;
+        if (msg.headers?.get(MARK)) {
+          if (msg.seq >= upTo) break;
+          continue;
+        }
         const part = msg.headers?.get(PART);
         const [index, count] = part === undefined || part === '' ? [1, 1] : part.split('/').map(Number);
         if (index === 1) parts = [];
@@ -134,12 +158,21 @@ export class TenantLog {
     } finally {
       await messages.close();
     }
+    // A consumer can end quietly (its connection closed under it): a copy short of `upTo` is no copy of the log.
+    if (reached < upTo) throw unavailable(`the read of tenant ${tenant}'s log ended at ${reached}, before ${upTo}`);
   }
 
   /** Removes the tenant's messages before `seq` (those a snapshot holds), or all of them. */
   async trim(tenant: string, seq?: number): Promise<void> {
     await this.#jsm.streams.purge(LOG_STREAM, { filter: logSubject(tenant), ...(seq === undefined ? {} : { seq }) });
   }
+}
+
+function fenced(tenant: string): FenecError {
+  return new FenecError('tenant_fenced', `another node wrote to tenant ${tenant} since this one last did`, {
+    retryAfter: 1,
+    hint: 'retry: the tenant is served by its new node (a router sends you there)',
+  });
 }
 
 function unavailable(err: unknown): FenecError {

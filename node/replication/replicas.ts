@@ -40,9 +40,13 @@ export interface ReplicaHooks {
   readonly close: (tenant: string) => Promise<void>;
   /** A snapshot is due (after `snapshotEvery` changes). */
   readonly snapshotDue: (tenant: string) => void;
+  /** Why this node may append nothing now (its lease does not hold), or undefined. */
+  readonly refusal: () => FenecError | undefined;
 }
 
 export class Replicas {
+  /** This node's name, in the marks it puts in the log. */
+  readonly #node: string;
   readonly #dir: string;
   readonly #log: TenantLog;
   readonly #snapshots: Snapshots;
@@ -51,7 +55,8 @@ export class Replicas {
   readonly #states = new Map<string, State>();
   #hooks: ReplicaHooks | undefined;
 
-  constructor(dir: string, log: TenantLog, snapshots: Snapshots, snapshotEvery: number, logger: Logger) {
+  constructor(node: string, dir: string, log: TenantLog, snapshots: Snapshots, snapshotEvery: number, logger: Logger) {
+    this.#node = node;
     this.#dir = dir;
     this.#log = log;
     this.#snapshots = snapshots;
@@ -67,6 +72,11 @@ export class Replicas {
   seqOf(tenant: string): number | undefined {
     const state = this.#states.get(tenant);
     return state?.known === true ? state.seq : undefined;
+  }
+
+  /** The tenants whose file here is the log's head now (open, or about to be). */
+  open(): string[] {
+    return [...this.#states].filter(([, state]) => state.known || state.preparing !== undefined).map(([t]) => t);
   }
 
   /** Resolves once the tenant's file is the log's head (the worker may open it). */
@@ -89,6 +99,9 @@ export class Replicas {
         throw catchingUp(tenant);
       }
       try {
+        // Past its lease another node may have the tenant: the change stays out of the log (the file is rebuilt).
+        const refused = this.#hooks?.refusal();
+        if (refused !== undefined) throw refused;
         state.seq = await this.#log.append(tenant, change, state.seq);
       } catch (err) {
         state.dirty = true;
@@ -210,10 +223,27 @@ export class Replicas {
       else fs.rmSync(file, { force: true });
     }
     state.seq = head;
+    // The log marked as this node's copy of it: an append of another node's still on its way (sent before it lost
+    // the tenant) is refused from now on, or, landed first, is read in here — every write acknowledged before
+    // this copy serves is in it.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        state.seq = await this.#log.mark(tenant, state.seq, this.#node);
+        break;
+      } catch (err) {
+        if (!(err instanceof FenecError && err.code === 'tenant_fenced') || attempt === 3) throw err;
+        const next = await this.#log.last(tenant);
+        await this.#log.read(tenant, state.seq, next, async (change) => {
+          applyChange(file, change.bytes);
+          applied += 1;
+        });
+        state.seq = next;
+      }
+    }
     state.known = true;
     state.since = applied;
-    if (held === undefined || held !== head) {
-      this.#logger.info({ tenant, seq: head, applied, rebuilt: target !== file }, 'tenant caught up from the log');
+    if (applied > 0 || target !== file) {
+      this.#logger.info({ tenant, seq: state.seq, applied, rebuilt: target !== file }, 'tenant caught up from the log');
     }
   }
 

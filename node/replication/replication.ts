@@ -11,7 +11,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { Directory, type Held, type TenantEntry } from '../../shared/nats/directory.js';
+import { Directory, type Held, type Lease, type TenantEntry } from '../../shared/nats/directory.js';
 import { FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { NatsConfig } from '../config.js';
@@ -43,7 +43,9 @@ export class Replication {
   readonly #dataDir: string;
   readonly #snapshotIntervalMs: number;
   #sink: TenantSink | undefined;
-  #release: (() => Promise<void>) | undefined;
+  #lease: Lease | undefined;
+  /** Tenants this node served when its lease lapsed: their entries are read afresh before they are served again. */
+  readonly #doubted = new Set<string>();
   /** Tenants whose snapshot is being taken, and those changed since their last one (for the schedule). */
   readonly #snapshotting = new Set<string>();
   readonly #changed = new Set<string>();
@@ -66,7 +68,7 @@ export class Replication {
     this.#logger = logger;
     this.#dataDir = dataDir;
     this.#snapshotIntervalMs = config.snapshotIntervalMs;
-    this.replicas = new Replicas(dataDir, log, snapshots, config.snapshotEvery, logger);
+    this.replicas = new Replicas(config.nodeName, dataDir, log, snapshots, config.snapshotEvery, logger);
   }
 
   static async start(config: NatsConfig, dataDir: string, logger: Logger): Promise<Replication> {
@@ -76,6 +78,10 @@ export class Replication {
         servers: [...config.servers],
         name: `fenec-server ${config.nodeName}`,
         maxReconnectAttempts: -1,
+        // A server gone silent (no reset: a partition, a lost machine) is left after two unanswered pings, about
+        // two leases, for another of the cluster's (the client's defaults wait minutes); the tenants have moved
+        // by then, but the node is back sooner.
+        ...natsTimers(config.leaseMs),
       });
     } catch (err) {
       throw new FenecError('invalid_option', `--nats ${config.servers.join(',')}: cannot connect: ${String(err)}`, {
@@ -89,7 +95,9 @@ export class Replication {
       directory: await Directory.open(nc, config.replicas),
     }));
     const replication = new Replication(config, dataDir, nc, log, snapshots, directory, logger);
-    replication.#release = await whenReady(() => directory.hold(config.nodeName, config.leaseMs));
+    replication.#lease = await whenReady(() =>
+      directory.hold(config.nodeName, config.leaseMs, () => replication.#lapsed()),
+    );
     return replication;
   }
 
@@ -99,6 +107,7 @@ export class Replication {
     this.replicas.hooks = {
       close: (tenant) => sink.close(tenant),
       snapshotDue: (tenant) => void this.snapshot(tenant),
+      refusal: () => (this.#lease?.holds() === false ? this.#cutOff() : undefined),
     };
     for (const [tenant, held] of this.directory.tenants()) sink.put(tenant, held.entry);
     this.directory.listen({
@@ -120,6 +129,7 @@ export class Replication {
    * rendezvous picks another for a tenant without one. Undefined: serve it (claimed at `acquire`).
    */
   refusal(tenant: string): FenecError | undefined {
+    if (this.#lease?.holds() === false) return this.#cutOff();
     const placed = this.directory.placed(tenant);
     if (placed === this.node || placed === undefined) return undefined;
     return new FenecError('tenant_moving', `tenant ${tenant} is served by node ${placed}`, {
@@ -130,8 +140,12 @@ export class Replication {
 
   /** Makes this node the tenant's owner (when it is not) and its file the log's head. */
   async acquire(tenant: string): Promise<void> {
+    if (this.#lease?.holds() === false) throw this.#cutOff();
     const held = this.directory.get(tenant);
-    if (held?.entry.owner !== this.node) await this.#claim(tenant);
+    if (held?.entry.owner !== this.node || this.#doubted.has(tenant)) {
+      await this.#claim(tenant);
+      this.#doubted.delete(tenant);
+    }
     await this.replicas.ready(tenant);
   }
 
@@ -226,9 +240,31 @@ export class Replication {
 
   async close(): Promise<void> {
     clearInterval(this.#timer);
-    await this.#release?.();
+    await this.#lease?.release();
     this.directory.close();
     await this.#nc.drain().catch(() => undefined);
+  }
+
+  /** The answer while this node's lease does not hold: another node may serve its tenants now. */
+  #cutOff(): FenecError {
+    return new FenecError(
+      'unavailable',
+      `node ${this.node} cannot renew its lease on the NATS cluster: its tenants may be served by another node now`,
+      { retryAfter: 1, hint: 'retry through a router, which sends the request to the node that serves the tenant' },
+    );
+  }
+
+  /**
+   * The lease lapsed (the cluster acked no renewal for a lease): the others may take this node's tenants, so each
+   * one's file is closed — prepared again from the log's head, its entry read afresh, when the lease holds again.
+   */
+  #lapsed(): void {
+    const tenants = this.replicas.open();
+    this.#logger.warn({ tenants: tenants.length }, 'lease lapsed: no renewal acked; serving no tenant until it holds');
+    for (const tenant of tenants) {
+      this.#doubted.add(tenant);
+      void this.#sink?.close(tenant);
+    }
   }
 
   async #claim(tenant: string): Promise<void> {
@@ -278,6 +314,14 @@ export class Replication {
       this.acquire(tenant).catch((err: unknown) => this.#logger.warn({ tenant, err }, 'taking a tenant failed'));
     }
   }
+}
+
+/**
+ * The NATS client's timers from the lease: a ping each lease (at least a second), the connection given up after two
+ * unanswered; a connection attempt waits two leases (at least 2 s) before the next server is tried.
+ */
+function natsTimers(leaseMs: number): { pingInterval: number; maxPingOut: number; timeout: number } {
+  return { pingInterval: Math.max(1000, leaseMs), maxPingOut: 2, timeout: Math.max(2000, 2 * leaseMs) };
 }
 
 /** How long a start waits for JetStream to answer (a cluster electing its leader). */

@@ -49,6 +49,14 @@ export interface DirectoryListener {
   nodes?(live: ReadonlySet<string>, lapsed: readonly string[]): void;
 }
 
+/** A node's lease (`Directory.hold`). */
+export interface Lease {
+  /** Whether the node may serve its tenants now: its lease holds, and did not lapse within the last lease. */
+  holds(): boolean;
+  /** Stops renewing it and deletes its key: the node's tenants are taken at once. */
+  release(): Promise<void>;
+}
+
 export class Directory {
   readonly #tenants: KV;
   readonly #nodes: KV;
@@ -125,6 +133,8 @@ export class Directory {
       const current = await this.#tenants.get(tenant);
       const held =
         current === null || current.operation !== 'PUT' ? undefined : heldOf(current.json(), current.revision);
+      // What was read is at least as new as what the watch gave: taken now (a node back from a partition).
+      if (held !== undefined) this.#take(tenant, held);
       const next = change(held);
       if (next === undefined) return undefined;
       const bytes = new TextEncoder().encode(JSON.stringify(next));
@@ -147,14 +157,51 @@ export class Directory {
     await this.#tenants.delete(tenant);
   }
 
-  /** Holds `node`'s lease: put now and every third of `leaseMs`, until the returned stop. */
-  async hold(node: string, leaseMs: number): Promise<() => Promise<void>> {
-    const put = (): Promise<number> => this.#nodes.put(node, new TextEncoder().encode(JSON.stringify({ leaseMs })));
-    await put();
-    const timer = setInterval(() => void put().catch(() => undefined), Math.max(50, Math.floor(leaseMs / 3)));
-    return async () => {
-      clearInterval(timer);
-      await this.#nodes.delete(node).catch(() => undefined);
+  /**
+   * Holds `node`'s lease: put now and every third of `leaseMs`, until it is released. `lapsed` is called when no
+   * renewal was acked for a lease (the node is cut off from the cluster, or paused): the others count it dead.
+   */
+  async hold(node: string, leaseMs: number, lapsed: () => void): Promise<Lease> {
+    const value = new TextEncoder().encode(JSON.stringify({ leaseMs }));
+    // Counted from when each renewal was sent, not acked: the others saw it no earlier, so this node's lease ends
+    // no later than it does for any of them.
+    let until = 0;
+    let held = false;
+    let resumeAt = 0;
+    const renew = async (): Promise<void> => {
+      const sentAt = Date.now();
+      await this.#nodes.put(node, value);
+      until = Math.max(until, sentAt + leaseMs);
+      const now = Date.now();
+      if (!held && until > now) {
+        // Back after a lapse: another lease first, for the renewals of the others (and the tenants they took
+        // meanwhile) to reach this node's view of the directory before it serves again.
+        resumeAt = resumeAt === 0 ? now : now + leaseMs; // (0: the first renewal, served at once)
+        held = true;
+      }
+    };
+    await renew();
+    const renewals = setInterval(() => void renew().catch(() => undefined), Math.max(50, Math.floor(leaseMs / 3)));
+    const check = setInterval(
+      () => {
+        if (held && Date.now() >= until) {
+          held = false;
+          lapsed();
+        }
+      },
+      Math.max(10, Math.min(100, Math.floor(leaseMs / 10))),
+    );
+    check.unref();
+    return {
+      holds: () => {
+        const now = Date.now();
+        return held && now < until && now >= resumeAt;
+      },
+      release: async () => {
+        clearInterval(renewals);
+        clearInterval(check);
+        await this.#nodes.delete(node).catch(() => undefined);
+      },
     };
   }
 

@@ -18,5 +18,11 @@ if (recoveries.length > 0) {
     `every tenant written again after a kill -9: median ${recoveries[Math.floor(recoveries.length / 2)]} ms, worst ${recoveries.at(-1)} ms`,
   );
 }
+const partitions = [...result.partitionRecoveries].sort((a, b) => a - b);
+if (partitions.length > 0) {
+  console.log(
+    `every tenant written again after a partition's cut: median ${partitions[Math.floor(partitions.length / 2)]} ms, worst ${partitions.at(-1)} ms`,
+  );
+}
 console.log(result.violations.length === 0 ? '1 passed, 0 failed' : '0 passed, 1 failed');
 process.exit(result.violations.length === 0 ? 0 : 1);

@@ -1,20 +1,25 @@
 /**
  * A Jepsen-style round against replicated nodes: three nats-servers as a JetStream cluster, three fenecdb nodes
- * with `--nats`, two routers; writers insert rows with keys of their own into many tenants through both routers
- * while a nemesis kills a node (-9, started again on its folder and port) or pauses one (SIGSTOP, then SIGCONT).
- * Then the checker reads every tenant back and holds the history to:
+ * with `--nats` (each through a partition proxy of its own, partition-proxy.ts), two routers; writers insert rows
+ * with keys of their own into many tenants through both routers, and readers read tenants back through them, while
+ * a nemesis kills a node (-9, started again on its folder and port), pauses one (SIGSTOP, then SIGCONT), or cuts
+ * one off from the NATS cluster (its proxy black-holes, or resets, for 3 s). The checker holds the history to:
  *
- * - every acknowledged write is there, and none twice;
+ * - every acknowledged write is there at the end, and none twice;
  * - no write that was refused for certain (fenced: another node owned the tenant) is there — two nodes never both
  *   took writes for one tenant;
+ * - each read (answered 200, through a router or straight from a node) holds every write to its tenant
+ *   acknowledged before the read was sent: no node answers from a copy that a failover left behind;
  * - each tenant's quotas and policy are the ones it was given.
  *
  * `make chaos` runs a long round (test/replication/chaos-main.ts); `make test` a short one (chaos.test.ts).
  */
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { FENEC_ROUTER, request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
 import { freePort, NatsCluster } from './nats-cluster.js';
+import { PartitionProxy } from './partition-proxy.js';
 
 const TOKEN = 'chaos-test-token-0123456789abcdef0123';
 const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -35,16 +40,23 @@ export interface ChaosResult {
   readonly faults: string[];
   /** Problems the checker found (empty: the history holds). */
   readonly violations: string[];
-  /** Per kill -9: how long until every tenant of the killed node took a write again (ms). */
+  /** Per kill -9: how long until every tenant took a write again (ms). */
   readonly recoveries: number[];
+  /** Per partition: how long from the cut until every tenant took a write again (ms). */
+  readonly partitionRecoveries: number[];
+  /** Reads answered and checked against the writes acknowledged before them. */
+  readonly reads: number;
 }
 
 interface NodeSlot {
   readonly name: string;
   readonly port: number;
   readonly dir: string;
+  readonly proxy: PartitionProxy;
   process: ServerProcess | undefined;
   paused: boolean;
+  /** The logs of the node's earlier processes (killed). */
+  readonly logs: string[];
 }
 
 type Outcome = 'ok' | 'unknown' | 'refused';
@@ -69,12 +81,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   try {
     cluster = await NatsCluster.start(3);
     const nats = cluster.urls;
-    for (const name of ['n1', 'n2', 'n3'])
-      slots.push({ name, port: await freePort(), dir: sandbox.dir(), process: undefined, paused: false });
+    for (const name of ['n1', 'n2', 'n3']) {
+      const [port, proxy] = [await freePort(), await PartitionProxy.start(nats)];
+      slots.push({ name, port, dir: sandbox.dir(), proxy, process: undefined, paused: false, logs: [] });
+    }
     const start = async (slot: NodeSlot): Promise<void> => {
+      const through = slot.proxy.urls;
       slot.process = await sandbox.startServer(
         [
-          ...['--data-dir', slot.dir, '--port', String(slot.port), '--nats', nats, '--node-name', slot.name],
+          ...['--data-dir', slot.dir, '--port', String(slot.port), '--nats', through, '--node-name', slot.name],
           ...['--lease', '1s', '--workers', '1', '--snapshot-every', '50', '--tenant-rate', '10000'],
           ...['--tenant-burst', '10000'],
         ],
@@ -116,6 +131,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
 
     const history = new Map<string, { tenant: string; outcome: Outcome }>();
     const lastOk = new Map<string, number>();
+    /** Each tenant's acknowledged keys, in the order their 200s came. */
+    const acked = new Map<string, string[]>(tenants.map((tenant) => [tenant, []]));
+    const violations: string[] = [];
     const stopAt = Date.now() + options.durationMs;
     const writer = async (w: number): Promise<void> => {
       for (let k = 0; Date.now() < stopAt; k++) {
@@ -138,23 +156,65 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
           outcome = 'unknown';
         }
         history.set(key, { tenant, outcome });
-        if (outcome === 'ok') lastOk.set(tenant, Date.now());
-        else await sleep(100);
+        if (outcome === 'ok') {
+          lastOk.set(tenant, Date.now());
+          acked.get(tenant)!.push(key);
+        } else await sleep(100);
+      }
+    };
+    let reads = 0;
+    const reader = async (r: number): Promise<void> => {
+      for (let k = 0; Date.now() < stopAt; k++) {
+        const tenant = tenants[(r * 7 + k) % tenants.length]!;
+        // The writes acknowledged before the read is sent: every one of them must be in its answer.
+        const before = acked.get(tenant)!.length;
+        // Every other read goes straight to a node, as a router whose view of the directory is behind sends it.
+        const base = k % 2 === 0 ? routers[r % 2]!.url : `http://127.0.0.1:${slots[(k >> 1) % slots.length]!.port}`;
+        const answer = await post(base, tenant, 'get rows select key limit 1000000').catch(() => undefined);
+        if (answer?.status === 200) {
+          reads += 1;
+          const keys = new Set((answer.json.rows as { key: string }[]).map((row) => row.key));
+          const missing = acked
+            .get(tenant)!
+            .slice(0, before)
+            .filter((key) => !keys.has(key));
+          if (missing.length > 0) {
+            violations.push(
+              `a read of ${tenant} from ${base} at ${new Date().toISOString()} lacks ${missing.length} acknowledged write(s): ${missing.slice(0, 5).join(', ')}`,
+            );
+          }
+        }
+        await sleep(answer?.status === 200 ? 50 : 200);
       }
     };
     const faults: string[] = [];
     const recoveries: number[] = [];
+    const partitionRecoveries: number[] = [];
     const nemesis = async (): Promise<void> => {
       let round = 0;
       while (Date.now() + options.faultEveryMs < stopAt) {
         await sleep(options.faultEveryMs);
-        const slot = slots[round % slots.length]!;
+        // Each fault in turn (kill -9, SIGSTOP, partition), each time on the next node after the last three.
+        const slot = slots[(round + Math.floor(round / 3)) % slots.length]!;
         round += 1;
-        if (round % 2 === 1) {
+        if (round % 3 === 0) {
+          // Every other partition resets the node's connections instead of black-holing them.
+          const mode = round % 6 === 0 ? 'reset' : 'black-hole';
+          faults.push(`partition ${slot.name} (${mode})`);
+          log(`nemesis: partition ${slot.name} from NATS (${mode}) for 3 s`);
+          const cutAt = Date.now();
+          slot.proxy.cut(mode);
+          void measureRecovery(cutAt, lastOk, tenants, stopAt).then((ms) => {
+            if (ms !== undefined) partitionRecoveries.push(ms);
+          });
+          await sleep(3000);
+          slot.proxy.heal();
+        } else if (round % 3 === 1) {
           faults.push(`kill -9 ${slot.name}`);
           log(`nemesis: kill -9 ${slot.name}`);
           const killedAt = Date.now();
           await sandbox.kill(slot.process!.child);
+          slot.logs.push(slot.process!.stderr());
           void measureRecovery(killedAt, lastOk, tenants, stopAt).then((ms) => {
             if (ms !== undefined) recoveries.push(ms);
           });
@@ -171,10 +231,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         }
       }
     };
-    await Promise.all([...Array.from({ length: options.writers }, (_, w) => writer(w)), nemesis()]);
+    await Promise.all([
+      ...Array.from({ length: options.writers }, (_, w) => writer(w)),
+      ...[0, 1].map((r) => reader(r)),
+      nemesis(),
+    ]);
 
     // Quiet: every tenant answers again, then the history is read back.
-    const violations: string[] = [];
     const seen = new Map<string, number>();
     for (const tenant of tenants) {
       const answer = await retry(() => post(routers[0]!.url, tenant, 'get rows select key limit 1000000'));
@@ -200,6 +263,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       request(`http://127.0.0.1:${slots[2]!.port}`, { path: `/t/${policed}/_policy`, headers: AUTH }),
     );
     if (kept.json?.policy !== 'rows read') violations.push(`tenant ${policed} lost its policy: ${kept.text}`);
+    if (violations.length > 0) {
+      // The nodes' logs, to find out why.
+      const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-chaos-logs-'));
+      for (const slot of slots)
+        fs.writeFileSync(
+          path.join(folder, `${slot.name}.log`),
+          [...slot.logs, slot.process?.stderr() ?? ''].join('\n'),
+        );
+      log(`the nodes' logs: ${folder}`);
+    }
     const counts = { ok: 0, unknown: 0, refused: 0 };
     for (const { outcome } of history.values()) counts[outcome] += 1;
     return {
@@ -209,10 +282,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       faults,
       violations,
       recoveries,
+      partitionRecoveries,
+      reads,
     };
   } finally {
     for (const slot of slots) if (slot.paused && slot.process !== undefined) process.kill(slot.process.pid, 'SIGCONT');
     await sandbox.cleanUp();
+    for (const slot of slots) await slot.proxy.stop();
     await cluster?.stop();
     for (const slot of slots) fs.rmSync(path.join(slot.dir), { recursive: true, force: true });
   }

@@ -133,6 +133,8 @@ export class NatsCluster {
         `nats://127.0.0.1:${member.clusterPort}`,
         '--routes',
         routes,
+        // Clients keep to the URLs they were given (a node behind a partition proxy does not go around it).
+        '--no_advertise',
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
