@@ -35,7 +35,7 @@ help:
 	@echo "make requests-bench  /query against bare node:http; the router hop (--workers 1 and 2) against the node direct; a replicated write (--nats) against an unreplicated one"
 	@echo "make search-bench    match, near, fuse against raw FTS5 and raw Faiss (BENCH_ROWS=20000 BENCH_UNIFORM_ROWS=5000: 90 s)"
 	@echo "make match-bench     match against raw FTS5 at 50 000 rows, right after the load and warm (MATCH_ROWS=5000 for a short run)"
-	@echo "make tenants-bench   10 000 tenants on one node: a cold open's and a warm request's latency, open files, RSS"
+	@echo "make tenants-bench   10 000 tenants on one node: a cold open's and a warm request's latency (against the tenant alone on a node), open files, RSS (BENCH_TENANTS=1000 for a short run)"
 	@echo "make mcp-bench       MCP tool calls against the same statements through /query"
 	@echo "make isolation-bench a quiet tenant's reads beside a heavy tenant's fuse, oversized reads, load, timed-out statements; --workers 1/2/4 (BENCH_ROWS=100000)"
 	@echo "make mcp-detail      the bytes a 10-row search answers at each detail (ids, fields, full)"
@@ -133,7 +133,8 @@ search-bench: build $(RAW_FAISS)
 match-bench: build
 	$(NODE) dist/bench/match-bench.js
 
-# 10 000 tenants on one node behind a router (BENCH_TENANTS, BENCH_MAX_OPEN): cold and warm latency, files, memory.
+# 10 000 tenants on one node behind a router (BENCH_TENANTS, BENCH_MAX_OPEN): cold and warm latency, files, memory;
+# an open tenant's requests against the same tenant alone on a node of its own (BENCH_ROUNDS, BENCH_REQUESTS).
 tenants-bench: build
 	$(NODE) dist/bench/tenants-bench.js
 
