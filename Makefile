@@ -19,7 +19,7 @@ SOURCES := $(shell find shared node router deploy test bench -path bench/before 
 RAW_FAISS := bench/raw-faiss/build/raw-faiss
 FAISS_LIB ?= $(or $(FENEC_FAISS_LIB),/usr/lib/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/libfaiss.a)
 
-.PHONY: help install build test lint format timing-test mcp-test reliability chaos mcp-conformance test-tools console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench before-bench embed-bench bench clean
+.PHONY: help install build test lint format timing-test mcp-test reliability chaos mcp-conformance test-tools console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench before-bench embed-bench bench bench-summary clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
@@ -42,7 +42,8 @@ help:
 	@echo "make ingest-bench    fenec import over HTTP until near answers from the index, against raw SQLite + FTS5 and raw Faiss, the full load 3 times (INGEST_ROWS=5000 INGEST_ROUNDS=1 for a short run)"
 	@echo "make before-bench   main ÷ the build before the worker threads (1d8f490, built into bench/before/): near, filtered near, match, fuse, RSS, row by id and its CPU (BEFORE_FLAGS='--workers 2 --cores 1', BENCH_ROWS=5000 for a short run)"
 	@echo "make embed-bench     fenec import through an embedder of a fixed time a batch against its busy time; near by words (cached) against by vector (EMBED_ROWS=2000 EMBED_QUERIES=50 for a short run)"
-	@echo "make bench        every bench"
+	@echo "make bench        every bench with a baseline, then make bench-summary"
+	@echo "make bench-summary  issue 29's targets (and issues 30 and 31's) as one table, from bench/results/ (RESULTS=DIR: another folder)"
 
 # Dependencies, the build, and fenec, fenec-server and fenec-router on the PATH (scripts/link-bins.sh).
 install: build
@@ -171,8 +172,15 @@ bench: build
 	$(MAKE) mcp-bench
 	$(MAKE) ingest-bench
 	$(MAKE) isolation-bench
+	$(MAKE) tenants-bench
 	$(MAKE) before-bench
 	$(MAKE) embed-bench
+	$(MAKE) bench-summary
+
+# The targets' ratios, from whichever results files the benches wrote (bench/summary.ts); a bench not run says so.
+RESULTS ?=
+bench-summary: build
+	$(NODE) dist/bench/summary.js $(RESULTS)
 
 clean:
 	rm -rf dist .install-stamp* bench/raw-faiss/build
