@@ -8,7 +8,9 @@
  * by the open tenants, not by the tenants), and the bytes on disk per tenant.
  *
  * The baseline, in the same run: a second node and router with the same flags holding one tenant alone, asked the
- * same `get notes count` as often from the same clients, each round in turns with the open tenants among the many.
+ * same `get notes count` as often from the same clients, each round in turns with the open tenants among the many
+ * and with one of them asked every time (what holding the others costs, apart from asking another tenant each time).
+ * Beside the latencies, the CPU a request costs each node (every thread, from /proc, by thread name) and router.
  * Target (issue 29): a request to an open tenant among BENCH_TENANTS costs at most 2× one to the tenant alone (p50).
  *
  * Writes bench/results/tenants.json.
@@ -107,11 +109,18 @@ async function main(): Promise<void> {
     await inTurns(Array<string>(WARM_UP).fill(lone), (name) =>
       call(alone.router, TOKEN, 'POST', `/t/${name}/query`, COUNT),
     );
+    // The third tells apart what holding the others costs (it against alone) from asking a new tenant each time
+    // (the open tenants against it): the same tenant asked every time, on the node of many.
     const targets = [
       { name: `open among ${TENANTS}`, items: cycle(recent, REQUESTS), node: many },
       { name: 'alone', items: Array<string>(REQUESTS).fill(lone), node: alone },
+      {
+        name: `one tenant among ${TENANTS}, every time`,
+        items: Array<string>(REQUESTS).fill(recent.at(-1)!),
+        node: many,
+      },
     ];
-    const times: [number[], number[]] = [[], []];
+    const times = targets.map((): number[] => []);
     const cpu = targets.map((): CpuRound[] => []);
     const roundRatios: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
@@ -130,9 +139,10 @@ async function main(): Promise<void> {
         `round ${round + 1}: ${targets.map((x, i) => `${x.name} p50 ${p50s[i]!.toFixed(2)} ms, node ${cpu[i]!.at(-1)!.nodeUs} µs a request`).join('; ')}`,
       );
     }
-    const warm = summaryOf(times[0]);
-    const lonely = summaryOf(times[1]);
-    const ratio = round2(summary(times[0]).p50 / summary(times[1]).p50);
+    const warm = summaryOf(times[0]!);
+    const lonely = summaryOf(times[1]!);
+    const same = summaryOf(times[2]!);
+    const ratio = round2(summary(times[0]!).p50 / summary(times[1]!).p50);
     const cpuOf = cpu.map(medianCpu);
     // Asked again from the start: closed long ago, opened again.
     const reopened = summaryOf(
@@ -153,8 +163,9 @@ async function main(): Promise<void> {
       firstRequestMs: cold,
       openTenantMs: warm,
       aloneTenantMs: lonely,
+      sameTenantAmongManyMs: same,
       openOverAlone: { p50Ratio: ratio, rounds: roundRatios, target: TARGET_RATIO },
-      cpuUsPerRequest: { openAmongMany: cpuOf[0], alone: cpuOf[1] },
+      cpuUsPerRequest: { openAmongMany: cpuOf[0], alone: cpuOf[1], sameTenantAmongMany: cpuOf[2] },
       reopenMs: reopened,
       node: { baseline, afterAll: opened, afterReopen: after },
       bytesPerTenant: Math.round(bytes / TENANTS),
@@ -165,7 +176,9 @@ async function main(): Promise<void> {
         `  first request (file made and opened): p50 ${cold.p50} ms, p99 ${cold.p99} ms\n` +
         `  tenant found open:                    p50 ${warm.p50} ms, p99 ${warm.p99} ms\n` +
         `  the same, a node holding it alone:    p50 ${lonely.p50} ms, p99 ${lonely.p99} ms\n` +
-        `  CPU a request, node (router): among many ${cpuOf[0]!.nodeUs} (${cpuOf[0]!.routerUs}) µs, alone ${cpuOf[1]!.nodeUs} (${cpuOf[1]!.routerUs}) µs\n` +
+        `  one tenant among many, every time:    p50 ${same.p50} ms, p99 ${same.p99} ms\n` +
+        `  CPU a request, node (router): among many ${cpuOf[0]!.nodeUs} (${cpuOf[0]!.routerUs}) µs, alone ${cpuOf[1]!.nodeUs} (${cpuOf[1]!.routerUs}) µs, ` +
+        `one among many ${cpuOf[2]!.nodeUs} (${cpuOf[2]!.routerUs}) µs\n` +
         `  closed tenant opened again:           p50 ${reopened.p50} ms, p99 ${reopened.p99} ms\n` +
         `  node: open files ${baseline.openFiles} → ${opened.openFiles} → ${after.openFiles}, RSS ${baseline.rssMiB} → ${opened.rssMiB} → ${after.rssMiB} MiB\n` +
         `  disk: ${result.bytesPerTenant} bytes a tenant\n` +
