@@ -19,7 +19,7 @@ SOURCES := $(shell find shared node router deploy test bench -path bench/before 
 RAW_FAISS := bench/raw-faiss/build/raw-faiss
 FAISS_LIB ?= $(or $(FENEC_FAISS_LIB),/usr/lib/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/libfaiss.a)
 
-.PHONY: help install build test lint format timing-test mcp-test reliability chaos mcp-conformance test-tools console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench before-bench embed-bench bench clean
+.PHONY: help install build test lint format timing-test mcp-test reliability chaos mcp-conformance test-tools console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench before-bench embed-bench bench bench-summary clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
@@ -35,14 +35,15 @@ help:
 	@echo "make requests-bench  /query against bare node:http; the router hop (--workers 1 and 2) against the node direct; a replicated write (--nats) against an unreplicated one"
 	@echo "make search-bench    match, near, fuse against raw FTS5 and raw Faiss (BENCH_ROWS=20000 BENCH_UNIFORM_ROWS=5000: 90 s)"
 	@echo "make match-bench     match against raw FTS5 at 50 000 rows, right after the load and warm (MATCH_ROWS=5000 for a short run)"
-	@echo "make tenants-bench   10 000 tenants on one node: a cold open's and a warm request's latency, open files, RSS"
+	@echo "make tenants-bench   10 000 tenants on one node: a cold open's and a warm request's latency (against the tenant alone on a node), open files, RSS (BENCH_TENANTS=1000 for a short run)"
 	@echo "make mcp-bench       MCP tool calls against the same statements through /query"
 	@echo "make isolation-bench a quiet tenant's reads beside a heavy tenant's fuse, oversized reads, load, timed-out statements; --workers 1/2/4 (BENCH_ROWS=100000)"
 	@echo "make mcp-detail      the bytes a 10-row search answers at each detail (ids, fields, full)"
 	@echo "make ingest-bench    fenec import over HTTP until near answers from the index, against raw SQLite + FTS5 and raw Faiss, the full load 3 times (INGEST_ROWS=5000 INGEST_ROUNDS=1 for a short run)"
 	@echo "make before-bench   main ÷ the build before the worker threads (1d8f490, built into bench/before/): near, filtered near, match, fuse, RSS, row by id and its CPU (BEFORE_FLAGS='--workers 2 --cores 1', BENCH_ROWS=5000 for a short run)"
 	@echo "make embed-bench     fenec import through an embedder of a fixed time a batch against its busy time; near by words (cached) against by vector (EMBED_ROWS=2000 EMBED_QUERIES=50 for a short run)"
-	@echo "make bench        every bench"
+	@echo "make bench        every bench with a baseline, then make bench-summary"
+	@echo "make bench-summary  issue 29's targets (and issues 30 and 31's) as one table, from bench/results/ (RESULTS=DIR: another folder)"
 
 # Dependencies, the build, and fenec, fenec-server and fenec-router on the PATH (scripts/link-bins.sh).
 install: build
@@ -133,7 +134,8 @@ search-bench: build $(RAW_FAISS)
 match-bench: build
 	$(NODE) dist/bench/match-bench.js
 
-# 10 000 tenants on one node behind a router (BENCH_TENANTS, BENCH_MAX_OPEN): cold and warm latency, files, memory.
+# 10 000 tenants on one node behind a router (BENCH_TENANTS, BENCH_MAX_OPEN): cold and warm latency, files, memory;
+# an open tenant's requests against the same tenant alone on a node of its own (BENCH_ROUNDS, BENCH_REQUESTS).
 tenants-bench: build
 	$(NODE) dist/bench/tenants-bench.js
 
@@ -170,8 +172,15 @@ bench: build
 	$(MAKE) mcp-bench
 	$(MAKE) ingest-bench
 	$(MAKE) isolation-bench
+	$(MAKE) tenants-bench
 	$(MAKE) before-bench
 	$(MAKE) embed-bench
+	$(MAKE) bench-summary
+
+# The targets' ratios, from whichever results files the benches wrote (bench/summary.ts); a bench not run says so.
+RESULTS ?=
+bench-summary: build
+	$(NODE) dist/bench/summary.js $(RESULTS)
 
 clean:
 	rm -rf dist .install-stamp* bench/raw-faiss/build
