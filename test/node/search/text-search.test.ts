@@ -165,7 +165,9 @@ describe('text search', () => {
     expect(compared).to.be.greaterThan(1000);
   });
 
-  it("fenec_snippet makes snippet()'s bytes from the text and the words, with no cursor of the index", () => {
+  it("fenec_snippet makes snippet()'s bytes from the text and the words, with no cursor of the index", function () {
+    // 108 reads of 400 rows, each row snipped twice: FTS5's snippet() costs the square of a row's places (3–11 s).
+    this.timeout(60_000);
     // What a `match` of a text field snips its top rows with (text-index.ts, textTopSelect): the
     // phrases' places found by tokenizing the text, not read from the index. Texts of 1 to 200 tokens
     // (shorter and longer than every snippet length), sentences ended by '.' and ':' with and without
