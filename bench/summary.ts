@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { ROOT, verdict } from './harness.js';
 
 /** One line of the table. */
-interface Row {
+export interface Row {
   readonly bench: string;
   readonly what: string;
   readonly baseline: string;

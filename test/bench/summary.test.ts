@@ -7,19 +7,10 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Row } from '../../bench/summary.js';
 import { tempDir } from '../helpers/temp.js';
 
 const SUMMARY = fileURLToPath(new URL('../../bench/summary.js', import.meta.url));
-
-interface Row {
-  readonly bench: string;
-  readonly what: string;
-  readonly baseline: string;
-  readonly ratio: string;
-  readonly target: string;
-  readonly met: string;
-  readonly date: string;
-}
 
 /** The summary of `dir`'s results files: the rows of the markdown table it prints. */
 function summary(dir: string): Row[] {

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
 import { NatsCluster } from './nats-cluster.js';
 import { PartitionProxy, type CutMode } from './partition-proxy.js';
+import { eventually } from '../helpers/eventually.js';
 
 const TOKEN = 'partition-test-token-0123456789abcdef';
 const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -18,18 +19,6 @@ function tq(base: string, tenant: string, statement: string, params: unknown[] =
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function eventually<T>(check: () => Promise<T>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      return await check();
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await sleep(100);
-    }
-  }
-}
 
 describe('replication: a node cut off from the NATS cluster (a partition proxy)', function () {
   this.timeout(120_000);

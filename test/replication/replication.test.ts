@@ -2,6 +2,7 @@ import * as http from 'node:http';
 import { expect } from 'chai';
 import { FENEC_ROUTER, request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
 import { NatsCluster } from './nats-cluster.js';
+import { eventually } from '../helpers/eventually.js';
 
 const TOKEN = 'replication-test-token-0123456789abcdef';
 const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -13,19 +14,6 @@ function tq(base: string, tenant: string, statement: string, params: unknown[] =
     headers: auth,
     body: JSON.stringify({ statement, params }),
   });
-}
-
-/** Polls `check` until it holds (or the deadline passes, and its last failure is thrown). */
-async function eventually<T>(check: () => Promise<T>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    try {
-      return await check();
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
 }
 
 describe('replication on NATS JetStream (--nats)', function () {
