@@ -13,13 +13,13 @@ NODE := node
 INSTALL_STAMP := .install-stamp-$(shell bash scripts/install-node.sh --version)
 FILE ?= notes.fenec
 PORT ?= 8080
-SOURCES := $(shell find shared node router deploy test bench -path bench/before -prune -o -name '*.ts' -print 2>/dev/null) tsconfig.json
+SOURCES := $(shell find shared node router deploy test bench \( -path bench/before -o -path bench/peers \) -prune -o -name '*.ts' -print 2>/dev/null) tsconfig.json
 
 # The benches' raw Faiss build (bench/raw-faiss/raw-faiss.cc): Faiss's own add, against the library the addon links.
 RAW_FAISS := bench/raw-faiss/build/raw-faiss
 FAISS_LIB ?= $(or $(FENEC_FAISS_LIB),/usr/lib/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/libfaiss.a)
 
-.PHONY: help install build test lint format timing-test mcp-test reliability chaos mcp-conformance test-tools console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench before-bench embed-bench bench bench-summary clean
+.PHONY: help install build test lint format timing-test mcp-test reliability chaos mcp-conformance test-tools console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench before-bench peers-bench embed-bench bench bench-summary clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
@@ -41,6 +41,7 @@ help:
 	@echo "make mcp-detail      the bytes a 10-row search answers at each detail (ids, fields, full)"
 	@echo "make ingest-bench    fenec import over HTTP until near answers from the index, against raw SQLite + FTS5 and raw Faiss, the full load 3 times (INGEST_ROWS=5000 INGEST_ROUNDS=1 for a short run)"
 	@echo "make before-bench   main ÷ the build before the worker threads (1d8f490, built into bench/before/): near, filtered near, match, fuse, RSS, row by id and its CPU (BEFORE_FLAGS='--workers 2 --cores 1', BENCH_ROWS=5000 for a short run)"
+	@echo "make peers-bench    a one-file fenec-server ÷ LanceDB 0.31 (a Node.js server of its own, installed into bench/peers/): near, filtered near, recall@10, load until indexed, RSS (PEERS_FLAGS='--index ivf_pq', BENCH_ROWS=5000 for a short run)"
 	@echo "make embed-bench     fenec import through an embedder of a fixed time a batch against its busy time; near by words (cached) against by vector (EMBED_ROWS=2000 EMBED_QUERIES=50 for a short run)"
 	@echo "make bench        every bench with a baseline, then make bench-summary"
 	@echo "make bench-summary  issue 29's targets (and issues 30 and 31's) as one table, from bench/results/ (RESULTS=DIR: another folder)"
@@ -154,6 +155,12 @@ before-bench: build
 	bash bench/before.sh
 	$(NODE) dist/bench/before-bench.js $(BEFORE_FLAGS)
 
+# Issue 29's peers: LanceDB, installed from npm into bench/peers/ at bench time (bench/peers.sh), not a dependency.
+PEERS_FLAGS ?=
+peers-bench: build
+	bash bench/peers.sh
+	$(NODE) dist/bench/peers-bench.js $(PEERS_FLAGS)
+
 ingest-bench: build $(RAW_FAISS)
 	$(NODE) dist/bench/ingest-bench.js
 
@@ -174,6 +181,7 @@ bench: build
 	$(MAKE) isolation-bench
 	$(MAKE) tenants-bench
 	$(MAKE) before-bench
+	$(MAKE) peers-bench
 	$(MAKE) embed-bench
 	$(MAKE) bench-summary
 

@@ -12,6 +12,7 @@ export default tseslint.config(
       'data/',
       'bench/results/',
       'bench/before/',
+      'bench/peers/',
       'native/**/build/',
       'examples/**/node_modules/',
     ],

@@ -23,7 +23,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -42,9 +41,19 @@ import {
   WARM_UP_SECONDS,
   writeResults,
   type Measure,
-  type Program,
 } from './harness.js';
-import { DIMS, GROUP, K, vectorLiteral, zipfWorkload } from './search-data.js';
+import {
+  cpuSeconds,
+  docsWorkload,
+  loadDocs,
+  post as postWith,
+  READS,
+  rssMb,
+  statement as statementWith,
+  type ReadName,
+  type Server,
+} from './docs-load.js';
+import { DIMS, type Workload } from './search-data.js';
 import { median, percentile } from './stats.js';
 
 const { values: flags } = parseArgs({
@@ -69,28 +78,9 @@ const BEFORE_DIR = path.resolve(ROOT, process.env.BEFORE_DIR ?? 'bench/before');
 const BEFORE_NODE = process.env.BEFORE_NODE ?? (fs.existsSync('/usr/bin/node') ? '/usr/bin/node' : process.execPath);
 const TOKEN = randomBytes(16).toString('hex');
 const TENANT = 'bench';
-/** Rows per insert statement: each under the statement limit of 1 048 576 characters. */
-const ROWS_PER_INSERT = 100;
 const NOTES = 1_000;
 const ROW_ID = 500;
 const ROW_BY_ID = 'get notes where id = $1';
-const READS = {
-  near: `get docs near vec $1 limit ${K}`,
-  'filtered near': `get docs near vec $1 where grp = ${GROUP} limit ${K}`,
-  match: `get docs match body $1 limit ${K}`,
-  fuse: `get docs match body $1 near vec $2 fuse limit ${K}`,
-} as const;
-type ReadName = keyof typeof READS;
-/** How long the index may take to hold every row once they are in. */
-const INDEX_WAIT_MS = 600_000;
-
-interface Server {
-  readonly name: string;
-  readonly program: Program;
-  /** Where its statements go. */
-  readonly query: string;
-}
-
 const programs = new Programs();
 
 async function main(): Promise<void> {
@@ -104,20 +94,9 @@ async function main(): Promise<void> {
     for (const workers of WORKERS) mains.push(await startMain(dir, pin, workers));
     const before = await startBefore(dir, pin);
     const servers = [...mains, before];
-    const work = zipfWorkload({
-      seed: 42,
-      rows: ROWS,
-      queries: QUERIES,
-      vocabulary: 5_000,
-      zipfExponent: 1,
-      minWords: 8,
-      maxWords: 20,
-      dims: DIMS,
-      clusters: 1_000,
-      spread: 0.5,
-    });
+    const work = docsWorkload(ROWS, QUERIES);
     progress(`loading ${ROWS} rows into both`);
-    const loadSeconds = await Promise.all(servers.map((s) => loadDocs(s, work)));
+    const loadSeconds = await Promise.all(servers.map((s) => loadDocs(s, work, ROWS, TOKEN)));
     const rss = servers.map((s) => rssMb(s.program.child.pid!));
     progress(`RSS after the load: ${rss.map((mb) => `${mb.toFixed(0)} MB`).join(', ')}`);
     const reads = await measureReads(servers, work);
@@ -155,46 +134,8 @@ async function startBefore(dir: string, pin: string | undefined): Promise<Server
   return { name: 'before', program, query: `${program.url}/query` };
 }
 
-/** Makes `docs` and loads the rows, then waits until its vector index holds them; the seconds it took. */
-async function loadDocs(server: Server, work: ReturnType<typeof zipfWorkload>): Promise<number> {
-  const t0 = performance.now();
-  await statement(server, 'create collection docs (body text @text, vec vector<384> @hnsw(cosine), grp int @hash)');
-  for (let start = 0; start < ROWS; start += ROWS_PER_INSERT) {
-    const rows: string[] = [];
-    for (let i = start; i < Math.min(ROWS, start + ROWS_PER_INSERT); i++) {
-      rows.push(
-        `{body: ${JSON.stringify(work.bodies[i])}, vec: ${vectorLiteral(work.vectors, i, DIMS)}, grp: ${i % 100}}`,
-      );
-    }
-    await statement(server, `insert into docs [${rows.join(', ')}]`);
-  }
-  const deadline = Date.now() + INDEX_WAIT_MS;
-  while (!indexed(await statement(server, 'schema docs'))) {
-    if (Date.now() > deadline) throw new Error(`${server.name}: the index did not hold every row in time`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  // The build before tells nothing of its index, and either may still store it: done once the server's threads
-  // take under 5 % of a core for a second.
-  for (;;) {
-    if (Date.now() > deadline) throw new Error(`${server.name}: the server did not go idle in time`);
-    const cpu = cpuSeconds(server.program.child.pid!);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    if (cpuSeconds(server.program.child.pid!) - cpu < 0.05) break;
-  }
-  return (performance.now() - t0) / 1000;
-}
-
-/** Whether `schema docs` says its vector index holds every row, in either build's words. */
-function indexed(schema: any): boolean {
-  const fields: any[] = schema.collections?.[0]?.fields ?? schema.fields ?? [];
-  const indexes = fields.map((f) => f.index).filter((i) => i !== undefined && typeof i === 'object');
-  return indexes.every(
-    (i) => (i.pending ?? 0) === 0 && i.building !== true && (i.state === undefined || i.state === 'ready'),
-  );
-}
-
 /** Each read, query by query, each server in turn (the order swapped every query), after 20 unmeasured. */
-async function measureReads(servers: readonly Server[], work: ReturnType<typeof zipfWorkload>) {
+async function measureReads(servers: readonly Server[], work: Workload) {
   const out: Record<ReadName, number[]> = { near: [], 'filtered near': [], match: [], fuse: [] };
   for (const name of Object.keys(READS) as ReadName[]) {
     const times = servers.map((): number[] => []);
@@ -349,59 +290,16 @@ function report(r: {
   });
 }
 
-/** The process's user + system CPU seconds so far, every thread (/proc/PID/stat, in clock ticks of 1/100 s). */
-function cpuSeconds(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-function rssMb(pid: number): number {
-  const line = fs
-    .readFileSync(`/proc/${pid}/status`, 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('VmRSS:'))!;
-  return Number(line.split(/\s+/)[1]) / 1024;
-}
-
 function pinSelf(cores: string): void {
   execFileSync('taskset', ['-pc', cores, String(process.pid)], { stdio: 'ignore' });
 }
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-
-/** One request over a kept-alive connection; its answer's text. Throws on any status but 2xx. */
 function post(url: string, method: string, body: unknown): Promise<string> {
-  const text = typeof body === 'string' ? body : JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      url,
-      {
-        method,
-        agent,
-        headers: {
-          authorization: `Bearer ${TOKEN}`,
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(text),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const answer = Buffer.concat(chunks).toString('utf8');
-          if (res.statusCode! >= 300) reject(new Error(`${method} ${url} → ${res.statusCode} ${answer.slice(0, 500)}`));
-          else resolve(answer);
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(text);
-  });
+  return postWith(url, method, body, TOKEN);
 }
 
-async function statement(server: Server, text: string): Promise<any> {
-  return JSON.parse(await post(server.query, 'POST', { statement: text, params: [] }));
+function statement(server: Server, text: string): Promise<any> {
+  return statementWith(server, text, TOKEN);
 }
 
 await main();
