@@ -264,6 +264,43 @@ const EMBED: Spec = {
   ],
 };
 
+// Peers (issue 29, peers-bench.ts): a one-file server against LanceDB, both over HTTP, at recall@10 ≥ 0.95 each.
+
+const PEERS: Spec = {
+  file: 'peers',
+  bench: 'peers',
+  targets: [
+    { what: '`near` top 10, p50', target: '≤ 1' },
+    { what: 'filtered `near` top 10, p50', target: '≤ 1' },
+    { what: 'RSS after the load', target: '≤ 1' },
+  ],
+  rows: (json) => {
+    const lance = `LanceDB ${json.lancedb ?? ''}`.trim();
+    const near = (name: string): Figures => {
+      const read = json.reads?.[name];
+      const recall = `recall@10 ${read?.recall?.fenecdb?.toFixed(3)} and ${read?.recall?.lancedb?.toFixed(3)}`;
+      return atMost(
+        `\`${name}\` top 10 over HTTP, ${count(json.rows)} × 384, p50 (${recall})`,
+        `${lance}, ${ms(read?.p50Ms?.lancedb)}`,
+        read?.p50Ms?.fenecdb,
+        read?.p50Ms?.lancedb,
+        1,
+      );
+    };
+    return [
+      near('near'),
+      near('filtered near'),
+      atMost(
+        `RSS after the load, ${count(json.rows)} × 384`,
+        `${lance}, ${json.rssMb?.lancedb?.toFixed(0)} MB`,
+        json.rssMb?.fenecdb,
+        json.rssMb?.lancedb,
+        1,
+      ),
+    ];
+  },
+};
+
 // Replication (issue 31, replication-bench.ts).
 
 const UNREPLICATED = 'unreplicated';
@@ -302,7 +339,7 @@ const REPLICATION: Spec = {
   },
 };
 
-const SPECS: readonly Spec[] = [BEFORE, MATCH, ISOLATION, TENANTS, EMBED, REPLICATION];
+const SPECS: readonly Spec[] = [BEFORE, PEERS, MATCH, ISOLATION, TENANTS, EMBED, REPLICATION];
 
 /** The run's date: the one the file says (`date`, or replication's `at`), else when the file was written. */
 function runDate(json: any, file: string): string {
