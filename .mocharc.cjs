@@ -23,7 +23,6 @@ const ALONE = [
   'dist/test/node/storage/deadline.test.js',
   'dist/test/node/vector/faiss.test.js',
   'dist/test/replication/chaos.test.js',
-  'dist/test/replication/partition.test.js',
   'dist/test/replication/replication.test.js',
   'dist/test/router/router-app.test.js',
   'dist/test/shared/fenecql/limits.test.js',
