@@ -155,13 +155,17 @@ export class Replicas {
     return done;
   }
 
-  /** The tenant's file was closed with its last change appended: its sequence is kept beside it. */
-  async closed(tenant: string, logged: Promise<number> | undefined): Promise<void> {
+  /**
+   * The tenant's file was closed with its last change appended: its sequence is kept beside it. Not when `reopened`
+   * says a request sent after the close has the file open again: a `.seq` beside an open file would have it
+   * trusted after a crash, and the file is still the log's head.
+   */
+  async closed(tenant: string, logged: Promise<number> | undefined, reopened: () => boolean): Promise<void> {
     const state = this.#states.get(tenant);
     if (state === undefined) return;
     await logged?.catch(() => undefined);
     await state.chain;
-    if (!state.known || state.dirty) return;
+    if (!state.known || state.dirty || reopened()) return;
     fs.writeFileSync(this.#seqFile(tenant), `${state.seq}\n`);
     // Opened again here, it is prepared again: the sequence file says where it stands.
     state.known = false;

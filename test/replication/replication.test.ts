@@ -283,4 +283,43 @@ describe('replication on NATS JetStream (--nats)', function () {
     });
     expect(after.filter((n) => n !== 2)).to.deep.equal([1, 3]);
   });
+
+  it('moves a tenant away and back: the node it returns to serves the log, not a file its worker kept open', async () => {
+    const a = await node('ba', sandbox.dir());
+    const b = await node('bb', sandbox.dir());
+    const router = await sandbox.startProgram(
+      FENEC_ROUTER,
+      ['--port', '0', '--nodes', `ba=${a.url},bb=${b.url}`, '--nats', cluster.urls, '--workers', '1'],
+      { FENEC_TOKEN: TOKEN },
+    );
+    const move = async (to: string): Promise<void> => {
+      const moved = await request(router.url, {
+        method: 'POST',
+        path: '/t/back/_move',
+        headers: auth,
+        body: JSON.stringify({ to }),
+      });
+      expect(moved.status, moved.text).to.equal(200);
+    };
+    const insert = (n: number): Promise<void> =>
+      eventually(async () => {
+        const answer = await tq(router.url, 'back', 'insert into notes {n: $1}', [n]);
+        expect(answer.status, answer.text).to.equal(200);
+      });
+    await createTenant(a.url, 'back');
+    // New quotas close its file on a; the next request opens it again, caught up from the log first.
+    const quotas = await request(a.url, { method: 'PUT', path: '/t/back', headers: auth, body: '{"maxRows": 1000}' });
+    expect(quotas.status, quotas.text).to.equal(200);
+    await insert(1);
+    await move('bb');
+    await insert(2);
+    // Back on a, which rebuilds its copy from the log before it serves: every write is in it, the one made on b too.
+    await move('ba');
+    await insert(3);
+    expect(await ns(a.url, 'back')).to.deep.equal([1, 2, 3]);
+    // And what a acknowledged is in the log: b, given the tenant again, has it.
+    await move('bb');
+    await insert(4);
+    expect(await ns(b.url, 'back')).to.deep.equal([1, 2, 3, 4]);
+  });
 });
