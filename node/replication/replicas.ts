@@ -206,9 +206,12 @@ export class Replicas {
       );
       return;
     }
+    // The log before the latest snapshot may be trimmed (up to the older one kept): a file older than it misses
+    // changes the log no longer has — read from it, the log would quietly skip them. It is rebuilt from the snapshot.
+    const latest = held === undefined ? undefined : (await this.#snapshots.list(tenant)).pop();
     let from: number;
     let target: string;
-    if (held !== undefined && held <= head) {
+    if (held !== undefined && held <= head && held >= (latest?.seq ?? 0)) {
       from = held;
       target = file;
     } else {
