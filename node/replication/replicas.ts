@@ -13,7 +13,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
-import { applyChange, wholeFile } from '../storage/wal-tail.js';
+import { applyChanges, wholeFile } from '../storage/wal-tail.js';
 import type { TenantLog } from './log.js';
 import type { Snapshots } from './snapshots.js';
 
@@ -219,11 +219,10 @@ export class Replicas {
       fs.rmSync(target, { force: true });
       from = await this.#snapshots.fetch(tenant, target);
     }
-    let applied = 0;
-    await this.#log.read(tenant, from, head, async (change) => {
-      applyChange(target, change.bytes);
-      applied += 1;
-    });
+    // One sync for the whole catch-up: the copy serves nothing before it is done.
+    let applied = await applyChanges(target, (each) =>
+      this.#log.read(tenant, from, head, async (change) => each(change.bytes)),
+    );
     if (target !== file) {
       for (const suffix of ['-wal', '-shm']) fs.rmSync(file + suffix, { force: true });
       if (fs.existsSync(target)) fs.renameSync(target, file);
@@ -240,10 +239,10 @@ export class Replicas {
       } catch (err) {
         if (!(err instanceof FenecError && err.code === 'tenant_fenced') || attempt === 3) throw err;
         const next = await this.#log.last(tenant);
-        await this.#log.read(tenant, state.seq, next, async (change) => {
-          applyChange(file, change.bytes);
-          applied += 1;
-        });
+        const after = state.seq;
+        applied += await applyChanges(file, (each) =>
+          this.#log.read(tenant, after, next, async (change) => each(change.bytes)),
+        );
         state.seq = next;
       }
     }
