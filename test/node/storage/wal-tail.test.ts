@@ -144,4 +144,31 @@ describe('WalTail: a file copied commit by commit from its write-ahead log', () 
     expect(n).to.equal(5);
     expect(fs.existsSync(cut)).to.equal(true);
   });
+
+  it('ships a compact of a replicated file: the copy is the file after it, and after the writes that follow', () => {
+    const file = temp.file('d.fenec');
+    const copy = temp.file('copy.fenec');
+    const db = FenecDatabase.open({ file, readOnly: false, program: 'test', replicated: true, sweepIntervalMs: 0 });
+    const tail = new WalTail(file);
+    const ship = (): void => {
+      const change = tail.take();
+      if (change !== undefined) applyChange(copy, change);
+    };
+    try {
+      ship();
+      db.execute('create collection notes (n int, body text @text)');
+      for (let i = 0; i < 200; i++) db.execute('insert into notes {n: $1, body: $2}', [i, `${i} `.repeat(200)]);
+      ship();
+      db.execute('del notes where n < 150');
+      ship();
+      // compact rewrites the file (VACUUM): its pages must reach the copy before the log is emptied into the file.
+      db.execute('compact');
+      ship();
+      for (let i = 200; i < 210; i++) db.execute('insert into notes {n: $1, body: $2}', [i, `${i} `.repeat(200)]);
+      ship();
+    } finally {
+      db.close();
+    }
+    expect(contents(copy)).to.deep.equal(contents(file));
+  });
 });
