@@ -13,7 +13,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
-import { applyChange, wholeFile } from '../storage/wal-tail.js';
+import { applyChanges, wholeFile } from '../storage/wal-tail.js';
 import type { TenantLog } from './log.js';
 import type { Snapshots } from './snapshots.js';
 
@@ -155,13 +155,17 @@ export class Replicas {
     return done;
   }
 
-  /** The tenant's file was closed with its last change appended: its sequence is kept beside it. */
-  async closed(tenant: string, logged: Promise<number> | undefined): Promise<void> {
+  /**
+   * The tenant's file was closed with its last change appended: its sequence is kept beside it. Not when `reopened`
+   * says a request sent after the close has the file open again: a `.seq` beside an open file would have it
+   * trusted after a crash, and the file is still the log's head.
+   */
+  async closed(tenant: string, logged: Promise<number> | undefined, reopened: () => boolean): Promise<void> {
     const state = this.#states.get(tenant);
     if (state === undefined) return;
     await logged?.catch(() => undefined);
     await state.chain;
-    if (!state.known || state.dirty) return;
+    if (!state.known || state.dirty || reopened()) return;
     fs.writeFileSync(this.#seqFile(tenant), `${state.seq}\n`);
     // Opened again here, it is prepared again: the sequence file says where it stands.
     state.known = false;
@@ -202,9 +206,12 @@ export class Replicas {
       );
       return;
     }
+    // The log before the latest snapshot may be trimmed (up to the older one kept): a file older than it misses
+    // changes the log no longer has — read from it, the log would quietly skip them. It is rebuilt from the snapshot.
+    const latest = held === undefined ? undefined : (await this.#snapshots.list(tenant)).pop();
     let from: number;
     let target: string;
-    if (held !== undefined && held <= head) {
+    if (held !== undefined && held <= head && held >= (latest?.seq ?? 0)) {
       from = held;
       target = file;
     } else {
@@ -212,11 +219,10 @@ export class Replicas {
       fs.rmSync(target, { force: true });
       from = await this.#snapshots.fetch(tenant, target);
     }
-    let applied = 0;
-    await this.#log.read(tenant, from, head, async (change) => {
-      applyChange(target, change.bytes);
-      applied += 1;
-    });
+    // One sync for the whole catch-up: the copy serves nothing before it is done.
+    let applied = await applyChanges(target, (each) =>
+      this.#log.read(tenant, from, head, async (change) => each(change.bytes)),
+    );
     if (target !== file) {
       for (const suffix of ['-wal', '-shm']) fs.rmSync(file + suffix, { force: true });
       if (fs.existsSync(target)) fs.renameSync(target, file);
@@ -233,10 +239,10 @@ export class Replicas {
       } catch (err) {
         if (!(err instanceof FenecError && err.code === 'tenant_fenced') || attempt === 3) throw err;
         const next = await this.#log.last(tenant);
-        await this.#log.read(tenant, state.seq, next, async (change) => {
-          applyChange(file, change.bytes);
-          applied += 1;
-        });
+        const after = state.seq;
+        applied += await applyChanges(file, (each) =>
+          this.#log.read(tenant, after, next, async (change) => each(change.bytes)),
+        );
         state.seq = next;
       }
     }

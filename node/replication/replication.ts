@@ -15,7 +15,7 @@ import { Directory, type Held, type Lease, type TenantEntry } from '../../shared
 import { FenecError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { NatsConfig } from '../config.js';
-import { applyChange, wholeFile } from '../storage/wal-tail.js';
+import { applyChanges, wholeFile } from '../storage/wal-tail.js';
 import { TenantLog } from './log.js';
 import { Replicas } from './replicas.js';
 import { Snapshots } from './snapshots.js';
@@ -183,9 +183,12 @@ export class Replication {
     }
     fs.rmSync(file, { force: true });
     const from = base === undefined ? 0 : await this.#snapshots.fetch(tenant, file, base.seq);
-    await this.#log.read(tenant, from, await this.#log.last(tenant), async (change) => {
-      if (change.time.getTime() <= at.getTime()) applyChange(file, change.bytes);
-    });
+    const head = await this.#log.last(tenant);
+    await applyChanges(file, (each) =>
+      this.#log.read(tenant, from, head, async (change) => {
+        if (change.time.getTime() <= at.getTime()) each(change.bytes);
+      }),
+    );
     if (!fs.existsSync(file))
       throw new FenecError('bad_request', `tenant ${tenant} had no data at ${at.toISOString()}`);
   }

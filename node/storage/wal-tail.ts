@@ -144,26 +144,71 @@ function unpackChange(bytes: Uint8Array): Buffer {
 }
 
 /**
- * Applies a change (packed or only encoded) to a closed copy of a file (made when missing): its pages written,
- * its size set.
+ * A closed copy of a file (made when missing) taking changes (packed or only encoded) in order: each one's pages
+ * written, the size set. Synced once, at `close`: a catch-up of N changes costs one fsync, not N — the copy is not
+ * served before it closes, and a copy a crash cuts short is never trusted (it has no `.seq`: replicas.ts).
  */
-export function applyChange(file: string, bytes: Uint8Array): void {
-  const data = unpackChange(bytes);
-  const pageSize = data.readUInt32BE(0);
-  const pages = data.readUInt32BE(4);
-  const count = data.readUInt32BE(8);
-  if (data.length !== 12 + count * (4 + pageSize)) throw new Error(`a change of ${data.length} bytes is not whole`);
-  const fd = fs.openSync(file, fs.existsSync(file) ? 'r+' : 'w+');
-  try {
+export class FileCopy {
+  readonly #fd: number;
+
+  constructor(file: string) {
+    this.#fd = fs.openSync(file, fs.existsSync(file) ? 'r+' : 'w+');
+  }
+
+  apply(bytes: Uint8Array): void {
+    const data = unpackChange(bytes);
+    const pageSize = data.readUInt32BE(0);
+    const pages = data.readUInt32BE(4);
+    const count = data.readUInt32BE(8);
+    if (data.length !== 12 + count * (4 + pageSize)) throw new Error(`a change of ${data.length} bytes is not whole`);
     for (let i = 0, at = 12; i < count; i++, at += 4 + pageSize) {
       const page = data.readUInt32BE(at);
-      fs.writeSync(fd, data, at + 4, pageSize, (page - 1) * pageSize);
+      fs.writeSync(this.#fd, data, at + 4, pageSize, (page - 1) * pageSize);
     }
-    fs.ftruncateSync(fd, pages * pageSize);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
+    fs.ftruncateSync(this.#fd, pages * pageSize);
   }
+
+  /** Synced (when `sync`, as after changes that all went in) and closed. */
+  close(sync = true): void {
+    try {
+      if (sync) fs.fsyncSync(this.#fd);
+    } finally {
+      fs.closeSync(this.#fd);
+    }
+  }
+}
+
+/** Applies one change to a closed copy of a file (made when missing), synced. */
+export function applyChange(file: string, bytes: Uint8Array): void {
+  const copy = new FileCopy(file);
+  let whole = false;
+  try {
+    copy.apply(bytes);
+    whole = true;
+  } finally {
+    copy.close(whole);
+  }
+}
+
+/** Applies changes read in order (`read` calls `each` with every one) to a closed copy, with one sync at the end. */
+export async function applyChanges(
+  file: string,
+  read: (each: (bytes: Uint8Array) => void) => Promise<void>,
+): Promise<number> {
+  let copy: FileCopy | undefined;
+  let applied = 0;
+  let whole = false;
+  try {
+    await read((bytes) => {
+      copy ??= new FileCopy(file);
+      copy.apply(bytes);
+      applied += 1;
+    });
+    whole = true;
+  } finally {
+    copy?.close(whole);
+  }
+  return applied;
 }
 
 /** A closed file's every page as one change: what a copy applies to become it (a restored tenant's first change). */

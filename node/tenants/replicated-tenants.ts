@@ -55,7 +55,7 @@ export class ReplicatedTenants<T extends OpenTenant> implements TenantAdmin {
       delete: (tenant) => {
         if (registry.has(tenant)) void registry.delete(tenant).catch(() => undefined);
       },
-      close: (tenant) => registry.reopen(tenant),
+      close: (tenant) => this.#closeFile(tenant),
       snapshot: (tenant) => this.#snapshot(tenant),
     });
   }
@@ -67,15 +67,28 @@ export class ReplicatedTenants<T extends OpenTenant> implements TenantAdmin {
 
   /** Runs `work` on the tenant once it is this node's and caught up; its change in the log before it resolves. */
   async run(tenant: string, work: () => Promise<WorkerReply>): Promise<WorkerReply> {
-    await this.#replication.acquire(tenant);
+    await this.#ready(tenant);
     const reply = await work();
     await this.#pool.logged(reply);
     return reply;
   }
 
-  /** The tenant's file closed by its worker: its last change into the log, its sequence kept beside it. */
+  /**
+   * The tenant's file closed by its worker: its last change into the log, its sequence kept beside it — unless a
+   * request sent after the close opened it again (the file is still the log's head, open).
+   */
   closed(tenant: string, logged: Promise<number> | undefined): Promise<void> {
-    return this.#replication.replicas.closed(tenant, logged);
+    return this.#replication.replicas.closed(tenant, logged, () => this.#pool.holds(tenant));
+  }
+
+  /**
+   * Closes the tenant's file on its worker, whatever the registry holds: a request whose entry a close took away
+   * (one that waited for the tenant to be caught up) has its worker open the file again, and only the worker's own
+   * close makes it safe to rebuild the file or leave it to another node.
+   */
+  async #closeFile(tenant: string): Promise<void> {
+    await this.#registry.reopen(tenant);
+    if (this.#pool.holds(tenant)) await this.closed(tenant, (await this.#pool.close(tenant)).logged);
   }
 
   async put(name: string, body: unknown): Promise<{ created: boolean }> {
@@ -132,6 +145,16 @@ export class ReplicatedTenants<T extends OpenTenant> implements TenantAdmin {
     await this.#writePolicy(name, text);
   }
 
+  /**
+   * The tenant this node's and its file the log's head, still so when this resolves: the caller's message to the
+   * worker, sent in the same turn, is queued before any close a rebuild sends (a rebuild starts only once the file
+   * is no longer the head), so the worker never opens the file a rebuild is about to replace.
+   */
+  async #ready(tenant: string): Promise<void> {
+    do await this.#replication.acquire(tenant);
+    while (this.#replication.replicas.seqOf(tenant) === undefined);
+  }
+
   /** A tenant as the directory holds it: its quotas in the registry, its policy in its file. */
   #take(tenant: string, entry: TenantEntry): void {
     try {
@@ -164,7 +187,7 @@ export class ReplicatedTenants<T extends OpenTenant> implements TenantAdmin {
     const opened = this.#registry.acquire(record);
     const file = this.#replication.snapshotFile(tenant);
     try {
-      await this.#replication.acquire(tenant);
+      await this.#ready(tenant);
       const reply = await this.#pool.snapshot(tenant, this.#limits(record.quotas), file);
       // The copy holds every change up to its own: the sequence that one gets (or the last, when it has none).
       const seq = await (this.#pool.logged(reply) ?? this.#replication.replicas.settled(tenant));

@@ -145,7 +145,7 @@ function tenantsOf(
         close: () =>
           pool
             .close(tenant.name)
-            .then((logged) => replicated?.closed(tenant.name, logged))
+            .then(({ logged }) => replicated?.closed(tenant.name, logged))
             .finally(() => {
               lock.opened -= 1;
               if (lock.opened > 0) return;

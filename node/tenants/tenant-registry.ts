@@ -38,6 +38,8 @@ export class TenantRegistry<T extends OpenTenant> {
   readonly #tenants = new Map<string, Tenant>();
   /** Open tenants, least recently used first (a Map keeps insertion order). */
   readonly #lru = new Map<string, Entry<T>>();
+  /** Closes under way: a close asked meanwhile waits for them (the file is replaced or rebuilt once it resolves). */
+  readonly #closing = new Map<string, Promise<void>>();
 
   constructor(dir: string, defaults: Quotas, maxOpen: number, open: (tenant: Tenant, file: string) => T) {
     this.#dir = dir;
@@ -176,11 +178,20 @@ export class TenantRegistry<T extends OpenTenant> {
     }
   }
 
-  async #close(name: string): Promise<void> {
+  /** Closes the tenant's open entry, if any; resolves once it and every close of the tenant before it are done. */
+  #close(name: string): Promise<void> {
     const entry = this.#lru.get(name);
-    if (entry === undefined) return;
+    const before = this.#closing.get(name);
+    if (entry === undefined) return before ?? Promise.resolve();
     this.#lru.delete(name);
-    await entry.value.close();
+    const closing = Promise.all([before, entry.value.close()]).then(() => undefined);
+    this.#closing.set(name, closing);
+    void closing
+      .finally(() => {
+        if (this.#closing.get(name) === closing) this.#closing.delete(name);
+      })
+      .catch(() => undefined);
+    return closing;
   }
 }
 

@@ -194,16 +194,25 @@ export class WorkerPool {
     return this.#send({ kind: 'snapshot', id: this.#nextId++, tenant, limits, to });
   }
 
-  /** Closes the tenant's file once the requests queued for it are answered; resolves to its last commits' logging. */
-  async close(tenant: string): Promise<Promise<number> | undefined> {
-    if (!this.#owner.has(tenant)) return undefined;
+  /** Whether the tenant's file may be open on a worker (a message for it sent since its last close was answered). */
+  holds(tenant: string): boolean {
+    return this.#owner.has(tenant);
+  }
+
+  /**
+   * Closes the tenant's file once the requests queued for it are answered; resolves to its last commits' logging
+   * (boxed: a promise resolved with a promise would wait for it, and its failure is the caller's to read).
+   */
+  async close(tenant: string): Promise<{ readonly logged: Promise<number> | undefined }> {
+    if (!this.#owner.has(tenant)) return { logged: undefined };
     const id = this.#nextId++;
     const reply = await this.#send({ kind: 'close', id, tenant });
     const owner = this.#owner.get(tenant);
-    if (owner === undefined || owner.last !== id) return this.logged(reply);
-    this.#owner.delete(tenant);
-    this.#slots[owner.index]!.tenants -= 1;
-    return this.logged(reply);
+    if (owner !== undefined && owner.last === id) {
+      this.#owner.delete(tenant);
+      this.#slots[owner.index]!.tenants -= 1;
+    }
+    return { logged: this.logged(reply) };
   }
 
   /**

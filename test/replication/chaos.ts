@@ -237,34 +237,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       nemesis(),
     ]);
 
-    // Quiet: every tenant answers again, then the history is read back.
-    const seen = new Map<string, number>();
-    for (const tenant of tenants) {
-      const answer = await retry(() => post(routers[0]!.url, tenant, 'get rows select key limit 1000000'));
-      for (const { key } of answer.json.rows as { key: string }[]) seen.set(key, (seen.get(key) ?? 0) + 1);
-    }
-    for (const [key, { tenant, outcome }] of history) {
-      const count = seen.get(key) ?? 0;
-      if (outcome === 'ok' && count === 0) violations.push(`acknowledged write ${key} to ${tenant} is lost`);
-      if (outcome === 'refused' && count > 0) violations.push(`refused write ${key} to ${tenant} is there`);
-    }
-    for (const [key, count] of seen) {
-      if (count > 1) violations.push(`write ${key} is there ${count} times`);
-      if (!history.has(key)) violations.push(`write ${key} was never made`);
-    }
-    const listed = await request(routers[0]!.url, { path: '/_tenants', headers: AUTH });
-    for (const [i, tenant] of tenants.entries()) {
-      const entries = (listed.json?.tenants ?? []).filter((t: { name: string }) => t.name === tenant);
-      if (entries.length === 0) violations.push(`tenant ${tenant} is not listed`);
-      for (const entry of entries)
-        if (entry.quotas.maxRows !== 100_000 + i) violations.push(`tenant ${tenant} lost its quotas`);
-    }
-    const kept = await retry(() =>
-      request(`http://127.0.0.1:${slots[2]!.port}`, { path: `/t/${policed}/_policy`, headers: AUTH }),
-    );
-    if (kept.json?.policy !== 'rows read') violations.push(`tenant ${policed} lost its policy: ${kept.text}`);
-    if (violations.length > 0) {
-      // The nodes' logs, to find out why.
+    // The nodes' logs, to find out why (a violation, or a check that could not be made: a node gone, say).
+    const keepLogs = (): void => {
       const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-chaos-logs-'));
       for (const slot of slots)
         fs.writeFileSync(
@@ -272,7 +246,39 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
           [...slot.logs, slot.process?.stderr() ?? ''].join('\n'),
         );
       log(`the nodes' logs: ${folder}`);
+    };
+    try {
+      // Quiet: every tenant answers again, then the history is read back.
+      const seen = new Map<string, number>();
+      for (const tenant of tenants) {
+        const answer = await retry(() => post(routers[0]!.url, tenant, 'get rows select key limit 1000000'));
+        for (const { key } of answer.json.rows as { key: string }[]) seen.set(key, (seen.get(key) ?? 0) + 1);
+      }
+      for (const [key, { tenant, outcome }] of history) {
+        const count = seen.get(key) ?? 0;
+        if (outcome === 'ok' && count === 0) violations.push(`acknowledged write ${key} to ${tenant} is lost`);
+        if (outcome === 'refused' && count > 0) violations.push(`refused write ${key} to ${tenant} is there`);
+      }
+      for (const [key, count] of seen) {
+        if (count > 1) violations.push(`write ${key} is there ${count} times`);
+        if (!history.has(key)) violations.push(`write ${key} was never made`);
+      }
+      const listed = await request(routers[0]!.url, { path: '/_tenants', headers: AUTH });
+      for (const [i, tenant] of tenants.entries()) {
+        const entries = (listed.json?.tenants ?? []).filter((t: { name: string }) => t.name === tenant);
+        if (entries.length === 0) violations.push(`tenant ${tenant} is not listed`);
+        for (const entry of entries)
+          if (entry.quotas.maxRows !== 100_000 + i) violations.push(`tenant ${tenant} lost its quotas`);
+      }
+      const kept = await retry(() =>
+        request(`http://127.0.0.1:${slots[2]!.port}`, { path: `/t/${policed}/_policy`, headers: AUTH }),
+      );
+      if (kept.json?.policy !== 'rows read') violations.push(`tenant ${policed} lost its policy: ${kept.text}`);
+    } catch (err) {
+      keepLogs();
+      throw err;
     }
+    if (violations.length > 0) keepLogs();
     const counts = { ok: 0, unknown: 0, refused: 0 };
     for (const { outcome } of history.values()) counts[outcome] += 1;
     return {

@@ -271,4 +271,82 @@ describe('replication on NATS JetStream (--nats)', function () {
     });
     expect(after.filter((n) => n !== 2)).to.deep.equal([1, 3]);
   });
+
+  it('moves a tenant away and back: the node it returns to serves the log, not a file its worker kept open', async () => {
+    const a = await node('ba', sandbox.dir());
+    const b = await node('bb', sandbox.dir());
+    const router = await sandbox.startProgram(
+      FENEC_ROUTER,
+      ['--port', '0', '--nodes', `ba=${a.url},bb=${b.url}`, '--nats', cluster.urls, '--workers', '1'],
+      { FENEC_TOKEN: TOKEN },
+    );
+    const move = async (to: string): Promise<void> => {
+      const moved = await request(router.url, {
+        method: 'POST',
+        path: '/t/back/_move',
+        headers: auth,
+        body: JSON.stringify({ to }),
+      });
+      expect(moved.status, moved.text).to.equal(200);
+    };
+    const insert = (n: number): Promise<void> =>
+      eventually(async () => {
+        const answer = await tq(router.url, 'back', 'insert into notes {n: $1}', [n]);
+        expect(answer.status, answer.text).to.equal(200);
+      });
+    await createTenant(a.url, 'back');
+    // New quotas close its file on a; the next request opens it again, caught up from the log first.
+    const quotas = await request(a.url, { method: 'PUT', path: '/t/back', headers: auth, body: '{"maxRows": 1000}' });
+    expect(quotas.status, quotas.text).to.equal(200);
+    await insert(1);
+    await move('bb');
+    await insert(2);
+    // Back on a, which rebuilds its copy from the log before it serves: every write is in it, the one made on b too.
+    await move('ba');
+    await insert(3);
+    expect(await ns(a.url, 'back')).to.deep.equal([1, 2, 3]);
+    // And what a acknowledged is in the log: b, given the tenant again, has it.
+    await move('bb');
+    await insert(4);
+    expect(await ns(b.url, 'back')).to.deep.equal([1, 2, 3, 4]);
+  });
+
+  it('catches up a file closed before its tenant left from the log it had, not from a log trimmed past it', async () => {
+    // Snapshots every 3 changes: the log is trimmed behind them while the tenant is away.
+    const a = await node('ta', sandbox.dir(), ['--snapshot-every', '3', '--max-open-tenants', '1']);
+    const b = await node('tb', sandbox.dir(), ['--snapshot-every', '3']);
+    const router = await sandbox.startProgram(
+      FENEC_ROUTER,
+      ['--port', '0', '--nodes', `ta=${a.url},tb=${b.url}`, '--nats', cluster.urls, '--workers', '1'],
+      { FENEC_TOKEN: TOKEN },
+    );
+    const move = async (to: string): Promise<void> => {
+      const moved = await request(router.url, {
+        method: 'POST',
+        path: '/t/trimmed/_move',
+        headers: auth,
+        body: JSON.stringify({ to }),
+      });
+      expect(moved.status, moved.text).to.equal(200);
+    };
+    // A row of its own page or more: a later change rewrites no page an earlier one wrote, but the tree's.
+    const insert = (n: number): Promise<void> =>
+      eventually(async () => {
+        const body = `${n} `.repeat(2000);
+        const answer = await tq(router.url, 'trimmed', 'insert into notes {n: $1, body: $2}', [n, body]);
+        expect(answer.status, answer.text).to.equal(200);
+      });
+    await createTenant(a.url, 'trimmed');
+    await insert(1);
+    // Another tenant opened on a closes this one's file there, cleanly: its sequence is kept beside it, and stays
+    // when the tenant leaves.
+    await createTenant(a.url, 'neighbour');
+    await move('tb');
+    const away = [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+    for (const n of away) await insert(n);
+    // Back on a: its file is older than the log's first change kept; it is rebuilt from the snapshot.
+    await move('ta');
+    await insert(13);
+    expect(await ns(a.url, 'trimmed')).to.deep.equal([1, ...away, 13]);
+  });
 });

@@ -142,9 +142,11 @@ export function runSchemaStatement(
         }
         return count;
       })();
-      // VACUUM rewrites the whole file; the checkpoint then empties the write-ahead log into it.
+      // VACUUM rewrites the whole file; the checkpoint then empties the write-ahead log into it — not on a
+      // connection that never checkpoints on its own (a replicated file, sqlite.ts): its pages must be taken from
+      // the log and shipped first, and its owner checkpoints once they are (node/storage/wal-tail.ts).
       db.exec('VACUUM');
-      db.pragma('wal_checkpoint(TRUNCATE)');
+      if (db.pragma('wal_autocheckpoint', { simple: true }) !== 0) db.pragma('wal_checkpoint(TRUNCATE)');
       return { count: expired, bytes_before: before, bytes_after: fileBytes(db) };
     }
     default:

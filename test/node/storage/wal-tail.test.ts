@@ -3,7 +3,7 @@ import * as zlib from 'node:zlib';
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
 import { FenecDatabase } from '../../../node/database.js';
-import { applyChange, WalTail } from '../../../node/storage/wal-tail.js';
+import { applyChange, applyChanges, WalTail } from '../../../node/storage/wal-tail.js';
 import { tempDir } from '../../helpers/temp.js';
 
 /** Every table's rows, in order: what two files must agree on. */
@@ -103,5 +103,72 @@ describe('WalTail: a file copied commit by commit from its write-ahead log', () 
       expect(change[0], 'its format byte').to.equal(1);
       applyChange(raw, zlib.brotliDecompressSync(change.subarray(1)));
     }
+  });
+
+  it("applies a catch-up of many changes, one sync for them all, to the file; a read that fails is the caller's error", async () => {
+    const file = temp.file('c.fenec');
+    const copy = temp.file('copy.fenec');
+    const db = FenecDatabase.open({ file, readOnly: false, program: 'test', replicated: true, sweepIntervalMs: 0 });
+    const tail = new WalTail(file);
+    const changes: Uint8Array[] = [];
+    try {
+      changes.push(tail.take()!);
+      db.execute('create collection notes (n int, body text @text)');
+      changes.push(tail.take()!);
+      for (let i = 0; i < 200; i++) {
+        db.execute('insert into notes {n: $1, body: $2}', [i, `a note ${i}`]);
+        changes.push(tail.take()!);
+      }
+    } finally {
+      db.close();
+    }
+    const applied = await applyChanges(copy, async (each) => {
+      for (const change of changes) {
+        await Promise.resolve(); // as the log's reads come, a turn apart
+        each(change);
+      }
+    });
+    expect(applied).to.equal(changes.length);
+    expect(contents(copy)).to.deep.equal(contents(file));
+    // A read cut short: the error is the caller's (the copy is then rebuilt, never served), the file closed.
+    const cut = temp.file('cut.fenec');
+    let n = 0;
+    const failed = await applyChanges(cut, async (each) => {
+      for (const change of changes.slice(0, 5)) {
+        each(change);
+        n += 1;
+      }
+      throw new Error('the log ended short');
+    }).catch((err: unknown) => err);
+    expect(String(failed)).to.include('the log ended short');
+    expect(n).to.equal(5);
+    expect(fs.existsSync(cut)).to.equal(true);
+  });
+
+  it('ships a compact of a replicated file: the copy is the file after it, and after the writes that follow', () => {
+    const file = temp.file('d.fenec');
+    const copy = temp.file('copy.fenec');
+    const db = FenecDatabase.open({ file, readOnly: false, program: 'test', replicated: true, sweepIntervalMs: 0 });
+    const tail = new WalTail(file);
+    const ship = (): void => {
+      const change = tail.take();
+      if (change !== undefined) applyChange(copy, change);
+    };
+    try {
+      ship();
+      db.execute('create collection notes (n int, body text @text)');
+      for (let i = 0; i < 200; i++) db.execute('insert into notes {n: $1, body: $2}', [i, `${i} `.repeat(200)]);
+      ship();
+      db.execute('del notes where n < 150');
+      ship();
+      // compact rewrites the file (VACUUM): its pages must reach the copy before the log is emptied into the file.
+      db.execute('compact');
+      ship();
+      for (let i = 200; i < 210; i++) db.execute('insert into notes {n: $1, body: $2}', [i, `${i} `.repeat(200)]);
+      ship();
+    } finally {
+      db.close();
+    }
+    expect(contents(copy)).to.deep.equal(contents(file));
   });
 });
