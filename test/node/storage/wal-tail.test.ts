@@ -23,6 +23,17 @@ function contents(file: string): Record<string, unknown[]> {
   }
 }
 
+/** A replicated file, and `ship`, which applies to `copy` every commit the file took since the last call. */
+function shipped(file: string, copy: string): { db: FenecDatabase; tail: WalTail; ship: () => void } {
+  const db = FenecDatabase.open({ file, readOnly: false, program: 'test', replicated: true, sweepIntervalMs: 0 });
+  const tail = new WalTail(file);
+  const ship = (): void => {
+    const change = tail.take();
+    if (change !== undefined) applyChange(copy, change);
+  };
+  return { db, tail, ship };
+}
+
 describe('WalTail: a file copied commit by commit from its write-ahead log', () => {
   let temp: ReturnType<typeof tempDir>;
   beforeEach(() => (temp = tempDir('fenec-wal-')));
@@ -31,12 +42,7 @@ describe('WalTail: a file copied commit by commit from its write-ahead log', () 
   it('gives a copy that is the file: rows, deletes, schema changes, text index, checkpoints between', () => {
     const file = temp.file('a.fenec');
     const copy = temp.file('copy.fenec');
-    const db = FenecDatabase.open({ file, readOnly: false, program: 'test', replicated: true, sweepIntervalMs: 0 });
-    const tail = new WalTail(file);
-    const ship = (): void => {
-      const change = tail.take();
-      if (change !== undefined) applyChange(copy, change);
-    };
+    const { db, tail, ship } = shipped(file, copy);
     try {
       ship(); // the catalogue, made as the file was
       db.execute('create collection notes (title text @text, n int @sorted)');
@@ -148,12 +154,7 @@ describe('WalTail: a file copied commit by commit from its write-ahead log', () 
   it('ships a compact of a replicated file: the copy is the file after it, and after the writes that follow', () => {
     const file = temp.file('d.fenec');
     const copy = temp.file('copy.fenec');
-    const db = FenecDatabase.open({ file, readOnly: false, program: 'test', replicated: true, sweepIntervalMs: 0 });
-    const tail = new WalTail(file);
-    const ship = (): void => {
-      const change = tail.take();
-      if (change !== undefined) applyChange(copy, change);
-    };
+    const { db, ship } = shipped(file, copy);
     try {
       ship();
       db.execute('create collection notes (n int, body text @text)');
