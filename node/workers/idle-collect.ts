@@ -8,8 +8,8 @@
  *
  * It needs `gc`, which Node.js gives with --expose-gc (fenec-server's #! line); without it nothing is done.
  */
-import { performance } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
+import { QuietTimer } from '../../shared/quiet-timer.js';
 
 /** How long the thread must have had nothing to do. */
 const IDLE_MS = 1_000;
@@ -20,32 +20,21 @@ type Collect = (options: { type: 'major'; execution: 'async'; flavor: 'last-reso
 
 export class IdleCollector {
   readonly #collect = (globalThis as { gc?: Collect }).gc;
-  /** performance.now() until which the thread counts as busy. */
-  #until = 0;
-  #timer: NodeJS.Timeout | undefined;
+  readonly #quiet = new QuietTimer(IDLE_MS, () => this.#collected());
   /** The heap's committed bytes after the last collection. */
   #after = committed();
 
   /** Work came: the quiet second starts again from now. */
   busy(): void {
-    if (this.#collect === undefined) return;
-    this.#until = performance.now() + IDLE_MS;
-    // unref: a pending collection never keeps a thread alive.
-    this.#timer ??= setTimeout(this.#idle, IDLE_MS).unref();
+    if (this.#collect !== undefined) this.#quiet.busy();
   }
 
-  readonly #idle = (): void => {
-    const left = this.#until - performance.now();
-    if (left > 0) {
-      this.#timer = setTimeout(this.#idle, left).unref();
-      return;
-    }
-    this.#timer = undefined;
+  #collected(): void {
     if (committed() - this.#after < GROWTH_BYTES) return;
     void this.#collect!({ type: 'major', execution: 'async', flavor: 'last-resort' }).then(() => {
       this.#after = committed();
     });
-  };
+  }
 }
 
 function committed(): number {

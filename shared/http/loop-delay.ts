@@ -11,7 +11,8 @@
  * that arrives during it, as that request's latency.
  */
 import { subscribe } from 'node:diagnostics_channel';
-import { monitorEventLoopDelay, performance, type ELDHistogram } from 'node:perf_hooks';
+import { monitorEventLoopDelay, type ELDHistogram } from 'node:perf_hooks';
+import { QuietTimer } from '../quiet-timer.js';
 
 /** How often the delay is sampled while requests come, in ms: the error of the figures. */
 export const LOOP_DELAY_RESOLUTION_MS = 1;
@@ -33,9 +34,8 @@ const IDLE: LoopDelayFigures = Object.freeze({ min: 0, max: 0, mean: 0, stddev: 
 
 export class LoopDelaySampler {
   readonly #histogram: ELDHistogram = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS });
-  /** performance.now() until which to sample. */
-  #until = 0;
-  #stop: NodeJS.Timeout | undefined;
+  /** Ends the sampling LOOP_DELAY_KEEP_MS after the last request's arrival. */
+  readonly #keep = new QuietTimer(LOOP_DELAY_KEEP_MS, () => this.#histogram.disable());
 
   /** Samples from every HTTP request's arrival in this process (Node's `http.server.request.start` channel) on. */
   constructor() {
@@ -44,10 +44,8 @@ export class LoopDelaySampler {
 
   /** A request arrived: sample for LOOP_DELAY_KEEP_MS from now. */
   readonly busy = (): void => {
-    this.#until = performance.now() + LOOP_DELAY_KEEP_MS;
-    if (this.#stop !== undefined) return;
-    this.#histogram.enable();
-    this.#stop = setTimeout(this.#idle, LOOP_DELAY_KEEP_MS).unref();
+    if (!this.#keep.pending) this.#histogram.enable();
+    this.#keep.busy();
   };
 
   /** The figures since the last read, and a new window. */
@@ -68,14 +66,4 @@ export class LoopDelaySampler {
     h.reset();
     return figures;
   }
-
-  readonly #idle = (): void => {
-    const left = this.#until - performance.now();
-    if (left > 0) {
-      this.#stop = setTimeout(this.#idle, left).unref();
-      return;
-    }
-    this.#histogram.disable();
-    this.#stop = undefined;
-  };
 }
