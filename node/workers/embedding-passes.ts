@@ -99,11 +99,11 @@ export class EmbeddingPasses {
   }
 
   /** The calls to report with the next answer. */
-  calls(): { embedder?: EmbedderCall[] } {
-    if (this.#calls.length === 0) return {};
+  calls(): EmbedderCall[] | undefined {
+    if (this.#calls.length === 0) return undefined;
     const calls = this.#calls;
     this.#calls = [];
-    return { embedder: calls };
+    return calls;
   }
 
   /** Embeds what the pass wants, with no turn held; then the request runs again, or is answered its refusal. */

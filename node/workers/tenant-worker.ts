@@ -191,20 +191,25 @@ export class TenantWorker {
   ): void {
     const pass = this.#passes.done(message);
     const ms = pass?.ms ?? closeMs;
-    const extra = {
-      ...(pass?.retryAfter === undefined ? {} : { retryAfter: pass.retryAfter }),
-      ...this.#passes.calls(),
-      ...(pass?.quota === undefined ? {} : { quotas: [...(quotas ?? []), pass.quota] }),
-    };
     const json = answered.json;
     const moved: ArrayBuffer[] = change === undefined ? [] : [change.buffer as ArrayBuffer];
     // A large answer crosses as bytes whose buffer is moved, not copied; a small one as the string.
     const body = json !== undefined && json.length > TRANSFER_BYTES ? new TextEncoder().encode(json) : json;
     if (body instanceof Uint8Array) moved.push(body.buffer as ArrayBuffer);
-    this.#post(
-      [{ id: message.id, status: answered.status, body, ms, tools, quotas, scope: answered.scope, change, ...extra }],
-      moved,
-    );
+    // Every reply of one shape, what a request did not use left undefined: no object spread per answer.
+    const reply: WorkerReply = {
+      id: message.id,
+      status: answered.status,
+      body,
+      ms,
+      tools,
+      quotas: pass?.quota === undefined ? quotas : [...(quotas ?? []), pass.quota],
+      scope: answered.scope,
+      retryAfter: pass?.retryAfter,
+      embedder: this.#passes.calls(),
+      change,
+    };
+    this.#post([reply], moved);
   }
 
   /** A replicated tenant's commits since its last message; its log checkpointed past CHECKPOINT_BYTES. */

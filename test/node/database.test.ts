@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { FenecDatabase } from '../../node/database.js';
+import { answerText } from '../../node/query/execute/answer-text.js';
 import { refusal } from '../helpers/assertions.js';
 import { tempDir } from '../helpers/temp.js';
 
@@ -218,6 +219,23 @@ describe('FenecDatabase', () => {
       expect(orderedIds('get docs order owner limit $1 offset $2', 2, 2)).to.deep.equal([2, 4]);
       expect(orderedIds('get docs order title')).to.deep.equal([3, 1, 2, 4]);
       expect(refusal(() => q('get docs limit $1', -1)).code).to.equal('invalid_value');
+    });
+
+    it('answers a read of one row at most (an id, limit 1) under the answer cap as any other', () => {
+      const capped = (statement: string, maxAnswerBytes: number, ...params: unknown[]) =>
+        answerText(db.execute(statement, params, { maxAnswerBytes }), maxAnswerBytes);
+      const beta = '{"rows":[{"id":2,"title":"beta"}],"count":1}';
+      expect(capped('get docs select title where id = $1', 1000, 2)).to.equal(beta);
+      expect(capped('get docs select title where 2 = id', 1000)).to.equal(beta);
+      expect(capped('get docs select title where year > 2020 and id = 2', 1000)).to.equal(beta);
+      expect(capped('get docs select title where year < 2020 and id = 2', 1000)).to.equal('{"rows":[],"count":0}');
+      expect(capped('get docs select title where id = 99', 1000)).to.equal('{"rows":[],"count":0}');
+      expect(capped('get docs select title order year desc limit 1', 1000)).to.equal(beta);
+      const err = refusal(() => capped('get docs where id = 2', 60));
+      expect(err.code).to.equal('answer_too_large');
+      expect(err.message).to.contain('after 0 rows');
+      // The refused read left nothing open: the file takes writes.
+      expect(q('del docs where id = 2')).to.deep.equal({ count: 1 });
     });
 
     it('counts the rows that would be answered', () => {

@@ -31,18 +31,20 @@ export interface ReadColumn {
 
 /**
  * Reads rows one at a time into their JSON, `{"rows":[…],"count":N}`, and stops — ending SQLite's
- * statement — once the text would pass `maxBytes`.
+ * statement — once the text would pass `maxBytes`. A statement of `one` row at most is read by one fetch: it
+ * holds no more than the iterator would, and better-sqlite3's iterator costs several µs to make.
  */
 export function readSerialized(
   statement: Statement,
   args: readonly unknown[],
   columns: readonly ReadColumn[],
   maxBytes: number,
+  one = false,
 ): Answer {
   const parts: string[] = [];
   // '{"rows":[' and '],"count":' and the count's digits.
   let bytes = 9 + 10 + 16;
-  const rows = statement.iterate(args) as IterableIterator<unknown[]>;
+  const rows = one ? fetched(statement, args) : (statement.iterate(args) as IterableIterator<unknown[]>);
   for (const values of rows) {
     const row: Record<string, unknown> = {};
     for (let c = 0; c < columns.length; c++) {
@@ -52,8 +54,8 @@ export function readSerialized(
     }
     const json = JSON.stringify(row);
     bytes += (json.length * 3 <= maxBytes - bytes ? json.length : Buffer.byteLength(json)) + 1;
+    // Thrown out of the loop, the iterator is ended, and SQLite's statement with it.
     if (bytes > maxBytes) {
-      rows.return?.();
       throw tooLarge(`the answer passes ${maxBytes} bytes after ${parts.length} rows`, maxBytes, parts.length, true);
     }
     parts.push(json);
@@ -63,6 +65,12 @@ export function readSerialized(
     [JSON_TEXT]: `{"rows":[${parts.join(',')}],"count":${parts.length}}`,
   };
   return answer;
+}
+
+/** The row of a statement of one row at most, or none. */
+function fetched(statement: Statement, args: readonly unknown[]): unknown[][] {
+  const row = statement.get(args) as unknown[] | undefined;
+  return row === undefined ? [] : [row];
 }
 
 function tooLarge(what: string, maxBytes: number, rows: number | undefined, more = false): FenecError {

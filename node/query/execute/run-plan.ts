@@ -206,7 +206,7 @@ export function run(
       if (plan.guard !== undefined && bindArg(plan.guard, ctx) === null) return { rows: [], count: 0 };
       const args = bind(plan.step, withScopedRank(plan.scoped, ctx, cache));
       if (maxAnswerBytes !== undefined)
-        return readSerialized(cache.get(plan.step.sql).raw(true), args, plan.columns, maxAnswerBytes);
+        return readSerialized(cache.get(plan.step.sql).raw(true), args, plan.columns, maxAnswerBytes, plan.one);
       const raw = cache.get(plan.step.sql).raw(true).all(args) as unknown[][];
       const columns = plan.columns;
       const rows = new Array<Record<string, unknown>>(raw.length);

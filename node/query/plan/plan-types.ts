@@ -54,6 +54,8 @@ export type Plan =
       readonly guard?: Guard;
       /** A `match` under a policy: the statistics its rank function needs, counted before the step runs. */
       readonly scoped?: ScopedRank;
+      /** The step finds one row at most (an id, `limit 1`): one fetch reads it, without an iterator. */
+      readonly one?: true;
     }
   | { readonly kind: 'count'; readonly step: SqlStep; readonly guard?: Guard }
   | { readonly kind: 'insert'; readonly rows: readonly RowWrite[]; readonly check?: PolicyCheck }

@@ -163,7 +163,38 @@ export function planGet(stmt: GetStmt, collection: Collection, policy?: Cond): P
   if (stmt.count) return { kind: 'count', step: { sql: `SELECT count(*) FROM (SELECT 1${from})`, args } };
   const fields = selectedFields(stmt, collection);
   const list = ['"id"', ...fields.map((f) => fieldSql(f, collection.table))].join(', ');
-  return { kind: 'read', step: { sql: `SELECT ${list}${from}`, args }, columns: outputColumns(fields) };
+  const step = { sql: `SELECT ${list}${from}`, args };
+  const columns = outputColumns(fields);
+  return oneRowAtMost(stmt) ? { kind: 'read', step, columns, one: true } : { kind: 'read', step, columns };
+}
+
+/**
+ * Whether a plain `get` finds one row at most: `limit 1`, or a `where` that names one id (`id = value`, alone or
+ * and-ed with other conditions). Such a read is answered from one fetch of its row (run-plan.ts).
+ */
+function oneRowAtMost(stmt: GetStmt): boolean {
+  if (stmt.limit?.kind === 'Literal' && stmt.limit.value === 1) return true;
+  // A list, not recursion: `a and b and …` nests as deep as it is long.
+  const pending: Cond[] = stmt.where === undefined ? [] : [stmt.where];
+  for (let cond = pending.pop(); cond !== undefined; cond = pending.pop()) {
+    if (cond.kind === 'And') pending.push(cond.left, cond.right);
+    else if (
+      cond.kind === 'Compare' &&
+      cond.op === '=' &&
+      (namesId(cond.left, cond.right) || namesId(cond.right, cond.left))
+    )
+      return true;
+  }
+  return false;
+}
+
+/** `id` on one side, a value that reads no field (a literal, a parameter, a claim) on the other. */
+function namesId(field: Expr, value: Expr): boolean {
+  return (
+    field.kind === 'Field' &&
+    field.name === 'id' &&
+    (value.kind === 'Literal' || value.kind === 'Param' || value.kind === 'Jwt')
+  );
 }
 
 /** `match FIELD "words"` (or `*`), checked, under the token's policy condition when it has one. */
