@@ -9,7 +9,8 @@
  * - each server's RSS once the rows are in and the index holds them;
  * - row by id (`get notes where id = $1` over 1 000 rows) at 1 and 8 clients (autocannon, in turns with a bare
  *   node:http server answering the same JSON), with the CPU each request costs the server: its process's user +
- *   system time from /proc (every thread) over the run, divided by the requests it answered.
+ *   system time from /proc (every thread) over the run, divided by the requests it answered; each server first
+ *   warmed until that CPU stops falling (`settle`).
  *
  * Flags: `--workers N[,N…]` (this checkout's worker threads, each count a server of its own beside the build before,
  * which has none; default `0,1` for a one-file server — its statements on the serving thread, and in a worker thread
@@ -40,6 +41,7 @@ import {
   turnOrder,
   WARM_UP_SECONDS,
   writeResults,
+  type LoadTarget,
   type Measure,
 } from './harness.js';
 import {
@@ -176,21 +178,59 @@ interface ByIdRun extends Measure {
   readonly cpuUs: number;
 }
 
-/** Row by id at 1 and 8 clients, the servers in turns, ROUNDS rounds; the median of each figure. */
+/** A row-by-id run's target at `clients`: the statement, its parameter and the server token. */
+function rowByIdRun(server: Server, clients: number): LoadTarget {
+  return {
+    target: server.name,
+    url: server.query,
+    clients,
+    headers: { authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify({ statement: ROW_BY_ID, params: [ROW_ID] }),
+  };
+}
+
+/** A warm-up chunk's length, and the most chunks a server is given to settle. */
+const SETTLE_SECONDS = 2;
+const SETTLE_CHUNKS = 15;
+
+/**
+ * Each server sent row-by-id requests at 8 clients, SETTLE_SECONDS at a time, until its CPU a request stops
+ * falling (a chunk within 5 % of the one before): Node.js 24 moves this path to its optimizing compiler only after
+ * 6 000–14 000 requests, compiling on V8's helper threads meanwhile, so that a short warm-up measures the
+ * compiler's work, not the server's (docs/performance.md). Returns the chunks each took.
+ */
+async function settle(servers: readonly Server[]): Promise<number[]> {
+  const chunks: number[] = [];
+  for (const server of servers) {
+    const pid = server.program.child.pid!;
+    let before = Infinity;
+    let n = 0;
+    while (n < SETTLE_CHUNKS) {
+      n += 1;
+      const cpu0 = cpuSeconds(pid);
+      const m = await load({ ...rowByIdRun(server, 8), seconds: SETTLE_SECONDS });
+      const us = ((cpuSeconds(pid) - cpu0) * 1e6) / Math.max(1, m.requestsPerSecond * SETTLE_SECONDS);
+      if (us > before * 0.95) break;
+      before = us;
+    }
+    progress(
+      `${server.name}: settled after ${n} warm-up runs of ${SETTLE_SECONDS} s (${Math.round(before)} µs a request)`,
+    );
+    chunks.push(n);
+  }
+  return chunks;
+}
+
+/** Row by id at 1 and 8 clients once each server has settled, in turns, ROUNDS rounds; the median of each figure. */
 async function measureRowById(servers: readonly Server[]): Promise<ByIdRun[][]> {
+  await settle(servers);
   const out: ByIdRun[][] = [];
   for (const clients of [1, 8]) {
     const runs = servers.map((): ByIdRun[] => []);
     for (let round = 0; round < ROUNDS; round++) {
       for (const s of turnOrder(servers.length, round)) {
         const server = servers[s]!;
-        const run = {
-          target: server.name,
-          url: server.query,
-          clients,
-          headers: { authorization: `Bearer ${TOKEN}` },
-          body: JSON.stringify({ statement: ROW_BY_ID, params: [ROW_ID] }),
-        };
+        const run = rowByIdRun(server, clients);
         await load({ ...run, seconds: WARM_UP_SECONDS });
         const cpu0 = cpuSeconds(server.program.child.pid!);
         const m = await load({ ...run, seconds: SECONDS });
