@@ -29,14 +29,21 @@
  * - warm: after one pass over every page of each file on each connection (a scan of the rows, of the
  *   raw file's texts): a server that has been answering for a while. The faults are gone.
  *
+ * Then over HTTP (issue 29): a one-file fenec-server on the same file (its default: statements on the serving
+ * thread), `get notes match body $1 limit 10` sent by one keep-alive client, one request at a time, beside a bare
+ * node:http round trip (bench/bare-server.ts answering the bytes of one such answer) and raw FTS5's text and
+ * snippet() query on the same words, in turns, MATCH_QUERIES of each. Target: fenecdb's p50 less the bare round
+ * trip's ≤ 1.3× raw FTS5's (the rows of text: raw answers no vector either).
+ *
  * Writes bench/results/match.json.
  */
 import * as fs from 'node:fs';
+import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { FenecDatabase } from '../node/database.js';
-import { intEnv, progress, runInfo, table, verdict, writeResults } from './harness.js';
+import { intEnv, Programs, progress, runInfo, table, verdict, writeResults } from './harness.js';
 import {
   DIMS,
   grp,
@@ -58,6 +65,9 @@ const K = 10;
 const BATCH = 1_000;
 /** Issue 12, item 6: p50 within 1.3× raw FTS5's top-10 bm25 query. */
 const TARGET = 1.3;
+/** Issue 29: over HTTP, less a bare round trip, within 1.3× raw FTS5 answering the rows with snippet() and score. */
+const HTTP_TARGET = 1.3;
+const TOKEN = 'match-bench-token-0123456789abcdef';
 
 interface Variant {
   readonly name: string;
@@ -76,6 +86,38 @@ interface Pass {
     readonly overRawIds: number;
     readonly overRawSnippet: number;
   }[];
+}
+
+interface HttpPass {
+  readonly loadAverage: number;
+  readonly fenecP50Ms: number;
+  readonly fenecP99Ms: number;
+  readonly bareP50Ms: number;
+  readonly rawSnippetP50Ms: number;
+  /** (fenecdb's p50 − the bare round trip's) ÷ raw FTS5's with snippet(). */
+  readonly overRawSnippet: number;
+}
+
+/** One POST on a keep-alive connection; its answer's text (refused unless 200). */
+function post(agent: http.Agent, url: string, body: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, {
+      method: 'POST',
+      agent,
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    });
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        if (res.statusCode === 200) resolve(text);
+        else reject(new Error(`${url} answered ${res.statusCode}: ${text.slice(0, 300)}`));
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 /** Each query to every variant in turn, the order rotated every query; per variant, ms of each measured query. */
@@ -191,6 +233,7 @@ async function main(): Promise<void> {
       });
     }
     db.close();
+    const overHttp = await measureHttp(path.join(dir, 'match.fenec'), raw, work.vocabulary);
     raw.close();
 
     for (const pass of passes) {
@@ -214,6 +257,19 @@ async function main(): Promise<void> {
         `target (issue 12): match ≤ ${TARGET}× raw FTS5 ids and bm25: ${ours.toFixed(2)}× — ${verdict(ours <= TARGET)}\n`,
       );
     }
+    process.stdout.write(
+      `\nover HTTP (load average ${overHttp.loadAverage.toFixed(2)}), rows of text, one client, ${QUERIES} queries\n` +
+        table(
+          ['variant', 'p50 ms'],
+          [
+            ['fenec-server: match (p99 ' + overHttp.fenecP99Ms.toFixed(3) + ' ms)', overHttp.fenecP50Ms.toFixed(3)],
+            ['bare node:http round trip', overHttp.bareP50Ms.toFixed(3)],
+            ['raw FTS5: ids, bm25, text, snippet(), in process', overHttp.rawSnippetP50Ms.toFixed(3)],
+          ],
+        ) +
+        `\ntarget (issue 29): match over HTTP less a bare round trip ≤ ${HTTP_TARGET}× raw FTS5 with snippet(): ` +
+        `${overHttp.overRawSnippet.toFixed(2)}× — ${verdict(overHttp.overRawSnippet <= HTTP_TARGET)}\n`,
+    );
     writeResults('match', {
       ...runInfo('match-bench'),
       rows: ROWS,
@@ -222,9 +278,63 @@ async function main(): Promise<void> {
       seed: SEED,
       target: TARGET,
       passes,
+      httpTarget: HTTP_TARGET,
+      overHttp,
     });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The HTTP pass: fenec-server on `file`, a bare node:http server, raw FTS5 in process, in turns. */
+async function measureHttp(file: string, raw: RawDocs, vocabulary: readonly string[]): Promise<HttpPass> {
+  const programs = new Programs();
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    progress('over HTTP: a one-file fenec-server on the file, a bare node:http server beside it');
+    const server = await programs.start('dist/node/cli/fenec-server.js', [
+      ...['--file', file, '--port', '0', '--http-token', TOKEN, '--tenant-rate', '1000000'],
+    ]);
+    const query = (words: readonly [string, string]): string =>
+      JSON.stringify({ statement: `get notes match body $1 limit ${K}`, params: [`${words[0]} ${words[1]}`] });
+    // Its connection reads every page once, as the warm pass's did; its answer is what the bare server answers.
+    await post(agent, `${server.url}/query`, JSON.stringify({ statement: 'get notes where body = "" count' }));
+    const sample = await post(agent, `${server.url}/query`, query([vocabulary[0]!, vocabulary[1]!]));
+    const bare = await programs.start('dist/bench/bare-server.js', [], { env: { BARE_ANSWER: sample } });
+    const random = seededRandom(SEED + 2);
+    const words = Array.from(
+      { length: WARM_UP + QUERIES },
+      () => [vocabulary[Math.floor(random() * VOCABULARY)]!, vocabulary[Math.floor(random() * VOCABULARY)]!] as const,
+    );
+    const runs: ((w: readonly [string, string]) => Promise<unknown> | unknown)[] = [
+      (w) => post(agent, `${server.url}/query`, query(w)),
+      (w) => post(agent, `${bare.url}/`, query(w)),
+      ([a, b]) => raw.matchWithSnippets(`"${a}" OR "${b}"`, K),
+    ];
+    const loadAverage = os.loadavg()[0]!;
+    progress(`over HTTP: ${QUERIES} queries to each of ${runs.length} (load average ${loadAverage.toFixed(2)})`);
+    const ms = runs.map(() => [] as number[]);
+    for (let q = 0; q < WARM_UP + QUERIES; q++) {
+      for (let j = 0; j < runs.length; j++) {
+        const v = (q + j) % runs.length;
+        const t0 = performance.now();
+        await runs[v]!(words[q]!);
+        const elapsed = performance.now() - t0;
+        if (q >= WARM_UP) ms[v]!.push(elapsed);
+      }
+    }
+    const [fenecP50Ms, bareP50Ms, rawSnippetP50Ms] = ms.map((m) => percentile(m, 0.5)) as [number, number, number];
+    return {
+      loadAverage,
+      fenecP50Ms,
+      fenecP99Ms: percentile(ms[0]!, 0.99),
+      bareP50Ms,
+      rawSnippetP50Ms,
+      overRawSnippet: (fenecP50Ms - bareP50Ms) / rawSnippetP50Ms,
+    };
+  } finally {
+    agent.destroy();
+    await programs.stopAll();
   }
 }
 

@@ -14,14 +14,19 @@ import { DEFAULT_TOKENIZER, FTS5_TOKENIZE } from '../node/search/tokenizers.js';
 import { StatementCache } from '../node/query/execute/statement-cache.js';
 import { faiss } from '../node/vector/faiss.js';
 import { DEFAULT_EF_SEARCH, DEFAULT_M, EF_CONSTRUCTION } from '../node/vector/store.js';
+import { findNativeBuild } from '../node/native-builds.js';
 import { ROOT } from './harness.js';
 import type { VectorIndex } from '../node/vector/vector-index.js';
 
-/** A raw SQLite file, opened as fenecdb opens its files: WAL, synchronous FULL. */
+/**
+ * A raw SQLite file, opened as fenecdb opens its files: WAL, synchronous FULL, and fenecdb's extension loaded, whose
+ * tokenizer (fenec_stem, @text's default) the raw FTS5 table takes.
+ */
 export function openRawSqlite(file: string): Database.Database {
   const raw = new Database(file);
   raw.pragma('journal_mode = WAL');
   raw.pragma('synchronous = FULL');
+  raw.loadExtension(findNativeBuild('fts5'));
   return raw;
 }
 

@@ -159,7 +159,8 @@ const BEFORE: Spec = {
   },
 };
 
-// match against raw FTS5 answering the same rows with snippet() (match-bench.ts, in process).
+// match against raw FTS5 answering the same rows with snippet() (match-bench.ts, in process, then over HTTP less a
+// bare node:http round trip).
 
 const MATCH_VARIANT = 'fenecdb: match, rows with a vector';
 const SNIPPET_BASELINE = 'raw FTS5: ids, bm25, text, snippet()';
@@ -167,9 +168,15 @@ const SNIPPET_BASELINE = 'raw FTS5: ids, bm25, text, snippet()';
 const MATCH: Spec = {
   file: 'match',
   bench: 'match',
-  targets: [{ what: '`match` top 10 against raw FTS5 with `snippet()`, p50', target: '≤ 1.3' }],
-  rows: (json) =>
-    ['cold', 'warm'].map((pass) => {
+  targets: [
+    { what: '`match` top 10 against raw FTS5 with `snippet()`, p50', target: '≤ 1.3' },
+    {
+      what: '`match` top 10 over HTTP less a bare round trip, against raw FTS5 with `snippet()`, p50',
+      target: '≤ 1.3',
+    },
+  ],
+  rows: (json) => [
+    ...['cold', 'warm'].map((pass) => {
       const variants = (json.passes as any[] | undefined)?.find((p) => p.pass === pass)?.variants as any[] | undefined;
       const ours = variants?.find((v) => v.name === MATCH_VARIANT);
       const base = variants?.find((v) => v.name === SNIPPET_BASELINE);
@@ -181,6 +188,15 @@ const MATCH: Spec = {
         1.3,
       );
     }),
+    atMost(
+      `\`match\` top 10, rows of text, ${count(json.rows)} rows, over HTTP less a bare round trip ` +
+        `(${ms(json.overHttp?.bareP50Ms)}), p50`,
+      `raw FTS5 with the text and \`snippet()\`, ${ms(json.overHttp?.rawSnippetP50Ms)}`,
+      json.overHttp === undefined ? undefined : json.overHttp.fenecP50Ms - json.overHttp.bareP50Ms,
+      json.overHttp?.rawSnippetP50Ms,
+      1.3,
+    ),
+  ],
 };
 
 // Isolation (isolation-bench.ts): a quiet tenant beside a heavy one, in every phase.

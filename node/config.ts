@@ -126,6 +126,11 @@ export interface ServerConfig {
   readonly workers: number;
   /** How long one statement may run, in ms, before it is stopped (`--statement-timeout`). Default 5 s. */
   readonly statementTimeoutMs: number;
+  /**
+   * How long a write waits in all, in ms, for a lock another program holds on a file before it is answered
+   * `file_busy` (`--busy-timeout`); never past its statement's time limit. Default 5 s.
+   */
+  readonly busyTimeoutMs: number;
   /** Largest `/query` answer in bytes (`--max-answer`); a larger one is refused `answer_too_large`. Default 32 MiB. */
   readonly maxAnswerBytes: number;
   /** Replication on NATS JetStream (a tenant node's `--nats`). Default: none, each tenant on this node's disk alone. */
@@ -141,6 +146,7 @@ export type ServerConfigInput = ({ readonly file: string } | { readonly dataDir:
 export const SERVER_DEFAULTS = Object.freeze({
   workers: os.availableParallelism(),
   statementTimeoutMs: 5_000,
+  busyTimeoutMs: 5_000,
   maxAnswerBytes: 32 * 1024 * 1024,
   host: '127.0.0.1',
   port: 8080,
@@ -177,6 +183,7 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     otel: input.otel,
     workers: input.workers ?? ('file' in input ? 0 : SERVER_DEFAULTS.workers),
     statementTimeoutMs: input.statementTimeoutMs ?? SERVER_DEFAULTS.statementTimeoutMs,
+    busyTimeoutMs: input.busyTimeoutMs ?? SERVER_DEFAULTS.busyTimeoutMs,
     maxAnswerBytes: input.maxAnswerBytes ?? SERVER_DEFAULTS.maxAnswerBytes,
     nats:
       input.nats === undefined
@@ -196,6 +203,12 @@ export function serverConfig(input: ServerConfigInput): ServerConfig {
     throw invalidOption(
       '--statement-timeout',
       `takes a duration such as 500ms, 5s or 1m, not ${config.statementTimeoutMs}`,
+    );
+  }
+  if (!Number.isSafeInteger(config.busyTimeoutMs) || config.busyTimeoutMs < 0 || config.busyTimeoutMs > 2 ** 31 - 1) {
+    throw invalidOption(
+      '--busy-timeout',
+      `takes a duration such as 500ms, 5s or 1m (0: no wait), not ${config.busyTimeoutMs}`,
     );
   }
   if (!Number.isSafeInteger(config.maxAnswerBytes) || config.maxAnswerBytes < 1) {

@@ -75,6 +75,11 @@ export interface DatabaseOptions {
   readonly lockHeld?: boolean;
   /** Its commits are shipped from its write-ahead log (storage/wal-tail.ts): only `checkpoint` checkpoints. */
   readonly replicated?: boolean;
+  /**
+   * How long a write waits in all for a lock another program holds on the file, in milliseconds, before it
+   * fails `file_busy` (503). Default 5 000 (storage/sqlite.ts).
+   */
+  readonly busyTimeoutMs?: number;
 }
 
 export const DEFAULT_SWEEP_INTERVAL_MS = 10_000;
@@ -215,7 +220,11 @@ export class FenecDatabase {
     if (options.readOnly) return new FenecDatabase(options, openSnapshot(options.file), undefined);
     const lock = options.lockHeld === true ? undefined : acquireLock(options.file, options.program);
     try {
-      return new FenecDatabase(options, openWritable(options.file, options.replicated === true), lock);
+      return new FenecDatabase(
+        options,
+        openWritable(options.file, options.replicated === true, options.busyTimeoutMs),
+        lock,
+      );
     } catch (err) {
       lock?.release();
       throw err;

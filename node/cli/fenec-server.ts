@@ -87,6 +87,7 @@ interface Options extends OAuthFlags, EmbedderFlags {
   otelEndpoint?: string;
   workers?: string;
   statementTimeout: string;
+  busyTimeout: string;
   maxAnswer: string;
   tenantCost: string;
   tenantEmbedRate: string;
@@ -161,6 +162,11 @@ async function main(): Promise<void> {
     .option(
       '--statement-timeout <duration>',
       "how long one statement may run before it is stopped (504 statement_timeout), e.g. 500ms, 5s; a tenant's default too",
+      '5s',
+    )
+    .option(
+      '--busy-timeout <duration>',
+      'how long a write waits for a lock another program holds on the file (503 file_busy past it), e.g. 1s; 0: no wait',
       '5s',
     )
     .option(
@@ -319,6 +325,7 @@ async function main(): Promise<void> {
       otel: tracingConfig(options.otelEndpoint, process.env),
       workers: options.workers === undefined ? undefined : parseCount('--workers', options.workers, 0),
       statementTimeoutMs,
+      busyTimeoutMs: parseDurationOption('--busy-timeout', options.busyTimeout),
       maxAnswerBytes,
       nats: natsOf(options),
     });

@@ -24,6 +24,9 @@ const FORMAT = '1';
  */
 const MMAP_BYTES = 2 ** 31 - 2 ** 16;
 
+/** How long a write waits in all for a lock another program holds on the file, unless told (--busy-timeout). */
+export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
+
 /**
  * Drops the connection's memory map (SQLite unmaps the file when mmap_size changes) and lets it map the file
  * again at its next read. The pages of the map a process has read count in its RSS for as long as it is mapped;
@@ -70,21 +73,23 @@ function registerFunctions(db: Connection): void {
  * Nor do they sync each commit (synchronous=NORMAL: the log is synced at each checkpoint): its writes
  * are answered once the replicated log holds them, and a file not closed cleanly is never trusted — it
  * is rebuilt from the log (node/replication/replicas.ts) — so a commit's fsync, 0.4 ms or more here,
- * would buy nothing.
+ * would buy nothing. A statement waits up to `busyTimeoutMs` in all for a lock another program holds on
+ * the file, then fails `file_busy`.
  */
-export function openWritable(file: string, replicated = false): Connection {
+export function openWritable(file: string, replicated = false, busyTimeoutMs = DEFAULT_BUSY_TIMEOUT_MS): Connection {
   let db: Connection | undefined;
   try {
     db = new Database(file);
     db.pragma('journal_mode = WAL');
     db.pragma(replicated ? 'synchronous = NORMAL' : 'synchronous = FULL');
     if (replicated) db.pragma('wal_autocheckpoint = 0');
-    // While the file opens; once the extension is loaded its busy handler (the same 5 s, cut short at
+    // While the file opens; once the extension is loaded its busy handler (the same wait, cut short at
     // the request's deadline: native/fts5/src/deadline.c) takes over.
-    db.pragma('busy_timeout = 5000');
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     db.pragma(`mmap_size = ${MMAP_BYTES}`);
     initialise(db, file);
     registerFunctions(db);
+    db.prepare('SELECT fenec_busy_timeout(?)').get(busyTimeoutMs);
   } catch (err) {
     if (db?.open === true) db.close();
     throw cannotOpen(file, err);

@@ -55,6 +55,8 @@ export interface WorkerSetup {
   readonly readOnly: boolean;
   readonly httpReadOnly: boolean;
   readonly sweepIntervalMs: number;
+  /** How long a write waits for a lock another program holds on a file (`--busy-timeout`). */
+  readonly busyTimeoutMs: number;
   /** The policy JWTs are held to when the tenant has none of its own. */
   readonly policy: Policy | undefined;
   readonly mcp: McpConfig | undefined;

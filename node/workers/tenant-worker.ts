@@ -279,6 +279,7 @@ export class TenantWorker {
       lockHeld: true,
       replicated: setup.replicated,
       sweepIntervalMs: setup.sweepIntervalMs,
+      busyTimeoutMs: setup.busyTimeoutMs,
       maxBytes: limits.maxBytes > 0 ? limits.maxBytes : undefined,
       onVectorEvent: (event) => {
         const fields = {

@@ -102,6 +102,7 @@ export function workerSetup(
     readOnly: config.readOnly,
     httpReadOnly: config.httpReadOnly,
     sweepIntervalMs: config.sweepIntervalMs,
+    busyTimeoutMs: config.busyTimeoutMs,
     policy: config.policy,
     mcp: config.mcp,
     audit: config.audit,

@@ -153,6 +153,7 @@ describe('make bench-summary: the targets of issue 29 in one table (bench/summar
         { pass: 'cold', variants: variants(0.24) },
         { pass: 'warm', variants: variants(0.3) },
       ],
+      overHttp: { fenecP50Ms: 0.9, bareP50Ms: 0.5, rawSnippetP50Ms: 0.25 },
     });
     write(temp.dir, 'embed', {
       date: DATE,
@@ -171,6 +172,8 @@ describe('make bench-summary: the targets of issue 29 in one table (bench/summar
     expect(row(rows, 'replication', 'bulk')).to.include({ ratio: '0.60', target: '≥ 0.7', met: 'MISSED' });
     expect(row(rows, 'match', 'cold')).to.include({ ratio: '1.20', target: '≤ 1.3', met: 'met' });
     expect(row(rows, 'match', 'warm')).to.include({ ratio: '1.50', met: 'MISSED' });
+    // Over HTTP: (0.9 − 0.5 ms) ÷ 0.25 ms.
+    expect(row(rows, 'match', 'over HTTP')).to.include({ ratio: '1.60', target: '≤ 1.3', met: 'MISSED' });
     expect(row(rows, 'embed', 'import')).to.include({ ratio: '1.05', target: '≤ 1.1', met: 'met' });
     expect(row(rows, 'embed', 'by words')).to.include({ ratio: '1.10', target: '≤ 1.2', met: 'met' });
   });

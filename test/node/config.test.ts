@@ -32,6 +32,7 @@ describe('serverConfig', () => {
       // A one-file server runs its statements on its serving thread; a tenant node in one worker a core.
       workers: 0,
       statementTimeoutMs: 5_000,
+      busyTimeoutMs: 5_000,
       maxAnswerBytes: 32 * 1024 * 1024,
     });
     expect(Object.isFrozen(serverConfig({ file: 'notes.fenec' }))).to.equal(true);
@@ -64,6 +65,7 @@ describe('serverConfig', () => {
     ['two workers for one file', { file: 'f', workers: 2 }, 'one file is one tenant'],
     ['a time limit of 0', { file: 'f', statementTimeoutMs: 0 }, '--statement-timeout'],
     ['an answer cap of 0', { file: 'f', maxAnswerBytes: 0 }, '--max-answer'],
+    ['a negative busy timeout', { file: 'f', busyTimeoutMs: -1 }, '--busy-timeout'],
   ] as const) {
     it(`refuses ${what} with invalid_option naming the flag`, () => {
       expect(() => serverConfig(input))

@@ -21,7 +21,8 @@
  * BUSY_TIMEOUT_MS) would not see the interrupt until the wait ended: the watchdog terminated its
  * worker meanwhile, and better-sqlite3, throwing SQLITE_BUSY into a terminating thread, aborted the
  * whole process. So the connection's busy handler is this file's: SQLite's waits, in slices of at most
- * TICK_NS, given up as soon as the connection is interrupted.
+ * TICK_NS, given up as soon as the connection is interrupted, BUSY_TIMEOUT_MS in all or what
+ * `fenec_busy_timeout(ms)` sets.
  *
  * The library is linked `-z nodelete` (build.sh): SQLite unloads an extension with the last
  * connection that loaded it, and this thread's code must stay mapped.
@@ -169,7 +170,16 @@ static void disarmClosed(void *db) {
   disarm((sqlite3 *)db);
 }
 
-/* How long a statement waits in all for a lock another connection holds (PRAGMA busy_timeout's 5 s). */
+/*
+ * How long a statement waits in all for a lock another connection holds: 5 s (PRAGMA busy_timeout's, set
+ * before the extension is loaded) unless the connection says otherwise with fenec_busy_timeout(ms)
+ * (fenec-server --busy-timeout). The busy handler's own, one for each connection, freed as it closes.
+ */
+typedef struct Waiting {
+  sqlite3 *db;
+  int timeoutMs;
+} Waiting;
+
 #define BUSY_TIMEOUT_MS 5000
 
 /*
@@ -180,11 +190,12 @@ static void disarmClosed(void *db) {
 static int waitUnlessInterrupted(void *arg, int count) {
   static const int delays[] = { 1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100 };
   static const int nDelay = (int)(sizeof delays / sizeof delays[0]);
-  sqlite3 *db = (sqlite3 *)arg;
+  const Waiting *waiting = (const Waiting *)arg;
+  sqlite3 *db = waiting->db;
   int waited = 0;
   for (int i = 0; i < count; i++) waited += i < nDelay ? delays[i] : delays[nDelay - 1];
   int delay = count < nDelay ? delays[count] : delays[nDelay - 1];
-  if (waited + delay > BUSY_TIMEOUT_MS) delay = BUSY_TIMEOUT_MS - waited;
+  if (waited + delay > waiting->timeoutMs) delay = waiting->timeoutMs - waited;
   if (delay <= 0) return 0;
   const int slice = (int)(TICK_NS / 1000000LL);
   for (int slept = 0; slept < delay; slept += slice) {
@@ -194,8 +205,27 @@ static int waitUnlessInterrupted(void *arg, int count) {
   return !sqlite3_is_interrupted(db);
 }
 
+static void busyTimeoutFunction(sqlite3_context *pCtx, int nArg, sqlite3_value **apArg) {
+  (void)nArg;
+  const int type = sqlite3_value_type(apArg[0]);
+  const double ms = type == SQLITE_INTEGER || type == SQLITE_FLOAT ? sqlite3_value_double(apArg[0]) : -1;
+  if (!(ms >= 0 && ms <= 2147483647.0)) {
+    sqlite3_result_error(pCtx, "fenec_busy_timeout takes a number of milliseconds from 0 (no wait) up", -1);
+    return;
+  }
+  ((Waiting *)sqlite3_user_data(pCtx))->timeoutMs = (int)ms;
+  sqlite3_result_int(pCtx, (int)ms);
+}
+
 int fenecRegisterDeadline(sqlite3 *db) {
-  const int rc = sqlite3_busy_handler(db, waitUnlessInterrupted, db);
+  Waiting *waiting = sqlite3_malloc(sizeof *waiting);
+  if (waiting == 0) return SQLITE_NOMEM;
+  waiting->db = db;
+  waiting->timeoutMs = BUSY_TIMEOUT_MS;
+  // The function owns the handler's state: SQLite frees it as the connection closes (or at once if it fails).
+  int rc = sqlite3_create_function_v2(db, "fenec_busy_timeout", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, waiting, busyTimeoutFunction, 0, 0, sqlite3_free);
+  if (rc != SQLITE_OK) return rc;
+  rc = sqlite3_busy_handler(db, waitUnlessInterrupted, waiting);
   if (rc != SQLITE_OK) return rc;
   return sqlite3_create_function_v2(db, "fenec_deadline", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, db, deadlineFunction, 0, 0, disarmClosed);
 }

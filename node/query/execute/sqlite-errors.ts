@@ -38,7 +38,7 @@ export function fromSqliteError(err: unknown): unknown {
   if (code === 'SQLITE_BUSY') {
     return new FenecError(
       'file_busy',
-      'the file is locked by another program, which holds a write on it; the statement waited 5 s and changed nothing',
+      'the file is locked by another program, which holds a write on it; the statement waited as long as a write waits (--busy-timeout, 5 s by default) and changed nothing',
       {
         cause: err,
         hint: LOCK_HINT,

@@ -52,6 +52,7 @@ describe('WorkerPool: the worker with the fewest tenants (node/workers/worker-po
         readOnly: false,
         httpReadOnly: false,
         sweepIntervalMs: 0,
+        busyTimeoutMs: 5_000,
         policy: undefined,
         mcp: undefined,
         audit: undefined,
