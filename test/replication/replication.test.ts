@@ -233,6 +233,26 @@ describe('replication on NATS JetStream (--nats)', function () {
     }
   });
 
+  it('appends a 1 000-row batch as one message of the log, not one a row', async () => {
+    const d = await node('bulk', sandbox.dir());
+    await createTenant(d.url, 'bulk');
+    const nc = await connect({ servers: cluster.urls.split(',') });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const messages = async (): Promise<number> => {
+        const info = await jsm.streams.info('FENEC_LOG', { subjects_filter: 'fenec.log.bulk' });
+        return info.state.subjects?.['fenec.log.bulk'] ?? 0;
+      };
+      const before = await messages();
+      const rows = Array.from({ length: 1000 }, (_, n) => ({ n, body: `a row of a bulk import, number ${n}` }));
+      const batch = await tq(d.url, 'bulk', 'insert into notes $1', [rows]);
+      expect(batch.status, batch.text).to.equal(200);
+      expect((await messages()) - before).to.equal(1);
+    } finally {
+      await nc.close();
+    }
+  });
+
   it('gives a tenant as of a point in time (snapshot and log), and a restore of it outlives its node', async () => {
     // Changes 1–7 (the file, the collection, 5 rows) before the time, 8–12 after: the snapshot after change 6 is
     // stored before it (the wait), the one after change 12 after it, so both are kept and the time is served.
