@@ -97,7 +97,7 @@ reliability: build
 CHAOS_SECONDS ?= 240
 chaos: build test-tools
 	CHAOS_SECONDS=$(CHAOS_SECONDS) timeout --kill-after=20s 480s $(NODE) dist/test/replication/chaos-main.js
-	timeout --kill-after=20s 90s $(NODE) node_modules/mocha/bin/mocha.js --no-config --exit --timeout 60000 \
+	timeout --kill-after=20s 150s $(NODE) node_modules/mocha/bin/mocha.js --no-config --exit --timeout 60000 \
 	  dist/test/replication/partition.chaos.js
 
 # Timed checks (the event loop beside index work): a measure of speed, apart from make test, whose

@@ -242,14 +242,23 @@ function watchPlacement(file: string, options: RouterOptions, app: RouterApp, lo
   }, PLACEMENT_POLL_MS).unref();
 }
 
-/** The replicated tenants' directory (--nats), followed for the router's life. */
+/**
+ * The replicated tenants' directory (--nats), followed for the router's life. Its server is pinged each second (the
+ * shortest a node's lease makes its own pings) and left after two unanswered for another of the cluster's: with the
+ * client's defaults a server gone silent (a partition, a lost machine) held the router on it for minutes.
+ */
 async function openDirectory(servers: readonly string[]): Promise<Directory> {
   const { connect } = await import('@nats-io/transport-node');
-  const nc = await connect({ servers: [...servers], name: 'fenec-router', maxReconnectAttempts: -1 }).catch(
-    (err: unknown) => {
-      throw new FenecError('invalid_option', `--nats ${servers.join(',')}: cannot connect: ${String(err)}`);
-    },
-  );
+  const nc = await connect({
+    servers: [...servers],
+    name: 'fenec-router',
+    maxReconnectAttempts: -1,
+    pingInterval: 1000,
+    maxPingOut: 2,
+    timeout: 2000,
+  }).catch((err: unknown) => {
+    throw new FenecError('invalid_option', `--nats ${servers.join(',')}: cannot connect: ${String(err)}`);
+  });
   const { Directory } = await import('../shared/nats/directory.js');
   return Directory.open(nc, undefined);
 }

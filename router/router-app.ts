@@ -39,6 +39,18 @@ export function createRouterApp(
   const metrics = new RouterMetrics();
   const door = new FrontDoor(options, audit, metrics.authRefused);
   const forwarder = new Forwarder(options, placement, metrics, logger);
+  if (directory !== undefined) {
+    metrics.directory(() => directory.staleSince);
+    directory.listen({
+      stale: (since) =>
+        since === undefined
+          ? logger?.info('directory fresh again: lease renewals heard from NATS')
+          : logger?.warn(
+              { lastHeard: since.toISOString() },
+              "directory stale: no node's lease renewal heard from NATS for a lease; routing by it as it last stood",
+            ),
+    });
+  }
   const reply = routerReply(metrics, logger);
   const table = new RouteTable(
     'the router',
@@ -143,7 +155,20 @@ function ownRoutes(
     err instanceof FenecError ? err : new FenecError('unavailable', String(err));
   return {
     console: 'router',
-    health: (req, res) => reply.send(req, res, 200, { ok: true, nodes: options.nodes.map((node) => node.name) }),
+    health: (req, res) => {
+      const nodes = options.nodes.map((node) => node.name);
+      const since = directory?.staleSince;
+      if (since === undefined) return reply.send(req, res, 200, { ok: true, nodes });
+      // Still routing, by the directory as it last stood: 503 takes this router out of a load balancer's rotation
+      // while another that hears NATS can serve.
+      reply.send(req, res, 503, {
+        ok: false,
+        nodes,
+        directory: 'stale',
+        message:
+          "no node's lease renewal heard from NATS for a lease or more: routing by the directory as it last stood",
+      });
+    },
     metrics: (req, res) => {
       metrics.text().then(
         (text) => {

@@ -2,7 +2,7 @@
  * The router's metrics: requests by node and status, and the time from a request's arrival to the
  * node's answer headers, by node. A tenant never becomes a label.
  */
-import type { Counter, Histogram } from 'prom-client';
+import { Gauge, type Counter, type Histogram } from 'prom-client';
 import { MetricsRegistry } from '../shared/http/metrics-registry.js';
 
 /** The node label of a request the router answered itself (refused, health, metrics). */
@@ -26,5 +26,19 @@ export class RouterMetrics extends MetricsRegistry {
 
   proxied(node: string, seconds: number): void {
     this.#latency.observe({ node }, seconds);
+  }
+
+  /** The replicated tenants' directory's staleness (`--nats`), as `staleSince` tells it at each scrape. */
+  directory(staleSince: () => Date | undefined): void {
+    new Gauge({
+      name: 'fenec_router_directory_stale_seconds',
+      help: "How long the router has heard no node's lease renewal from NATS, once that is a lease or more (0: its directory is fresh); while stale it routes by the directory as it last stood.",
+      aggregator: 'max',
+      registers: [this.registry],
+      collect() {
+        const since = staleSince();
+        this.set(since === undefined ? 0 : (Date.now() - since.getTime()) / 1000);
+      },
+    });
   }
 }

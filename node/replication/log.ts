@@ -121,7 +121,9 @@ export class TenantLog {
 
   /**
    * The tenant's whole changes after `after` up to `upTo`, in order (marks skipped); parts of a change cut short by
-   * a crash (a later first part follows them) are skipped.
+   * a crash (a later first part follows them) are skipped. Rejects `log_unavailable` when no message comes for the
+   * ack timeout: a consumer cut off (a partition) learns it only from heartbeats tens of seconds apart, and a
+   * tenant's catch-up waited on it — its requests unanswered — meanwhile.
    */
   async read(
     tenant: string,
@@ -138,8 +140,14 @@ export class TenantLog {
     const messages = await consumer.consume({ max_messages: 64 });
     let parts: Uint8Array[] = [];
     let reached = after;
+    let stalled = false;
+    const stall = setTimeout(() => {
+      stalled = true;
+      void messages.close();
+    }, this.#ackTimeoutMs);
     try {
       for await (const msg of messages) {
+        stall.refresh();
         reached = msg.seq;
         if (msg.headers?.get(MARK)) {
           if (msg.seq >= upTo) break;
@@ -156,8 +164,13 @@ export class TenantLog {
         if (msg.seq >= upTo) break;
       }
     } finally {
+      clearTimeout(stall);
       await messages.close();
     }
+    if (stalled && reached < upTo)
+      throw unavailable(
+        `no message of tenant ${tenant}'s log came for ${this.#ackTimeoutMs} ms, at ${reached} of ${upTo}`,
+      );
     // A consumer can end quietly (its connection closed under it): a copy short of `upTo` is no copy of the log.
     if (reached < upTo) throw unavailable(`the read of tenant ${tenant}'s log ended at ${reached}, before ${upTo}`);
   }

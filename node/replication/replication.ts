@@ -91,7 +91,7 @@ export class Replication {
     // A cluster that is starting has no JetStream leader yet: a node started beside it waits for one.
     const { log, snapshots, directory } = await whenReady(async () => ({
       log: await TenantLog.open(nc, config.replicas, config.ackTimeoutMs),
-      snapshots: await Snapshots.open(nc, config.replicas),
+      snapshots: await Snapshots.open(nc, config.replicas, config.ackTimeoutMs),
       directory: await Directory.open(nc, config.replicas),
     }));
     const replication = new Replication(config, dataDir, nc, log, snapshots, directory, logger);

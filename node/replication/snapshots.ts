@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import { Readable } from 'node:stream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Objm, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
+import { FenecError } from '../../shared/errors.js';
 
 const BUCKET = 'fenec-snapshots';
 const SLOTS = ['a', 'b'] as const;
@@ -19,12 +20,15 @@ export interface SnapshotInfo {
 
 export class Snapshots {
   readonly #store: ObjectStore;
+  /** How long a read waits for the object's next chunk (the log's ack timeout). */
+  readonly #stallMs: number;
 
-  private constructor(store: ObjectStore) {
+  private constructor(store: ObjectStore, stallMs: number) {
     this.#store = store;
+    this.#stallMs = stallMs;
   }
 
-  static async open(nc: NatsConnection, replicas: number): Promise<Snapshots> {
+  static async open(nc: NatsConnection, replicas: number, stallMs: number): Promise<Snapshots> {
     const objm = new Objm(nc);
     let store: ObjectStore;
     try {
@@ -33,7 +37,7 @@ export class Snapshots {
     } catch {
       store = await objm.create(BUCKET, { replicas });
     }
-    return new Snapshots(store);
+    return new Snapshots(store, stallMs);
   }
 
   /** The tenant's snapshots, oldest first. */
@@ -48,17 +52,36 @@ export class Snapshots {
 
   /**
    * Writes the tenant's latest snapshot at or before `upTo` (the latest of all by default) to `file`; resolves to
-   * its sequence, or 0 with no file written when there is none.
+   * its sequence, or 0 with no file written when there is none. Rejects `log_unavailable` when no chunk comes for
+   * `stallMs`: an object replaced while it is read (another node stored the tenant's next snapshot over it) has
+   * its chunks purged, and the store's reader then waits for them for ever.
    */
   async fetch(tenant: string, file: string, upTo = Infinity): Promise<number> {
     const chosen = (await this.list(tenant)).filter((s) => s.seq <= upTo).pop();
     if (chosen === undefined) return 0;
     const result = await this.#store.get(chosen.name);
     if (result === null) return 0;
+    const data = Readable.fromWeb(result.data as import('node:stream/web').ReadableStream<Uint8Array>);
+    const stall = setTimeout(
+      () =>
+        data.destroy(
+          new FenecError('log_unavailable', `no chunk of tenant ${tenant}'s snapshot came for ${this.#stallMs} ms`, {
+            retryAfter: 1,
+            hint: 'retry after Retry-After: the snapshot may have been replaced while it was read',
+          }),
+        ),
+      this.#stallMs,
+    );
     const out = fs.createWriteStream(file);
-    for await (const chunk of Readable.fromWeb(result.data as import('node:stream/web').ReadableStream<Uint8Array>))
-      out.write(chunk);
-    await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    try {
+      for await (const chunk of data) {
+        stall.refresh();
+        out.write(chunk);
+      }
+    } finally {
+      clearTimeout(stall);
+      await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    }
     const error = await result.error;
     if (error instanceof Error) throw error;
     return chosen.seq;

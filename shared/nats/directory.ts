@@ -7,6 +7,12 @@
  *   cannot both succeed.
  * - `fenec-nodes`: a key per node, put again every third of its lease. A node whose key was not put for a lease
  *   is dead to whoever watches; its tenants are taken by the live nodes, each by rendezvous over them.
+ *
+ * A watcher that hears no renewal at all for a lease (its own connection is cut, or every node is gone) has
+ * learnt nothing of the nodes: its view is stale, not a sign that they all died (a node is counted dead only while
+ * others are heard). It keeps the view it had, owners
+ * and live nodes alike (a router goes on routing by it, and the nodes refuse what is no longer theirs), and once
+ * it hears again each node gets a lease from then to be heard in.
  */
 import { createHash } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -47,6 +53,8 @@ export function rendezvous(tenant: string, names: Iterable<string>): string | un
 export interface DirectoryListener {
   tenant?(tenant: string, held: Held | undefined): void;
   nodes?(live: ReadonlySet<string>, lapsed: readonly string[]): void;
+  /** The view went stale (`since`: when a renewal was last heard), or is fresh again (undefined). */
+  stale?(since: Date | undefined): void;
 }
 
 /** A node's lease (`Directory.hold`). */
@@ -62,10 +70,13 @@ export class Directory {
   readonly #nodes: KV;
   readonly #held = new Map<string, Held>();
   /** Each node's last renewal, by this process's clock, and the lease it said it holds. */
-  readonly #seen = new Map<string, { at: number; leaseMs: number }>();
+  readonly #seen = new Map<string, { at: number; readonly leaseMs: number }>();
   readonly #live = new Set<string>();
   readonly #listeners: DirectoryListener[] = [];
   readonly #stops: (() => void)[] = [];
+  /** When a node's renewal (or removal) was last heard, by this process's clock. */
+  #heardAt = Date.now();
+  #stale = false;
 
   private constructor(tenants: KV, nodes: KV) {
     this.#tenants = tenants;
@@ -112,6 +123,11 @@ export class Directory {
 
   get live(): ReadonlySet<string> {
     return this.#live;
+  }
+
+  /** When a renewal was last heard, while none was for a lease (the view is stale); undefined while it is fresh. */
+  get staleSince(): Date | undefined {
+    return this.#stale ? new Date(this.#heardAt) : undefined;
   }
 
   /** The node that serves the tenant: its owner while that one is live, else the live nodes' rendezvous. */
@@ -215,6 +231,7 @@ export class Directory {
         this.#take(entry.key, entry.operation === 'PUT' ? heldOf(entry.json(), entry.revision) : undefined);
       }),
       this.#watch(this.#nodes, (entry) => {
+        this.#heard();
         if (entry.operation === 'PUT') {
           const { leaseMs } = entry.json<{ leaseMs: number }>();
           // The entry's time only for values from before this process started: later ones count from now.
@@ -256,8 +273,27 @@ export class Directory {
     for (const listener of this.#listeners) listener.tenant?.(tenant, held);
   }
 
+  /** A message from the nodes' bucket: a stale view is fresh again, each node live in it given a lease from now. */
+  #heard(): void {
+    const now = Date.now();
+    this.#heardAt = now;
+    if (!this.#stale) return;
+    this.#stale = false;
+    for (const [node, seen] of this.#seen) if (this.#live.has(node)) seen.at = Math.max(seen.at, now);
+    for (const listener of this.#listeners) listener.stale?.(undefined);
+  }
+
   #checkLeases(): void {
     const now = Date.now();
+    if (this.#seen.size > 0 && !this.#stale) {
+      const longest = Math.max(...[...this.#seen.values()].map((seen) => seen.leaseMs));
+      if (now - this.#heardAt >= longest) {
+        this.#stale = true;
+        for (const listener of this.#listeners) listener.stale?.(new Date(this.#heardAt));
+      }
+    }
+    // Nothing heard: nothing learnt of the nodes, none counted dead.
+    if (this.#stale) return;
     const lapsed: string[] = [];
     let changed = false;
     for (const [node, { at, leaseMs }] of this.#seen) {
@@ -266,7 +302,9 @@ export class Directory {
         this.#live.add(node);
         changed = true;
       }
-      if (!alive && this.#live.has(node)) {
+      // Dead only while the others are heard (within half its lease): a cut begins as silence from every node, and
+      // the first to fall silent is not taken for dead in the moment before the silence counts as stale.
+      if (!alive && this.#live.has(node) && now - this.#heardAt < leaseMs / 2) {
         this.#live.delete(node);
         lapsed.push(node);
         changed = true;

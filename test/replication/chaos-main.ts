@@ -11,7 +11,9 @@ const result = await runChaos({
   faultEveryMs: 6_000,
   log: (line) => console.log(line),
 });
-console.log(JSON.stringify({ ...result, faults: result.faults.length }, null, 2));
+console.log(JSON.stringify({ ...result, faults: result.faults.length, exits: result.exits.length }, null, 2));
+// How every node's and router's process ended during the round: a death the nemesis did not cause is a violation.
+for (const line of result.exits) console.log(line);
 const recoveries = [...result.recoveries].sort((a, b) => a - b);
 if (recoveries.length > 0) {
   console.log(

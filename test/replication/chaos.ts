@@ -18,6 +18,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { FENEC_ROUTER, request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
+import { describe, Exits, processState } from './exits.js';
 import { freePort, NatsCluster } from './nats-cluster.js';
 import { PartitionProxy } from './partition-proxy.js';
 
@@ -46,6 +47,8 @@ export interface ChaosResult {
   readonly partitionRecoveries: number[];
   /** Reads answered and checked against the writes acknowledged before them. */
   readonly reads: number;
+  /** How each node's and router's process ended during the round (exits.ts), one line each. */
+  readonly exits: string[];
 }
 
 interface NodeSlot {
@@ -78,6 +81,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const sandbox = new Sandbox();
   let cluster: NatsCluster | undefined;
   const slots: NodeSlot[] = [];
+  const exits = new Exits();
   try {
     cluster = await NatsCluster.start(3);
     const nats = cluster.urls;
@@ -95,6 +99,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         ],
         { FENEC_TOKEN: TOKEN },
       );
+      exits.watch(slot.name, slot.process);
       slot.paused = false;
     };
     await Promise.all(slots.map(start));
@@ -106,6 +111,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         }),
       ),
     );
+    for (const [i, router] of routers.entries()) exits.watch(`router ${i + 1}`, router);
     const tenants = Array.from({ length: options.tenants }, (_, i) => `t${i}`);
     for (const [i, tenant] of tenants.entries()) {
       const quotas = { maxRows: 100_000 + i, rate: 10_000, burst: 10_000 };
@@ -197,7 +203,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         // Each fault in turn (kill -9, SIGSTOP, partition), each time on the next node after the last three.
         const slot = slots[(round + Math.floor(round / 3)) % slots.length]!;
         round += 1;
-        if (round % 3 === 0) {
+        // A node that died on its own (a violation already) is started again at its next kill, and spared the rest.
+        const dead = slot.process!.child.exitCode !== null || slot.process!.child.signalCode !== null;
+        if (dead && round % 3 !== 1) {
+          log(`nemesis: ${slot.name} is not running; no fault this time`);
+        } else if (round % 3 === 0) {
           // Every other partition resets the node's connections instead of black-holing them.
           const mode = round % 6 === 0 ? 'reset' : 'black-hole';
           faults.push(`partition ${slot.name} (${mode})`);
@@ -213,6 +223,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
           faults.push(`kill -9 ${slot.name}`);
           log(`nemesis: kill -9 ${slot.name}`);
           const killedAt = Date.now();
+          exits.expect(slot.process!.child);
           await sandbox.kill(slot.process!.child);
           slot.logs.push(slot.process!.stderr());
           void measureRecovery(killedAt, lastOk, tenants, stopAt).then((ms) => {
@@ -248,13 +259,25 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       log(`the nodes' logs: ${folder}`);
     };
     try {
+      for (const exit of exits.unexpected()) violations.push(describe(exit));
       // Quiet: every tenant answers again, then the history is read back.
       const seen = new Map<string, number>();
+      const readBack = new Set<string>();
       for (const tenant of tenants) {
-        const answer = await retry(() => post(routers[0]!.url, tenant, 'get rows select key limit 1000000'));
+        let answer: Reply;
+        try {
+          answer = await retry(() => post(routers[0]!.url, tenant, 'get rows select key limit 1000000'));
+        } catch (err) {
+          // Which node holds it up, and whether that node still answers anything: a node gone, stopped, or stuck.
+          const nodes = await Promise.all(slots.map((slot) => probe(slot, tenant)));
+          violations.push(`tenant ${tenant} answers no read through a router: ${String(err)}; ${nodes.join('; ')}`);
+          continue;
+        }
+        readBack.add(tenant);
         for (const { key } of answer.json.rows as { key: string }[]) seen.set(key, (seen.get(key) ?? 0) + 1);
       }
       for (const [key, { tenant, outcome }] of history) {
+        if (!readBack.has(tenant)) continue;
         const count = seen.get(key) ?? 0;
         if (outcome === 'ok' && count === 0) violations.push(`acknowledged write ${key} to ${tenant} is lost`);
         if (outcome === 'refused' && count > 0) violations.push(`refused write ${key} to ${tenant} is there`);
@@ -264,14 +287,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         if (!history.has(key)) violations.push(`write ${key} was never made`);
       }
       const listed = await request(routers[0]!.url, { path: '/_tenants', headers: AUTH });
-      for (const [i, tenant] of tenants.entries()) {
-        const entries = (listed.json?.tenants ?? []).filter((t: { name: string }) => t.name === tenant);
-        if (entries.length === 0) violations.push(`tenant ${tenant} is not listed`);
-        for (const entry of entries)
-          if (entry.quotas.maxRows !== 100_000 + i) violations.push(`tenant ${tenant} lost its quotas`);
-      }
+      // (It asks every node: one not running fails it, a violation of its own above.)
+      if (listed.status !== 200) violations.push(`the router's /_tenants answered ${listed.status}: ${listed.text}`);
+      else
+        for (const [i, tenant] of tenants.entries()) {
+          const entries = (listed.json?.tenants ?? []).filter((t: { name: string }) => t.name === tenant);
+          if (entries.length === 0) violations.push(`tenant ${tenant} is not listed`);
+          for (const entry of entries)
+            if (entry.quotas.maxRows !== 100_000 + i) violations.push(`tenant ${tenant} lost its quotas`);
+        }
+      // Read on the last node still running (a node's own route).
+      const running = slots.filter((slot) => processState(slot.process!.pid) !== 'gone').pop() ?? slots[2]!;
       const kept = await retry(() =>
-        request(`http://127.0.0.1:${slots[2]!.port}`, { path: `/t/${policed}/_policy`, headers: AUTH }),
+        request(`http://127.0.0.1:${running.port}`, { path: `/t/${policed}/_policy`, headers: AUTH }),
       );
       if (kept.json?.policy !== 'rows read') violations.push(`tenant ${policed} lost its policy: ${kept.text}`);
     } catch (err) {
@@ -290,14 +318,43 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       recoveries,
       partitionRecoveries,
       reads,
+      exits: exits.summary(),
     };
   } finally {
+    exits.end();
     for (const slot of slots) if (slot.paused && slot.process !== undefined) process.kill(slot.process.pid, 'SIGCONT');
     await sandbox.cleanUp();
     for (const slot of slots) await slot.proxy.stop();
     await cluster?.stop();
     for (const slot of slots) fs.rmSync(path.join(slot.dir), { recursive: true, force: true });
   }
+}
+
+/** A node's process state, and how it answers its health check and a read of `tenant` (each given 3 s). */
+async function probe(slot: NodeSlot, tenant: string): Promise<string> {
+  const base = `http://127.0.0.1:${slot.port}`;
+  const asked = async (call: () => Promise<Reply>): Promise<string> => {
+    const started = Date.now();
+    try {
+      const answer = await call();
+      return `${answer.status} ${answer.json?.error?.code ?? ''} in ${Date.now() - started} ms`;
+    } catch (err) {
+      return `${String(err)} after ${Date.now() - started} ms`;
+    }
+  };
+  const health = await asked(() => request(base, { path: '/_health', timeoutMs: 3000 }));
+  const read = await asked(() =>
+    request(base, {
+      method: 'POST',
+      path: `/t/${tenant}/query`,
+      headers: AUTH,
+      body: JSON.stringify({ statement: 'get rows select key limit 1' }),
+      timeoutMs: 3000,
+    }),
+  );
+  const pid = slot.process?.pid;
+  const state = pid === undefined ? 'none' : processState(pid);
+  return `${slot.name} (pid ${pid}, state ${state}): /_health ${health}, a read of ${tenant} ${read}`;
 }
 
 /** The first 200 within 30 s of retries (the last answer, or the last error, past it). */

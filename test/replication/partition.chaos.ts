@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
+import { FENEC_ROUTER, request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
+import { rendezvous } from '../../shared/nats/directory.js';
 import { NatsCluster } from './nats-cluster.js';
 import { PartitionProxy, type CutMode } from './partition-proxy.js';
 import { eventually } from '../helpers/eventually.js';
@@ -152,6 +153,70 @@ describe('replication: a node cut off from the NATS cluster (a partition proxy)'
     expect(written?.status, written?.text).to.not.equal(200);
     expect(after).to.deep.equal([1]);
   });
+
+  for (const mode of ['black-hole', 'reset'] as CutMode[]) {
+    it(`${mode}: a router cut off from NATS routes by its directory as it last stood, and says it is stale`, async () => {
+      const proxy = await PartitionProxy.start(cluster.urls);
+      proxies.push(proxy);
+      const [ra, rb] = [`router-${mode}-a`, `router-${mode}-b`];
+      const a = await node(ra, cluster.urls);
+      const b = await node(rb, cluster.urls);
+      // Owned by a, though hashing over both nodes picks b: a router that counted both nodes dead would send it
+      // to b, which sends it back (tenant_moving).
+      let tenant = '';
+      for (let i = 0; tenant === '' || rendezvous(tenant, [ra, rb]) !== rb; i++) tenant = `routed-${mode}-${i}`;
+      expect(
+        (await request(a.url, { method: 'PUT', path: `/t/${tenant}`, headers: auth, body: '{}' })).status,
+      ).to.equal(201);
+      expect((await tq(a.url, tenant, 'create collection notes (n int)')).status).to.equal(200);
+      const router = await sandbox.startProgram(
+        FENEC_ROUTER,
+        ['--port', '0', '--nodes', `${ra}=${a.url},${rb}=${b.url}`, '--nats', proxy.urls, '--workers', '1'],
+        { FENEC_TOKEN: TOKEN },
+      );
+      const health = (): Promise<Reply> => request(router.url, { path: '/_health', timeoutMs: 3_000 });
+      const staleSeconds = async (): Promise<number> => {
+        const text = (await request(router.url, { path: '/_metrics', headers: auth, timeoutMs: 3_000 })).text;
+        return Number(/^fenec_router_directory_stale_seconds (\S+)$/m.exec(text)?.[1]);
+      };
+      await eventually(async () =>
+        expect((await tq(router.url, tenant, 'insert into notes {n: 0}')).status).to.equal(200),
+      );
+      expect((await health()).status).to.equal(200);
+      expect(await staleSeconds()).to.equal(0);
+
+      proxy.cut(mode);
+      const cutAt = Date.now();
+      const stale = await eventually(async () => {
+        const answer = await health();
+        expect(answer.status, answer.text).to.equal(503);
+        return answer;
+      }, 5_000);
+      const noticedMs = Date.now() - cutAt;
+      expect(stale.json.directory).to.equal('stale');
+      expect(await staleSeconds()).to.be.above(0);
+      // Past the nodes' leases as the router counts them, every write still goes to a, the owner it last knew.
+      const answers: number[] = [];
+      for (let n = 1; Date.now() - cutAt < 4 * LEASE_MS; n++) {
+        answers.push((await tq(router.url, tenant, 'insert into notes {n: $1}', [n])).status);
+        await sleep(100);
+      }
+      expect(
+        answers.filter((status) => status !== 200),
+        `of ${answers.length} writes`,
+      ).to.deep.equal([]);
+
+      proxy.heal();
+      const healAt = Date.now();
+      await eventually(async () => expect((await health()).status).to.equal(200), 10_000);
+      const freshMs = Date.now() - healAt;
+      expect(await staleSeconds()).to.equal(0);
+      expect((await tq(router.url, tenant, 'insert into notes {n: 999}')).status).to.equal(200);
+      console.log(
+        `      (${mode}: the router said it was stale ${noticedMs} ms after the cut, fresh ${freshMs} ms after the heal; ${answers.length} writes between, all 200)`,
+      );
+    });
+  }
 
   it('a node whose NATS server goes silent (no reset) reconnects to another within a few leases', async () => {
     const proxy = await PartitionProxy.start(cluster.urls);

@@ -1,6 +1,9 @@
 import * as http from 'node:http';
 import { expect } from 'chai';
 import { FENEC_ROUTER, request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { Objm } from '@nats-io/obj';
 import { NatsCluster } from './nats-cluster.js';
 import { eventually } from '../helpers/eventually.js';
 
@@ -187,6 +190,67 @@ describe('replication on NATS JetStream (--nats)', function () {
     expect(rows).to.deep.equal([...Array(23).keys()]);
     expect(e.stderr()).to.match(/"rebuilt":true/);
     expect(e.stderr()).to.match(/"applied":[0-4],/);
+  });
+
+  it('answers a restore whose snapshot is replaced while it is read (its chunks purged) with log_unavailable, not never', async () => {
+    const d = await node('pa', sandbox.dir(), ['--snapshot-every', '3']);
+    await createTenant(d.url, 'purged');
+    for (let n = 0; n < 7; n++)
+      expect((await tq(d.url, 'purged', 'insert into notes {n: $1}', [n])).status).to.equal(200);
+    const nc = await connect({ servers: cluster.urls.split(',') });
+    try {
+      const store = await new Objm(nc).open('fenec-snapshots');
+      const latest = await eventually(async () => {
+        const infos = await Promise.all(['a', 'b'].map((slot) => store.info(`purged.${slot}`)));
+        const stored = infos.filter((info) => info !== null && !info.deleted);
+        expect(stored).to.have.length(2);
+        return stored.sort((x, y) => Number(x!.metadata!.seq) - Number(y!.metadata!.seq)).pop()!;
+      });
+      await sandbox.kill(d.child);
+      // What a reader of the object sees when another node stores over it: its entry names chunks no longer there.
+      const bytes = await store.getBlob(latest.name);
+      const jsm = await jetstreamManager(nc);
+      await jsm.streams.purge('OBJ_fenec-snapshots', { filter: `$O.fenec-snapshots.C.${latest.nuid}` });
+      const e = await node('pb', sandbox.dir(), ['--nats-ack-timeout', '2s']);
+      // Once d's lease has lapsed, e takes the tenant and restores it from that snapshot.
+      const answer = await eventually(async () => {
+        const asked = await request(e.url, {
+          method: 'POST',
+          path: '/t/purged/query',
+          headers: auth,
+          body: JSON.stringify({ statement: 'get notes select n order n' }),
+          timeoutMs: 10_000,
+        });
+        expect(asked.json?.error?.code, asked.text).to.not.equal('tenant_moving');
+        return asked;
+      });
+      expect(answer.json?.error?.code, answer.text).to.equal('log_unavailable');
+      // The other node's store done (the object whole again, under new chunks): the next request is served.
+      await store.putBlob({ name: latest.name, metadata: latest.metadata }, bytes);
+      expect(await eventually(() => ns(e.url, 'purged'))).to.deep.equal([...Array(7).keys()]);
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it('appends a 1 000-row batch as one message of the log, not one a row', async () => {
+    const d = await node('bulk', sandbox.dir());
+    await createTenant(d.url, 'bulk');
+    const nc = await connect({ servers: cluster.urls.split(',') });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const messages = async (): Promise<number> => {
+        const info = await jsm.streams.info('FENEC_LOG', { subjects_filter: 'fenec.log.bulk' });
+        return info.state.subjects?.['fenec.log.bulk'] ?? 0;
+      };
+      const before = await messages();
+      const rows = Array.from({ length: 1000 }, (_, n) => ({ n, body: `a row of a bulk import, number ${n}` }));
+      const batch = await tq(d.url, 'bulk', 'insert into notes $1', [rows]);
+      expect(batch.status, batch.text).to.equal(200);
+      expect((await messages()) - before).to.equal(1);
+    } finally {
+      await nc.close();
+    }
   });
 
   it('gives a tenant as of a point in time (snapshot and log), and a restore of it outlives its node', async () => {
