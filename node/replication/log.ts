@@ -22,6 +22,13 @@ export const PART_BYTES = 900 * 1024;
 const PART = 'Fenec-Part';
 /** A message that changes nothing (no body): the node named took the tenant's log as its copy stood there. */
 const MARK = 'Fenec-Mark';
+/**
+ * The sequence of the tenant's message this one follows (what its append expected). The stream's sequences are
+ * shared by every tenant, so a reader cannot tell a gap from other tenants' messages: this tells it. A snapshot
+ * stored while a copy reads the log behind it trims what the copy has not read yet, and JetStream's consumer
+ * skips what is gone without a word.
+ */
+const AFTER = 'Fenec-After';
 
 export function logSubject(tenant: string): string {
   return SUBJECT + tenant;
@@ -82,6 +89,7 @@ export class TenantLog {
     let seq = after;
     for (let i = 0; i < parts; i++) {
       const h = headers();
+      h.set(AFTER, String(seq));
       if (parts > 1) h.set(PART, `${i + 1}/${parts}`);
       try {
         const ack = await this.#js.publish(logSubject(tenant), bytes.subarray(i * PART_BYTES, (i + 1) * PART_BYTES), {
@@ -106,6 +114,7 @@ export class TenantLog {
   async mark(tenant: string, after: number, node: string): Promise<number> {
     const h = headers();
     h.set(MARK, node);
+    h.set(AFTER, String(after));
     try {
       const ack = await this.#js.publish(logSubject(tenant), new Uint8Array(0), {
         expect: { lastSubjectSequence: after },
@@ -123,7 +132,9 @@ export class TenantLog {
    * The tenant's whole changes after `after` up to `upTo`, in order (marks skipped); parts of a change cut short by
    * a crash (a later first part follows them) are skipped. Rejects `log_unavailable` when no message comes for the
    * ack timeout: a consumer cut off (a partition) learns it only from heartbeats tens of seconds apart, and a
-   * tenant's catch-up waited on it — its requests unanswered — meanwhile.
+   * tenant's catch-up waited on it — its requests unanswered — meanwhile. Rejects `log_unavailable` as well when a
+   * message does not follow the one read before it (AFTER): the messages between were trimmed under the read, and
+   * a copy that skipped them would serve without acknowledged writes; read again, from the newer snapshot.
    */
   async read(
     tenant: string,
@@ -140,6 +151,7 @@ export class TenantLog {
     const messages = await consumer.consume({ max_messages: 64 });
     let parts: Uint8Array[] = [];
     let reached = after;
+    let gap: string | undefined;
     let stalled = false;
     const stall = setTimeout(() => {
       stalled = true;
@@ -148,6 +160,12 @@ export class TenantLog {
     try {
       for await (const msg of messages) {
         stall.refresh();
+        // Messages appended before AFTER existed carry none: nothing to check them by.
+        const follows = msg.headers?.get(AFTER);
+        if (follows !== undefined && follows !== '' && Number(follows) !== reached) {
+          gap = `message ${msg.seq} follows ${follows}, and the read was at ${reached}`;
+          break;
+        }
         reached = msg.seq;
         if (msg.headers?.get(MARK)) {
           if (msg.seq >= upTo) break;
@@ -167,6 +185,7 @@ export class TenantLog {
       clearTimeout(stall);
       await messages.close();
     }
+    if (gap !== undefined) throw trimmedUnder(tenant, gap);
     if (stalled && reached < upTo)
       throw unavailable(
         `no message of tenant ${tenant}'s log came for ${this.#ackTimeoutMs} ms, at ${reached} of ${upTo}`,
@@ -185,6 +204,13 @@ function fenced(tenant: string): FenecError {
   return new FenecError('tenant_fenced', `another node wrote to tenant ${tenant} since this one last did`, {
     retryAfter: 1,
     hint: 'retry: the tenant is served by its new node (a router sends you there)',
+  });
+}
+
+function trimmedUnder(tenant: string, gap: string): FenecError {
+  return new FenecError('log_unavailable', `tenant ${tenant}'s log was trimmed while it was read (${gap})`, {
+    retryAfter: 1,
+    hint: 'retry after a moment: the tenant is read again from its newer snapshot',
   });
 }
 

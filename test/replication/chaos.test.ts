@@ -5,7 +5,7 @@ describe('replication under faults: a short round of make chaos', function () {
   this.timeout(120_000);
 
   it('keeps every acknowledged write once, takes no fenced one, reads none stale, and carries quotas and policies', async () => {
-    const result = await runChaos({ durationMs: 15_000, tenants: 6, writers: 4, faultEveryMs: 2_500 });
+    const result = await runChaos({ durationMs: 15_000, tenants: 6, writers: 4, faultEveryMs: 2_500, minFaults: 3 });
     console.log(
       `      (${result.acknowledged} acknowledged, ${result.unknown} unknown, ${result.refused} refused, ` +
         `${result.reads} reads checked; ` +

@@ -31,6 +31,11 @@ export interface ChaosOptions {
   readonly writers: number;
   /** Milliseconds between the nemesis's faults. */
   readonly faultEveryMs: number;
+  /**
+   * The fewest faults a round makes: it goes on past durationMs until the nemesis has made them, with writes
+   * running a fault's interval after the last (a loaded machine takes seconds to start a killed node again).
+   */
+  readonly minFaults?: number;
   readonly log?: (line: string) => void;
 }
 
@@ -140,7 +145,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     /** Each tenant's acknowledged keys, in the order their 200s came. */
     const acked = new Map<string, string[]>(tenants.map((tenant) => [tenant, []]));
     const violations: string[] = [];
-    const stopAt = Date.now() + options.durationMs;
+    let stopAt = Date.now() + options.durationMs;
+    const roundEnd = (): number => stopAt;
     const writer = async (w: number): Promise<void> => {
       for (let k = 0; Date.now() < stopAt; k++) {
         const tenant = tenants[(w + k) % tenants.length]!;
@@ -198,7 +204,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const partitionRecoveries: number[] = [];
     const nemesis = async (): Promise<void> => {
       let round = 0;
-      while (Date.now() + options.faultEveryMs < stopAt) {
+      while (Date.now() + options.faultEveryMs < stopAt || faults.length < (options.minFaults ?? 0)) {
         await sleep(options.faultEveryMs);
         // Each fault in turn (kill -9, SIGSTOP, partition), each time on the next node after the last three.
         const slot = slots[(round + Math.floor(round / 3)) % slots.length]!;
@@ -214,7 +220,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
           log(`nemesis: partition ${slot.name} from NATS (${mode}) for 3 s`);
           const cutAt = Date.now();
           slot.proxy.cut(mode);
-          void measureRecovery(cutAt, lastOk, tenants, stopAt).then((ms) => {
+          void measureRecovery(cutAt, lastOk, tenants, roundEnd).then((ms) => {
             if (ms !== undefined) partitionRecoveries.push(ms);
           });
           await sleep(3000);
@@ -226,7 +232,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
           exits.expect(slot.process!.child);
           await sandbox.kill(slot.process!.child);
           slot.logs.push(slot.process!.stderr());
-          void measureRecovery(killedAt, lastOk, tenants, stopAt).then((ms) => {
+          void measureRecovery(killedAt, lastOk, tenants, roundEnd).then((ms) => {
             if (ms !== undefined) recoveries.push(ms);
           });
           await sleep(1500);
@@ -240,6 +246,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
           process.kill(slot.process!.pid, 'SIGCONT');
           slot.paused = false;
         }
+        if (faults.length <= (options.minFaults ?? 0)) stopAt = Math.max(stopAt, Date.now() + options.faultEveryMs);
       }
     };
     await Promise.all([
@@ -378,9 +385,9 @@ async function measureRecovery(
   killedAt: number,
   lastOk: ReadonlyMap<string, number>,
   tenants: readonly string[],
-  stopAt: number,
+  roundEnd: () => number,
 ): Promise<number | undefined> {
-  while (Date.now() < stopAt) {
+  while (Date.now() < roundEnd()) {
     await sleep(100);
     if (tenants.every((tenant) => (lastOk.get(tenant) ?? 0) > killedAt)) {
       return Math.max(...tenants.map((tenant) => lastOk.get(tenant)!)) - killedAt;

@@ -6,6 +6,8 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import { NatsCluster } from './nats-cluster.js';
 import { eventually } from '../helpers/eventually.js';
+import { FenecError } from '../../shared/errors.js';
+import { TenantLog, type LoggedChange } from '../../node/replication/log.js';
 
 const TOKEN = 'replication-test-token-0123456789abcdef';
 const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -228,6 +230,37 @@ describe('replication on NATS JetStream (--nats)', function () {
       // The other node's store done (the object whole again, under new chunks): the next request is served.
       await store.putBlob({ name: latest.name, metadata: latest.metadata }, bytes);
       expect(await eventually(() => ns(e.url, 'purged'))).to.deep.equal([...Array(7).keys()]);
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it("refuses a read of a tenant's log that was trimmed under it (log_unavailable), and reads what follows on", async () => {
+    // The stream's sequences are every tenant's: only the messages themselves can tell a reader what is missing.
+    const nc = await connect({ servers: cluster.urls.split(',') });
+    try {
+      // The cluster may still be electing its JetStream leader when this test runs first.
+      const log = await eventually(() => TenantLog.open(nc, 3, 10_000), 60_000);
+      const seqs: number[] = [];
+      for (let n = 0; n < 5; n++)
+        seqs.push(await log.append('trimmed-under', Buffer.from(`change ${n}`), seqs.at(-1) ?? 0));
+      // What a snapshot stored while a copy reads behind it does: the log trimmed past where the copy is.
+      await log.trim('trimmed-under', seqs[3]!);
+      const read: string[] = [];
+      const each = async (change: LoggedChange): Promise<void> => {
+        read.push(Buffer.from(change.bytes).toString());
+      };
+      const refused = await log.read('trimmed-under', seqs[0]!, seqs[4]!, each).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(refused).to.be.instanceOf(FenecError);
+      expect((refused as FenecError).code).to.equal('log_unavailable');
+      expect((refused as FenecError).message).to.match(/trimmed while it was read/);
+      expect(read, 'no change applied past the gap').to.deep.equal([]);
+      // From the last message trimmed, as from a newer snapshot, nothing is missing.
+      await log.read('trimmed-under', seqs[2]!, seqs[4]!, each);
+      expect(read).to.deep.equal(['change 3', 'change 4']);
     } finally {
       await nc.close();
     }
