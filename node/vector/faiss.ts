@@ -31,6 +31,7 @@ interface NativeAddon {
   };
   setThreads(threads: number): void;
   getThreads(): number;
+  releaseFreeMemory(): Promise<boolean>;
 }
 
 const OPTION_KEYS: ReadonlySet<string> = new Set(['kind', 'dims', 'metric', 'm', 'efConstruction', 'efSearch']);
@@ -61,6 +62,16 @@ function addon(): NativeAddon {
     });
   }
   return loaded;
+}
+
+/**
+ * Gives the C allocator's free pages back to the system (glibc's malloc_trim, on one of libuv's threads: it takes
+ * milliseconds on a big heap, and holds each arena's lock meanwhile); true when some were. The addon's own jobs
+ * do it as each add ends; this is for a thread that has gone quiet after work of its own. Before the addon is
+ * loaded it does nothing (false): loading it for this alone would map its libraries into a server without vectors.
+ */
+export async function releaseFreeMemory(): Promise<boolean> {
+  return loaded === undefined ? false : loaded.releaseFreeMemory();
 }
 
 /** A native error as what callers catch: Faiss's own refusals become FenecError `vector_engine`. */
