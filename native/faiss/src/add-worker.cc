@@ -14,7 +14,6 @@
 #include "errors.h"
 #include "faiss-index.h"
 #include "hnsw-add.h"
-#include "memory.h"
 #include "threads.h"
 
 namespace fenec {
@@ -103,9 +102,6 @@ void AddWorker::Execute() {
   });
   if (!error.empty()) SetError(error);
   std::vector<float>().swap(vectors_);
-  // On this background thread, not the serving one: what the add freed (its copy of the vectors, the inserts'
-  // temporaries on this thread's arena and its OpenMP team's) goes back to the system rather than staying in RSS.
-  ReleaseFreeMemory();
 }
 
 Napi::Value AddWorker::Result() { return Napi::Number::New(Env(), static_cast<double>(first_label_)); }
