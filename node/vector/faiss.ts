@@ -31,7 +31,8 @@ interface NativeAddon {
   };
   setThreads(threads: number): void;
   getThreads(): number;
-  releaseFreeMemory(): Promise<boolean>;
+  /** Absent from a build older than this source (one FENEC_FAISS_ADDON names): then nothing is given back. */
+  releaseFreeMemory?(): Promise<boolean>;
 }
 
 const OPTION_KEYS: ReadonlySet<string> = new Set(['kind', 'dims', 'metric', 'm', 'efConstruction', 'efSearch']);
@@ -66,12 +67,12 @@ function addon(): NativeAddon {
 
 /**
  * Gives the C allocator's free pages back to the system (glibc's malloc_trim, on one of libuv's threads: it takes
- * milliseconds on a big heap, and holds each arena's lock meanwhile); true when some were. The addon's own jobs
- * do it as each add ends; this is for a thread that has gone quiet after work of its own. Before the addon is
- * loaded it does nothing (false): loading it for this alone would map its libraries into a server without vectors.
+ * up to 100 ms after a load, and holds each arena's lock meanwhile, the serving thread's too: for a thread gone
+ * quiet, node/workers/idle-collect.ts); true when some were. Before the addon is loaded it does nothing (false):
+ * loading it for this alone would map its libraries into a server without vectors.
  */
 export async function releaseFreeMemory(): Promise<boolean> {
-  return loaded === undefined ? false : loaded.releaseFreeMemory();
+  return (await loaded?.releaseFreeMemory?.()) ?? false;
 }
 
 /** A native error as what callers catch: Faiss's own refusals become FenecError `vector_engine`. */
