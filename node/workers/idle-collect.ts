@@ -9,8 +9,8 @@
  * glibc's malloc does the same with what SQLite, the statements and the index jobs freed, until malloc_trim
  * (node/vector/faiss.ts's releaseFreeMemory, on one of libuv's threads).
  *
- * The collection needs `gc`, which Node.js gives with --expose-gc (fenec-server's #! line); without it only the
- * allocator's pages are given back.
+ * The collection needs `gc`, which Node.js gives with --expose-gc (fenec-server's and fenec's #! lines); without it
+ * only the allocator's pages are given back.
  */
 import { getHeapStatistics } from 'node:v8';
 import { QuietTimer } from '../../shared/quiet-timer.js';
