@@ -13,6 +13,7 @@
         "src/faiss-index.cc",
         "src/hnsw-add.cc",
         "src/index-shape.cc",
+        "src/memory.cc",
         "src/search.cc",
         "src/threads.cc"
       ],

@@ -20,6 +20,7 @@ import {
   type EmbedderFlags,
 } from './embedder-options.js';
 import { Embedder } from '../embedder/embedder.js';
+import { IdleCollector } from '../workers/idle-collect.js';
 import { EmbeddingRound, fill, MAX_PASSES, type EmbedderState } from '../embedder/round.js';
 import { asFenecError } from '../../shared/errors.js';
 
@@ -104,7 +105,10 @@ async function serveFile(file: string, options: McpOptions): Promise<void> {
   if (merge !== undefined && (!(merge > 0 && merge <= 1) || options.memory === undefined))
     usageError(NAME, `--memory-merge takes a cosine above 0 and at most 1 (such as 0.92), with --memory`);
   const dimension = choice === undefined ? undefined : await probeEmbedder(PROGRAM, choice, (m) => logger.warn(m));
-  const db = await openPatiently(file, readOnly, logger);
+  // The session's statements run on this thread: what they and the index's jobs left is given back once quiet, as
+  // a one-file server's serving thread does.
+  const collector = new IdleCollector();
+  const db = await openPatiently(file, readOnly, logger, () => collector.dropped());
   onExit(() => db.close());
   const endpoint = mcpEndpoint(db, {
     write: options.write === true,
@@ -128,6 +132,7 @@ async function serveFile(file: string, options: McpOptions): Promise<void> {
   );
   let embedder = choice === undefined || dimension === undefined ? undefined : Embedder.ready(choice.config, dimension);
   await serveLines(process.stdin, process.stdout, async (line) => {
+    collector.busy();
     // A call whose statements want texts embedded stops before it writes; the texts are embedded, and it runs again.
     const state: EmbedderState =
       choice === undefined
@@ -157,12 +162,24 @@ async function serveFile(file: string, options: McpOptions): Promise<void> {
 }
 
 /** Opens the file, waiting up to LOCK_PATIENCE_MS for a lock whose holder may be exiting. */
-async function openPatiently(file: string, readOnly: boolean, logger: Logger): Promise<FenecDatabase> {
+async function openPatiently(
+  file: string,
+  readOnly: boolean,
+  logger: Logger,
+  stored: () => void,
+): Promise<FenecDatabase> {
   const deadline = Date.now() + LOCK_PATIENCE_MS;
   let told = false;
   for (;;) {
     try {
-      return FenecDatabase.open({ file, readOnly, program: PROGRAM });
+      return FenecDatabase.open({
+        file,
+        readOnly,
+        program: PROGRAM,
+        onVectorEvent: (event) => {
+          if (event.kind === 'snapshot_written') stored();
+        },
+      });
     } catch (err) {
       if (!(err instanceof FenecError) || err.code !== 'lock_held' || Date.now() >= deadline) return refuse(err);
       if (!told) logger.info({ file }, `waiting for the lock: ${err.message}`);

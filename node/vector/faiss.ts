@@ -31,6 +31,8 @@ interface NativeAddon {
   };
   setThreads(threads: number): void;
   getThreads(): number;
+  /** Absent from a build older than this source (one FENEC_FAISS_ADDON names): then nothing is given back. */
+  releaseFreeMemory?(): Promise<boolean>;
 }
 
 const OPTION_KEYS: ReadonlySet<string> = new Set(['kind', 'dims', 'metric', 'm', 'efConstruction', 'efSearch']);
@@ -61,6 +63,16 @@ function addon(): NativeAddon {
     });
   }
   return loaded;
+}
+
+/**
+ * Gives the C allocator's free pages back to the system (glibc's malloc_trim, on one of libuv's threads: it takes
+ * up to 100 ms after a load, and holds each arena's lock meanwhile, the serving thread's too: for a thread gone
+ * quiet, node/workers/idle-collect.ts); true when some were. Before the addon is loaded it does nothing (false):
+ * loading it for this alone would map its libraries into a server without vectors.
+ */
+export async function releaseFreeMemory(): Promise<boolean> {
+  return (await loaded?.releaseFreeMemory?.()) ?? false;
 }
 
 /** A native error as what callers catch: Faiss's own refusals become FenecError `vector_engine`. */

@@ -288,8 +288,10 @@ export class TenantWorker {
           field: event.field,
           err: event.error,
         };
-        if (event.kind === 'snapshot_written') this.#logger.debug(fields, event.message);
-        else this.#logger.warn(fields, event.message);
+        if (event.kind === 'snapshot_written') {
+          this.#logger.debug(fields, event.message);
+          this.#collector.dropped();
+        } else this.#logger.warn(fields, event.message);
       },
     });
     let revocations: Revocations | undefined;

@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "faiss-index.h"
+#include "memory.h"
 #include "threads.h"
 
 namespace fenec {
@@ -32,6 +33,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("FaissIndex", FaissIndex::Init(env));
   exports.Set("setThreads", Napi::Function::New<SetThreadsJs>(env, "setThreads"));
   exports.Set("getThreads", Napi::Function::New<GetThreadsJs>(env, "getThreads"));
+  exports.Set("releaseFreeMemory", Napi::Function::New<ReleaseFreeMemoryJs>(env, "releaseFreeMemory"));
   exports.Set("faissVersion",
               Napi::String::New(env, std::to_string(FAISS_VERSION_MAJOR) + "." + std::to_string(FAISS_VERSION_MINOR) +
                                          "." + std::to_string(FAISS_VERSION_PATCH)));
