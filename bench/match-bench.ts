@@ -32,7 +32,8 @@
  * Then over HTTP (issue 29): a one-file fenec-server on the same file (its default: statements on the serving
  * thread), `get notes match body $1 limit 10` sent by one keep-alive client, one request at a time, beside a bare
  * node:http round trip (bench/bare-server.ts answering the bytes of one such answer) and raw FTS5's text and
- * snippet() query on the same words, in turns, MATCH_QUERIES of each. Target: fenecdb's p50 less the bare round
+ * snippet() query on the same words, in turns, MATCH_QUERIES of each, once each server's p50 has stopped falling
+ * (`settle`). Target: fenecdb's p50 less the bare round
  * trip's ≤ 1.3× raw FTS5's (the rows of text: raw answers no vector either).
  *
  * Writes bench/results/match.json.
@@ -286,6 +287,39 @@ async function main(): Promise<void> {
   }
 }
 
+/** A warm-up batch's queries, and the most batches a server is given to settle. */
+const SETTLE_BATCH = 1_000;
+const SETTLE_BATCHES = 20;
+
+/**
+ * Sends `run` batches of random queries, unmeasured, until a batch's median is within 5 % of the one before:
+ * Node.js 24 moves a server's request path to its optimizing compiler only after 6 000–14 000 requests
+ * (docs/performance.md), and a run of 2 000 measured the compiler's work, not the server's. Returns the batches.
+ */
+async function settle(
+  run: (w: readonly [string, string]) => Promise<unknown> | unknown,
+  vocabulary: readonly string[],
+  random: () => number,
+): Promise<number> {
+  let before = Infinity;
+  for (let batch = 1; batch <= SETTLE_BATCHES; batch++) {
+    const ms: number[] = [];
+    for (let q = 0; q < SETTLE_BATCH; q++) {
+      const w = [
+        vocabulary[Math.floor(random() * VOCABULARY)]!,
+        vocabulary[Math.floor(random() * VOCABULARY)]!,
+      ] as const;
+      const t0 = performance.now();
+      await run(w);
+      ms.push(performance.now() - t0);
+    }
+    const p50 = percentile(ms, 0.5);
+    if (p50 > before * 0.95) return batch;
+    before = p50;
+  }
+  return SETTLE_BATCHES;
+}
+
 /** The HTTP pass: fenec-server on `file`, a bare node:http server, raw FTS5 in process, in turns. */
 async function measureHttp(file: string, raw: RawDocs, vocabulary: readonly string[]): Promise<HttpPass> {
   const programs = new Programs();
@@ -311,6 +345,13 @@ async function measureHttp(file: string, raw: RawDocs, vocabulary: readonly stri
       (w) => post(agent, `${bare.url}/`, query(w)),
       ([a, b]) => raw.matchWithSnippets(`"${a}" OR "${b}"`, K),
     ];
+    for (const [name, run] of [
+      ['fenec-server', runs[0]!],
+      ['bare node:http', runs[1]!],
+    ] as const) {
+      const batches = await settle(run, vocabulary, random);
+      progress(`over HTTP: ${name} settled after ${batches} warm-up batches of ${SETTLE_BATCH} queries`);
+    }
     const loadAverage = os.loadavg()[0]!;
     progress(`over HTTP: ${QUERIES} queries to each of ${runs.length} (load average ${loadAverage.toFixed(2)})`);
     const ms = runs.map(() => [] as number[]);
