@@ -45,17 +45,22 @@ say "Node.js $(node --version) ($(command -v node)), npm $(npm --version 2>/dev/
 # 3. npm packages, pinned by package-lock.json, installed by that Node.js's npm so that engine checks see it.
 # Each package's own, the example agent's (examples/mcp-agent: its test runs it) beside the product's;
 # a copy without the example (the Docker image) installs the product's alone.
-for dir in . examples/mcp-agent; do
-  [ -f "$dir/package-lock.json" ] || continue
-  stamp=$dir/node_modules/.fenec-lock-hash
+npm_ci() {
+  local dir=$1 want
+  [ -f "$dir/package-lock.json" ] || return 0
   want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
-  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  if [ ! -f "$dir/node_modules/.fenec-lock-hash" ] || [ "$(cat "$dir/node_modules/.fenec-lock-hash")" != "$want" ]; then
     say "npm ci in $dir"
     # Scripts are off: the one native module we need is compiled below, from source, without a download.
     (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund >&2)
-    echo "$want" > "$stamp"
+    echo "$want" > "$dir/node_modules/.fenec-lock-hash"
   fi
-done
+}
+npm_ci .
+# The example's packages are nobody's build input: they install while the native modules compile (a clean
+# install's 10 s or so), and the script waits for them at its end.
+npm_ci examples/mcp-agent &
+example_install=$!
 
 # 4. Native modules, against the headers of the Node.js that runs them (the one on PATH, whatever npm's own
 # config says: a nodedir there may name an older Node.js's). Offline, node-gyp cannot download headers.
@@ -79,4 +84,5 @@ for build in native/*/build.sh; do
   [ -f "$build" ] || continue
   bash "$build"
 done
+wait "$example_install"
 say "ok"
