@@ -7,10 +7,9 @@
 //             its own temporary folders, and kills the processes it started.
 //   alone     ALONE, one after another, with no other test file beside them: files whose verdicts bound a wall
 //             time (an answer within a second, a statement stopped within its limit, a ratio of two timings),
-//             which a second test file on the same cores could push past its bound; and Faiss's own tests,
-//             which keep every core busy (OpenMP) and bound the event loop's longest pause beside an add.
-//             Replication's suite runs in the parallel pass: its one bound, a failover within 10 s, is five
-//             times what it takes (a 1 s lease), and its time is mostly waiting on leases and processes.
+//             which a second test file on the same cores could push past its bound
+//             (replication's failover within 10 s among them); and Faiss's own tests, which
+//             keep every core busy (OpenMP) and bound the event loop's longest pause beside an add.
 const fs = require('node:fs');
 
 const ALONE = [
@@ -24,6 +23,7 @@ const ALONE = [
   'dist/test/node/storage/deadline.test.js',
   'dist/test/node/vector/faiss.test.js',
   'dist/test/replication/chaos.test.js',
+  'dist/test/replication/replication.test.js',
   'dist/test/router/router-app.test.js',
   'dist/test/shared/fenecql/limits.test.js',
   'dist/test/shared/fenecql/sql-habits.test.js',
@@ -32,7 +32,6 @@ const ALONE = [
 
 /** The longest files of the parallel pass (about 15 s or more on an idle 2-core machine), longest first. */
 const LONGEST = [
-  'dist/test/replication/replication.test.js',
   'dist/test/console/console.test.js',
   'dist/test/node/vector/store.test.js',
   'dist/test/integration/new-user.test.js',
