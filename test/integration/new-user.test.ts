@@ -161,8 +161,9 @@ describe('what a new user tripped over', function () {
     it('names the console, which the router serves', async function () {
       this.timeout(150_000);
       const data = sandbox.dir();
-      // Three ports in a row (the router's and the two nodes'), away from the ones the kernel hands out.
-      const port = 20_000 + Math.floor(Math.random() * 9_000) * 3;
+      // Three ports in a row (the router's and the two nodes'), under the kernel's ephemeral range (Linux: from
+      // 32768), which the other test files' servers on port 0 are handed at the same time.
+      const port = 20_000 + Math.floor(Math.random() * 4_000) * 3;
       const { FENEC_TOKEN: _token, FENEC_JWT_SECRET: _secret, ...env } = process.env;
       const stack = spawn('bash', [RUN_STACK], {
         env: { ...env, PORT: String(port), FENEC_STACK_DATA: data },
@@ -191,11 +192,20 @@ describe('what a new user tripped over', function () {
         expect(page.status).to.equal(200);
       } finally {
         // The script's trap stops the router and both nodes; its process group is killed if it does not.
-        const exited = once(stack, 'exit');
-        if (stack.exitCode === null) process.kill(-stack.pid!, 'SIGTERM');
-        const timer = setTimeout(() => process.kill(-stack.pid!, 'SIGKILL'), 10_000);
-        await exited;
-        clearTimeout(timer);
+        // (A stack that already exited has its reason in the error above: there is nothing to wait for.)
+        if (stack.exitCode === null && stack.signalCode === null) {
+          const exited = once(stack, 'exit');
+          process.kill(-stack.pid!, 'SIGTERM');
+          const timer = setTimeout(() => {
+            try {
+              process.kill(-stack.pid!, 'SIGKILL');
+            } catch {
+              // The group ended between the two signals.
+            }
+          }, 10_000);
+          await exited;
+          clearTimeout(timer);
+        }
       }
     });
   });
