@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { FENEC_ROUTER, request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { Objm } from '@nats-io/obj';
+import { Objm, type ObjectInfo } from '@nats-io/obj';
 import { NatsCluster } from './nats-cluster.js';
 import { eventually } from '../helpers/eventually.js';
 import { FenecError } from '../../shared/errors.js';
@@ -197,17 +197,24 @@ describe('replication on NATS JetStream (--nats)', function () {
   it('answers a restore whose snapshot is replaced while it is read (its chunks purged) with log_unavailable, not never', async () => {
     const d = await node('pa', sandbox.dir(), ['--snapshot-every', '3']);
     await createTenant(d.url, 'purged');
-    for (let n = 0; n < 7; n++)
-      expect((await tq(d.url, 'purged', 'insert into notes {n: $1}', [n])).status).to.equal(200);
     const nc = await connect({ servers: cluster.urls.split(',') });
     try {
       const store = await new Objm(nc).open('fenec-snapshots');
-      const latest = await eventually(async () => {
+      // A snapshot due while another is stored is not taken: rows go in until both slots hold one.
+      let rows = 0;
+      const snapshots = async (): Promise<ObjectInfo[]> => {
         const infos = await Promise.all(['a', 'b'].map((slot) => store.info(`purged.${slot}`)));
-        const stored = infos.filter((info) => info !== null && !info.deleted);
-        expect(stored).to.have.length(2);
-        return stored.sort((x, y) => Number(x!.metadata!.seq) - Number(y!.metadata!.seq)).pop()!;
+        const stored = infos.filter((info): info is ObjectInfo => info !== null && !info.deleted);
+        return stored.sort((x, y) => Number(x.metadata!.seq) - Number(y.metadata!.seq));
+      };
+      await eventually(async () => {
+        expect((await tq(d.url, 'purged', 'insert into notes {n: $1}', [rows])).status).to.equal(200);
+        rows += 1;
+        expect(await snapshots()).to.have.length(2);
       });
+      // The last insert may have begun another: the latest is read once the store has been still a while.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const latest = (await snapshots()).pop()!;
       await sandbox.kill(d.child);
       // What a reader of the object sees when another node stores over it: its entry names chunks no longer there.
       const bytes = await store.getBlob(latest.name);
@@ -229,7 +236,7 @@ describe('replication on NATS JetStream (--nats)', function () {
       expect(answer.json?.error?.code, answer.text).to.equal('log_unavailable');
       // The other node's store done (the object whole again, under new chunks): the next request is served.
       await store.putBlob({ name: latest.name, metadata: latest.metadata }, bytes);
-      expect(await eventually(() => ns(e.url, 'purged'))).to.deep.equal([...Array(7).keys()]);
+      expect(await eventually(() => ns(e.url, 'purged'))).to.deep.equal([...Array(rows).keys()]);
     } finally {
       await nc.close();
     }
