@@ -276,6 +276,24 @@ export function request(base: string, options: RequestOptions = {}): Promise<Rep
   });
 }
 
+/** POST /t/TENANT/query (a tenant node's or a router's) with `token`; `timeoutMs`: no answer by then is an error. */
+export function tenantQuery(
+  base: string,
+  token: string,
+  tenant: string,
+  statement: string,
+  params: readonly unknown[] = [],
+  timeoutMs?: number,
+): Promise<Reply> {
+  return request(base, {
+    method: 'POST',
+    path: `/t/${tenant}/query`,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ statement, params }),
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+  });
+}
+
 /** POST /query with a statement, its params, and optionally a token. */
 export function query(
   base: string,

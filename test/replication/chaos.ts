@@ -17,7 +17,14 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { FENEC_ROUTER, request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
+import {
+  FENEC_ROUTER,
+  request,
+  Sandbox,
+  tenantQuery,
+  type Reply,
+  type ServerProcess,
+} from '../integration/processes.js';
 import { describe, Exits, processState } from './exits.js';
 import { freePort, NatsCluster } from './nats-cluster.js';
 import { PartitionProxy } from './partition-proxy.js';
@@ -71,15 +78,8 @@ type Outcome = 'ok' | 'unknown' | 'refused';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-function post(base: string, tenant: string, statement: string, params: unknown[] = []): Promise<Reply> {
-  return request(base, {
-    method: 'POST',
-    path: `/t/${tenant}/query`,
-    headers: AUTH,
-    body: JSON.stringify({ statement, params }),
-    timeoutMs: 15_000,
-  });
-}
+const post = (base: string, tenant: string, statement: string, params: unknown[] = []): Promise<Reply> =>
+  tenantQuery(base, TOKEN, tenant, statement, params, 15_000);
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const log = options.log ?? (() => undefined);
@@ -350,15 +350,7 @@ async function probe(slot: NodeSlot, tenant: string): Promise<string> {
     }
   };
   const health = await asked(() => request(base, { path: '/_health', timeoutMs: 3000 }));
-  const read = await asked(() =>
-    request(base, {
-      method: 'POST',
-      path: `/t/${tenant}/query`,
-      headers: AUTH,
-      body: JSON.stringify({ statement: 'get rows select key limit 1' }),
-      timeoutMs: 3000,
-    }),
-  );
+  const read = await asked(() => tenantQuery(base, TOKEN, tenant, 'get rows select key limit 1', [], 3000));
   const pid = slot.process?.pid;
   const state = pid === undefined ? 'none' : processState(pid);
   return `${slot.name} (pid ${pid}, state ${state}): /_health ${health}, a read of ${tenant} ${read}`;

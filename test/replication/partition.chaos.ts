@@ -1,5 +1,12 @@
 import { expect } from 'chai';
-import { FENEC_ROUTER, request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
+import {
+  FENEC_ROUTER,
+  request,
+  Sandbox,
+  tenantQuery,
+  type Reply,
+  type ServerProcess,
+} from '../integration/processes.js';
 import { rendezvous } from '../../shared/nats/directory.js';
 import { NatsCluster } from './nats-cluster.js';
 import { PartitionProxy, type CutMode } from './partition-proxy.js';
@@ -9,15 +16,8 @@ const TOKEN = 'partition-test-token-0123456789abcdef';
 const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 const LEASE_MS = 1000;
 
-function tq(base: string, tenant: string, statement: string, params: unknown[] = []): Promise<Reply> {
-  return request(base, {
-    method: 'POST',
-    path: `/t/${tenant}/query`,
-    headers: auth,
-    body: JSON.stringify({ statement, params }),
-    timeoutMs: 5_000,
-  });
-}
+const tq = (base: string, tenant: string, statement: string, params: unknown[] = []): Promise<Reply> =>
+  tenantQuery(base, TOKEN, tenant, statement, params, 5_000);
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,6 +1,13 @@
 import * as http from 'node:http';
 import { expect } from 'chai';
-import { FENEC_ROUTER, request, Sandbox, type Reply, type ServerProcess } from '../integration/processes.js';
+import {
+  FENEC_ROUTER,
+  request,
+  Sandbox,
+  tenantQuery,
+  type Reply,
+  type ServerProcess,
+} from '../integration/processes.js';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Objm, type ObjectInfo } from '@nats-io/obj';
@@ -12,14 +19,8 @@ import { TenantLog, type LoggedChange } from '../../node/replication/log.js';
 const TOKEN = 'replication-test-token-0123456789abcdef';
 const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 
-function tq(base: string, tenant: string, statement: string, params: unknown[] = []): Promise<Reply> {
-  return request(base, {
-    method: 'POST',
-    path: `/t/${tenant}/query`,
-    headers: auth,
-    body: JSON.stringify({ statement, params }),
-  });
-}
+const tq = (base: string, tenant: string, statement: string, params: unknown[] = []): Promise<Reply> =>
+  tenantQuery(base, TOKEN, tenant, statement, params);
 
 describe('replication on NATS JetStream (--nats)', function () {
   this.timeout(120_000);
