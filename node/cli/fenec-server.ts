@@ -1,10 +1,13 @@
-#!/usr/bin/env -S node --expose-gc
+#!/usr/bin/env -S node --expose-gc --max-semi-space-size=16
 /**
  * fenec-server: one `.fenec` file over HTTP. Options are read here, once, into a frozen
  * ServerConfig; nothing below reads process.env or process.argv.
  *
  * The #! line exposes `gc`, for the collection a thread that ran statements makes once quiet after a burst
- * (node/workers/idle-collect.ts): 331 MB held after a 5 000-row load without it, 134 MB with it.
+ * (node/workers/idle-collect.ts): 331 MB held after a 5 000-row load without it, 134 MB with it. It also holds the
+ * serving thread's young generation to the workers' (16 MiB semi-spaces, worker-pool.ts): left to itself, Node.js
+ * 24 grows them to 64 MiB under a steady stream of requests, which took a fuzzed server past its memory bound
+ * (docs/reliability.md).
  */
 import { parsePolicy, type Policy } from '../../shared/auth/policy.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';
