@@ -29,6 +29,7 @@ import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import {
+  cpuSeconds,
   failuresLine,
   intEnv,
   load,
@@ -37,6 +38,7 @@ import {
   Programs,
   ROOT,
   runInfo,
+  settle,
   table,
   turnOrder,
   WARM_UP_SECONDS,
@@ -45,7 +47,6 @@ import {
   type Measure,
 } from './harness.js';
 import {
-  cpuSeconds,
   docsWorkload,
   loadDocs,
   post as postWith,
@@ -189,41 +190,14 @@ function rowByIdRun(server: Server, clients: number): LoadTarget {
   };
 }
 
-/** A warm-up chunk's length, and the most chunks a server is given to settle. */
-const SETTLE_SECONDS = 2;
-const SETTLE_CHUNKS = 15;
-
-/**
- * Each server sent row-by-id requests at 8 clients, SETTLE_SECONDS at a time, until its CPU a request stops
- * falling (a chunk within 5 % of the one before): Node.js 24 moves this path to its optimizing compiler only after
- * 6 000–14 000 requests, compiling on V8's helper threads meanwhile, so that a short warm-up measures the
- * compiler's work, not the server's (docs/performance.md). Returns the chunks each took.
- */
-async function settle(servers: readonly Server[]): Promise<number[]> {
-  const chunks: number[] = [];
-  for (const server of servers) {
-    const pid = server.program.child.pid!;
-    let before = Infinity;
-    let n = 0;
-    while (n < SETTLE_CHUNKS) {
-      n += 1;
-      const cpu0 = cpuSeconds(pid);
-      const m = await load({ ...rowByIdRun(server, 8), seconds: SETTLE_SECONDS });
-      const us = ((cpuSeconds(pid) - cpu0) * 1e6) / Math.max(1, m.requestsPerSecond * SETTLE_SECONDS);
-      if (us > before * 0.95) break;
-      before = us;
-    }
-    progress(
-      `${server.name}: settled after ${n} warm-up runs of ${SETTLE_SECONDS} s (${Math.round(before)} µs a request)`,
-    );
-    chunks.push(n);
-  }
-  return chunks;
+/** Each server settled at 8 clients (harness.ts, settle), one after the other. */
+async function settleAll(servers: readonly Server[]): Promise<void> {
+  for (const server of servers) await settle(rowByIdRun(server, 8), () => cpuSeconds(server.program.child.pid!));
 }
 
 /** Row by id at 1 and 8 clients once each server has settled, in turns, ROUNDS rounds; the median of each figure. */
 async function measureRowById(servers: readonly Server[]): Promise<ByIdRun[][]> {
-  await settle(servers);
+  await settleAll(servers);
   const out: ByIdRun[][] = [];
   for (const clients of [1, 8]) {
     const runs = servers.map((): ByIdRun[] => []);

@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { Program } from './harness.js';
+import { cpuSeconds, type Program } from './harness.js';
 import { DIMS, GROUP, K, vectorLiteral, zipfWorkload, type Workload } from './search-data.js';
 
 export const DOCS = 'create collection docs (body text @text, vec vector<384> @hnsw(cosine), grp int @hash)';
@@ -88,13 +88,6 @@ function indexed(schema: any): boolean {
   return indexes.every(
     (i) => (i.pending ?? 0) === 0 && i.building !== true && (i.state === undefined || i.state === 'ready'),
   );
-}
-
-/** The process's user + system CPU seconds so far, every thread (/proc/PID/stat, in clock ticks of 1/100 s). */
-export function cpuSeconds(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 export function rssMb(pid: number): number {

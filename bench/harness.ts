@@ -1,8 +1,9 @@
 /**
  * What every bench shares beside its statistics (stats.ts): the knobs it reads from the environment, its
  * progress lines, the programs it measures (fenec-server, fenec-router, the bare node:http yardstick),
- * each started as a process of its own on a free port, the admin calls it makes to them, the HTTP load it
- * puts on them (autocannon, in turns), and the table and results file it writes.
+ * each started as a process of its own on a free port, the admin calls it makes to them, the CPU they spend
+ * (from /proc), the HTTP load it puts on them (autocannon, in turns, once each has settled), and the table and
+ * results file it writes.
  */
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -173,6 +174,28 @@ export async function call(base: string, token: string, method: string, route: s
   return text === '' ? undefined : JSON.parse(text);
 }
 
+// CPU ------------------------------------------------------------------------------------------------
+
+/** A process's CPU time so far, user + system of every thread, in seconds (/proc/PID/stat). */
+export function cpuSeconds(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * cpuSeconds of a process and of every process below it (a `fenec-router --workers N`'s primary and its
+ * workers): a parent's own figure counts a child only once it has exited and been waited for.
+ */
+export function treeCpuSeconds(pid: number): number {
+  let total = cpuSeconds(pid);
+  for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
+    const children = fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
+    if (children !== '') for (const child of children.split(' ')) total += treeCpuSeconds(Number(child));
+  }
+  return total;
+}
+
 // Load -----------------------------------------------------------------------------------------------
 
 export interface Measure {
@@ -183,6 +206,8 @@ export interface Measure {
   readonly p99Ms: number;
   /** Requests answered with another status than 200, failed, or timed out: a run with any is not to be trusted. */
   readonly failed: number;
+  /** The CPU each of the run's `cpu` clocks spent a request answered, in µs. */
+  readonly cpuUsOf?: Readonly<Record<string, number>>;
 }
 
 export interface LoadRun {
@@ -195,6 +220,8 @@ export interface LoadRun {
   readonly body: string;
   /** Where every answered request's latency is also put: the figures of several runs taken as one. */
   readonly latencies?: number[];
+  /** CPU clocks (seconds so far: cpuSeconds, treeCpuSeconds) read around the run, by the name Measure.cpuUsOf gives. */
+  readonly cpu?: Readonly<Record<string, () => number>>;
 }
 
 /**
@@ -220,7 +247,12 @@ export async function load(run: LoadRun): Promise<Measure> {
       failed += 1;
     }
   });
+  const clocks = Object.entries(run.cpu ?? {});
+  const cpu0 = clocks.map(([, clock]) => clock());
   const result = await instance;
+  const cpuUsOf = Object.fromEntries(
+    clocks.map(([name, clock], i) => [name, ((clock() - cpu0[i]!) * 1e6) / Math.max(1, latencies.length)]),
+  );
   return {
     target: run.target,
     clients: run.clients,
@@ -228,11 +260,13 @@ export async function load(run: LoadRun): Promise<Measure> {
     p50Ms: percentile(latencies, 0.5),
     p99Ms: percentile(latencies, 0.99),
     failed: failed + result.errors + result.timeouts,
+    ...(clocks.length === 0 ? {} : { cpuUsOf }),
   };
 }
 
 /** The median of each figure over the runs (each figure on its own), failures summed. */
 export function medianMeasure(runs: readonly Measure[]): Measure {
+  const clocks = Object.keys(runs[0]!.cpuUsOf ?? {});
   return {
     target: runs[0]!.target,
     clients: runs[0]!.clients,
@@ -240,6 +274,9 @@ export function medianMeasure(runs: readonly Measure[]): Measure {
     p50Ms: median(runs.map((r) => r.p50Ms)),
     p99Ms: median(runs.map((r) => r.p99Ms)),
     failed: runs.reduce((total, r) => total + r.failed, 0),
+    ...(clocks.length === 0
+      ? {}
+      : { cpuUsOf: Object.fromEntries(clocks.map((name) => [name, median(runs.map((r) => r.cpuUsOf![name]!))])) }),
   };
 }
 
@@ -248,6 +285,34 @@ export type LoadTarget = Omit<LoadRun, 'seconds'>;
 
 /** The unmeasured run before each measured one: the first requests open files, fill caches, warm the JIT. */
 export const WARM_UP_SECONDS = 1;
+
+/** A warm-up chunk's length, and the most chunks a target is given to settle. */
+const SETTLE_SECONDS = 2;
+const SETTLE_CHUNKS = 15;
+
+/**
+ * `target` loaded SETTLE_SECONDS at a time until the CPU a request costs (`cpu`, seconds so far, of whatever serves
+ * it) stops falling: a chunk within 5 % of the one before. Node.js 24 moves a request path to its optimizing
+ * compiler only after 6 000–14 000 requests, compiling on V8's helper threads meanwhile, so that a short warm-up
+ * measures the compiler's work, not the server's (docs/performance.md). Returns the chunks it took and the CPU a
+ * request of the last one, in µs.
+ */
+export async function settle(target: LoadTarget, cpu: () => number): Promise<{ chunks: number; cpuUs: number }> {
+  let before = Infinity;
+  let chunks = 0;
+  while (chunks < SETTLE_CHUNKS) {
+    chunks += 1;
+    const cpu0 = cpu();
+    const m = await load({ ...target, seconds: SETTLE_SECONDS });
+    const us = ((cpu() - cpu0) * 1e6) / Math.max(1, m.requestsPerSecond * SETTLE_SECONDS);
+    if (us > before * 0.95) break;
+    before = us;
+  }
+  progress(
+    `${target.target}: settled after ${chunks} warm-up runs of ${SETTLE_SECONDS} s (${Math.round(before)} µs a request)`,
+  );
+  return { chunks, cpuUs: before };
+}
 
 /** `run` after a WARM_UP_SECONDS run of the same requests, unmeasured. */
 export async function warmedLoad(run: LoadRun): Promise<Measure> {
