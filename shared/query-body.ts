@@ -35,6 +35,13 @@ export function checkQueryBody(value: unknown): QueryBody {
       `the request body must be a JSON object ${QUERY_BODY_SHAPE}, not ${kind(value)}`,
     );
   }
+  // The shape every well-formed body has, checked by hand: zod's parse cost 1–2 µs a request, and is kept for the
+  // refusal's words.
+  if (wellFormed(value)) {
+    const { statement, params, cursor } = value;
+    const values = params ?? NO_PARAMS;
+    return cursor === undefined ? { statement, params: values } : { statement, params: values, cursor };
+  }
   const checked = QUERY_BODY.safeParse(value);
   if (checked.success) {
     const { statement, params, cursor } = checked.data;
@@ -64,4 +71,15 @@ function kind(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   const type = typeof value;
   return type === 'object' ? 'an object' : `a ${type}`;
+}
+
+/** Whether `value` is a body QUERY_BODY takes: its fields of the types it says, and no other field. */
+function wellFormed(value: object): value is { statement: string; params?: unknown[]; cursor?: string } {
+  for (const key in value) if (key !== 'statement' && key !== 'params' && key !== 'cursor') return false;
+  const { statement, params, cursor } = value as Record<string, unknown>;
+  return (
+    typeof statement === 'string' &&
+    (params === undefined || Array.isArray(params)) &&
+    (cursor === undefined || typeof cursor === 'string')
+  );
 }

@@ -14,7 +14,7 @@
  * is an audit line (`"event":"auth"`), never the token itself. The router and a node refuse the same
  * request with the same answer: they share this module and shared/http/reply.ts.
  */
-import { hash, timingSafeEqual } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import * as os from 'node:os';
 import { Audit, subjectOf, type AuthWho } from '../audit.js';
@@ -67,7 +67,7 @@ interface RefusalPlace {
 }
 
 export class FrontDoor {
-  readonly #tokenDigest: Buffer | undefined;
+  readonly #tokenDigest: string | undefined;
   readonly #jwt: JwtVerifier | undefined;
   readonly #oauth: OAuthVerifier | undefined;
   readonly #refused: (why: string) => void;
@@ -169,7 +169,7 @@ export class FrontDoor {
       );
     }
     // Both sides hashed: equal lengths for timingSafeEqual, and no timing clue to the token's length.
-    if (this.#tokenDigest !== undefined && timingSafeEqual(sha256(token), this.#tokenDigest)) return SERVER_CALLER;
+    if (this.#tokenDigest !== undefined && sameDigest(sha256(token), this.#tokenDigest)) return SERVER_CALLER;
     if ((this.#jwt === undefined && this.#oauth === undefined) || access === 'server') {
       const message =
         this.#jwt === undefined && this.#oauth === undefined
@@ -353,9 +353,19 @@ function localNames(listenHost: string): ReadonlySet<string> {
   return names;
 }
 
-/** One call, no Hash object: a token is hashed on every request (0.8 µs against 1.3 for createHash). */
-function sha256(text: string): Buffer {
-  return hash('sha256', text, 'buffer');
+/**
+ * One call, no Hash object, and text rather than a Buffer: a token is hashed on every request, and making the Buffer
+ * cost more than the hash (0.6–0.8 µs as base64, 1.0–1.7 as a Buffer compared with timingSafeEqual; 2.2 createHash).
+ */
+function sha256(text: string): string {
+  return hash('sha256', text, 'base64');
+}
+
+/** Two digests (always 44 characters) compared in constant time: every character looked at, no early exit. */
+function sameDigest(a: string, b: string): boolean {
+  let differ = a.length ^ b.length;
+  for (let i = 0; i < b.length; i++) differ |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return differ === 0;
 }
 
 function quote(header: string): string {
