@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { pause } from '../helpers/pause.js';
 
 export const NATS_SERVER = '/usr/sbin/nats-server';
 
@@ -89,9 +90,17 @@ export class NatsCluster {
     return this.#members.flatMap((m) => (m.child?.pid === undefined || m.child.exitCode !== null ? [] : [m.child.pid]));
   }
 
-  /** Sends every server `signal` (SIGSTOP: the cluster stops answering; SIGCONT: it goes on). */
-  signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
-    for (const pid of this.pids()) process.kill(pid, signal);
+  /**
+   * Pauses every server (SIGSTOP), resolving once each has stopped (test/helpers/pause.ts): from then on the cluster
+   * answers nothing, until `resume`.
+   */
+  pause(): Promise<void> {
+    return pause(this.pids());
+  }
+
+  /** Lets every server go on (SIGCONT). */
+  resume(): void {
+    for (const pid of this.pids()) process.kill(pid, 'SIGCONT');
   }
 
   async stop(): Promise<void> {

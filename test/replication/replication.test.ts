@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import * as http from 'node:http';
+import * as os from 'node:os';
 import { expect } from 'chai';
 import {
   FENEC_ROUTER,
@@ -9,10 +11,11 @@ import {
   type ServerProcess,
 } from '../integration/processes.js';
 import { connect } from '@nats-io/transport-node';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Objm, type ObjectInfo } from '@nats-io/obj';
 import { NatsCluster } from './nats-cluster.js';
 import { eventually } from '../helpers/eventually.js';
+import { pause } from '../helpers/pause.js';
 import { FenecError } from '../../shared/errors.js';
 import { TenantLog, type LoggedChange } from '../../node/replication/log.js';
 
@@ -111,7 +114,7 @@ describe('replication on NATS JetStream (--nats)', function () {
     await createTenant(a.url, 'fenced');
     expect((await tq(a.url, 'fenced', 'insert into notes {n: 1}')).status).to.equal(200);
     const b = await node('pb', sandbox.dir());
-    process.kill(a.pid, 'SIGSTOP');
+    await pause([a.pid]);
     try {
       // b takes the tenant once a's lease lapses, and writes to it.
       await eventually(async () => {
@@ -354,16 +357,57 @@ describe('replication on NATS JetStream (--nats)', function () {
     expect(await ns(b.url, 'moved')).to.deep.equal([0, 1, 2, 3]);
   });
 
+  it('pauses the cluster for the tests that say it is paused: nothing sent after the pause is acked, on a loaded machine too', async () => {
+    // One busy process a core. SIGSTOP takes hold only once the kernel has run one thread of each server, and on
+    // cores this busy the servers acked one publish in ten to one in four sent right after their kill (2 to 5 of
+    // these 30 rounds, without the wait in pause): the log_unavailable test below once got a 200 so, the write in
+    // the log. Each loop ends on its own within a bound, should this process be killed before it ends them.
+    const busy = Array.from({ length: os.availableParallelism() }, () =>
+      spawn(process.execPath, ['-e', 'const end = Date.now() + 60_000; while (Date.now() < end) {}'], {
+        stdio: 'ignore',
+      }),
+    );
+    const nc = await connect({ servers: cluster.urls.split(',') });
+    try {
+      // A cluster just started may have no JetStream leader yet.
+      const jsm = await eventually(async () => {
+        const manager = await jetstreamManager(nc);
+        await manager.streams.add({ name: 'PAUSED', subjects: ['paused'], num_replicas: 3 });
+        return manager;
+      });
+      const js = jetstream(nc);
+      const acked: number[] = [];
+      for (let round = 0; round < 30; round++) {
+        // The cluster answers again (its leader may be elected anew after a pause).
+        await eventually(() => js.publish('paused', 'before', { timeout: 2000 }));
+        try {
+          await cluster.pause();
+          await js.publish('paused', String(round), { timeout: 200 }).then(
+            () => acked.push(round),
+            () => undefined,
+          );
+        } finally {
+          cluster.resume();
+        }
+      }
+      expect(acked, 'the rounds whose publish the paused cluster acked').to.deep.equal([]);
+      await eventually(() => jsm.streams.delete('PAUSED'));
+    } finally {
+      for (const child of busy) child.kill('SIGKILL');
+      await nc.close();
+    }
+  });
+
   it('answers log_unavailable (503, Retry-After) when the log does not ack, and catches up once it does', async () => {
     const c = await node('lc', sandbox.dir(), ['--nats-ack-timeout', '500ms', '--lease', '30s']);
     await createTenant(c.url, 'stalled');
     expect((await tq(c.url, 'stalled', 'insert into notes {n: 1}')).status).to.equal(200);
-    cluster.signal('SIGSTOP');
     let unknown: Reply;
     try {
+      await cluster.pause();
       unknown = await tq(c.url, 'stalled', 'insert into notes {n: 2}');
     } finally {
-      cluster.signal('SIGCONT');
+      cluster.resume();
     }
     expect(unknown.status, `${unknown.text}\n${c.stderr()}`).to.equal(503);
     expect(unknown.json.error.code).to.equal('log_unavailable');
