@@ -35,19 +35,11 @@ export function checkQueryBody(value: unknown): QueryBody {
       `the request body must be a JSON object ${QUERY_BODY_SHAPE}, not ${kind(value)}`,
     );
   }
-  // The shape every well-formed body has, checked by hand: zod's parse cost 1–2 µs a request, and is kept for the
-  // refusal's words.
-  if (wellFormed(value)) {
-    const { statement, params, cursor } = value;
-    const values = params ?? NO_PARAMS;
-    return cursor === undefined ? { statement, params: values } : { statement, params: values, cursor };
-  }
+  // The shape every well-formed body has, checked by hand: zod's parse cost 1–2 µs a request. zod still has the last
+  // word on any other body, and gives the refusal's words.
+  if (wellFormed(value)) return queryBody(value);
   const checked = QUERY_BODY.safeParse(value);
-  if (checked.success) {
-    const { statement, params, cursor } = checked.data;
-    const values = params ?? NO_PARAMS;
-    return cursor === undefined ? { statement, params: values } : { statement, params: values, cursor };
-  }
+  if (checked.success) return queryBody(checked.data);
   const { issues } = checked.error;
   const unknown = issues.find((issue) => issue.code === 'unrecognized_keys');
   if (unknown !== undefined) {
@@ -71,6 +63,19 @@ function kind(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   const type = typeof value;
   return type === 'object' ? 'an object' : `a ${type}`;
+}
+
+function queryBody({
+  statement,
+  params,
+  cursor,
+}: {
+  statement: string;
+  params?: unknown[];
+  cursor?: string;
+}): QueryBody {
+  const values = params ?? NO_PARAMS;
+  return cursor === undefined ? { statement, params: values } : { statement, params: values, cursor };
 }
 
 /** Whether `value` is a body QUERY_BODY takes: its fields of the types it says, and no other field. */

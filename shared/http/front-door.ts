@@ -168,7 +168,7 @@ export class FrontDoor {
         new FenecError('invalid_token', 'the Authorization header is not "Bearer <token>"', { hint: BEARER_HINT }),
       );
     }
-    // Both sides hashed: equal lengths for timingSafeEqual, and no timing clue to the token's length.
+    // Both sides hashed: equal lengths for the constant-time compare, and no timing clue to the token's length.
     if (this.#tokenDigest !== undefined && sameDigest(sha256(token), this.#tokenDigest)) return SERVER_CALLER;
     if ((this.#jwt === undefined && this.#oauth === undefined) || access === 'server') {
       const message =
