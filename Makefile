@@ -123,7 +123,7 @@ run: build
 
 # With the Node.js options of the program's #! line (node/cli/fenec-server.ts).
 serve: build
-	$(NODE) --expose-gc --max-semi-space-size=16 dist/node/cli/fenec-server.js --file $(FILE) --port $(PORT)
+	$(NODE) --expose-gc --max-semi-space-size=32 dist/node/cli/fenec-server.js --file $(FILE) --port $(PORT)
 
 requests-bench: build
 	$(NODE) dist/bench/requests-bench.js

@@ -44,8 +44,8 @@ if [ -n "$OAUTH" ]; then
   node dist/scripts/dev-oidc.js --port "$ISSUER_PORT" 2>>"$data/dev-oidc.log" & pids+=($!)
 fi
 node_flags=(--host 127.0.0.1 --mcp-write --mcp-memory memories --policy "$data/policy.txt" "${oauth_flags[@]}")
-node --expose-gc --max-semi-space-size=16 dist/node/cli/fenec-server.js --data-dir "$data/node-a" --port "$NODE_A" "${node_flags[@]}" 2>>"$data/node-a.log" & pids+=($!)
-node --expose-gc --max-semi-space-size=16 dist/node/cli/fenec-server.js --data-dir "$data/node-b" --port "$NODE_B" "${node_flags[@]}" 2>>"$data/node-b.log" & pids+=($!)
+node --expose-gc --max-semi-space-size=32 dist/node/cli/fenec-server.js --data-dir "$data/node-a" --port "$NODE_A" "${node_flags[@]}" 2>>"$data/node-a.log" & pids+=($!)
+node --expose-gc --max-semi-space-size=32 dist/node/cli/fenec-server.js --data-dir "$data/node-b" --port "$NODE_B" "${node_flags[@]}" 2>>"$data/node-b.log" & pids+=($!)
 node dist/router/cli.js --host 127.0.0.1 --port "$PORT" --placement "$data/placement.txt" \
   --nodes "node-a=http://127.0.0.1:$NODE_A,node-b=http://127.0.0.1:$NODE_B" "${oauth_flags[@]}" 2>>"$data/router.log" & pids+=($!)
 

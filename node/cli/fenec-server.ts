@@ -1,13 +1,13 @@
-#!/usr/bin/env -S node --expose-gc --max-semi-space-size=16
+#!/usr/bin/env -S node --expose-gc --max-semi-space-size=32
 /**
  * fenec-server: one `.fenec` file over HTTP. Options are read here, once, into a frozen
  * ServerConfig; nothing below reads process.env or process.argv.
  *
  * The #! line exposes `gc`, for the collection a thread that ran statements makes once quiet after a burst
  * (node/workers/idle-collect.ts): 331 MB held after a 5 000-row load without it, 134 MB with it. It also holds the
- * serving thread's young generation to the workers' (16 MiB semi-spaces, worker-pool.ts): left to itself, Node.js
- * 24 grows them to 64 MiB under a steady stream of requests, which took a fuzzed server past its memory bound
- * (docs/reliability.md).
+ * serving thread's semi-spaces to 32 MiB: left to itself, Node.js 24 grows them to 64 MiB under a steady stream of
+ * requests, which took a fuzzed server past its memory bound (docs/reliability.md); at 16 MiB, the workers' bound
+ * (worker-pool.ts), the serving thread collects so often that row by id at 8 clients lost a tenth of its speed.
  */
 import { parsePolicy, type Policy } from '../../shared/auth/policy.js';
 import { asFenecError, FenecError } from '../../shared/errors.js';

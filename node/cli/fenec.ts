@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --expose-gc --max-semi-space-size=16
+#!/usr/bin/env -S node --expose-gc --max-semi-space-size=32
 /**
  * fenec: the command-line client. `fenec query` runs one statement on a file or on a server and
  * prints the answer's JSON on stdout; a refusal is the error's JSON on stderr, and exit status 1.
