@@ -8,8 +8,8 @@
  * nodes' tombstones (`GET /_moved`, each second) and follows them, so a move needs no placement edit
  * and no restart. The placement file is re-read when it changes.
  */
-import { createHash } from 'node:crypto';
 import { FenecError } from '../shared/errors.js';
+import { rendezvous } from '../shared/rendezvous.js';
 import type { Directory } from '../shared/nats/directory.js';
 import { isTenantName } from '../shared/tenant-name.js';
 
@@ -93,18 +93,9 @@ export function parsePlacement(
   return pins;
 }
 
-/** The node rendezvous hashing gives a tenant: the one with the highest weight hash(node, tenant). */
+/** The node rendezvous hashing gives a tenant among `nodes` (not empty), by their names. */
 export function rendezvousNode(tenant: string, nodes: readonly NodeTarget[]): NodeTarget {
-  let best: NodeTarget | undefined;
-  let bestWeight = -1n;
-  for (const node of nodes) {
-    const weight = createHash('sha256').update(node.name).update('\0').update(tenant).digest().readBigUInt64BE(0);
-    if (weight > bestWeight) {
-      best = node;
-      bestWeight = weight;
-    }
-  }
-  return best!;
+  return rendezvous(tenant, nodes, (node) => node.name)!;
 }
 
 export class Placement {

@@ -14,9 +14,9 @@
  * and live nodes alike (a router goes on routing by it, and the nodes refuse what is no longer theirs), and once
  * it hears again each node gets a lease from then to be heard in.
  */
-import { createHash } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv';
+import { rendezvous } from '../rendezvous.js';
 
 const TENANTS = 'fenec-tenants';
 const NODES = 'fenec-nodes';
@@ -33,20 +33,6 @@ export interface TenantEntry {
 export interface Held {
   readonly entry: TenantEntry;
   readonly revision: number;
-}
-
-/** The name rendezvous hashing picks for a tenant among `names`: the highest sha256(name, tenant), as the router's. */
-export function rendezvous(tenant: string, names: Iterable<string>): string | undefined {
-  let best: string | undefined;
-  let bestWeight = -1n;
-  for (const name of names) {
-    const weight = createHash('sha256').update(name).update('\0').update(tenant).digest().readBigUInt64BE(0);
-    if (weight > bestWeight) {
-      best = name;
-      bestWeight = weight;
-    }
-  }
-  return best;
 }
 
 /** What a watcher is told: a tenant's entry changed (undefined: deleted), or the live nodes changed. */
@@ -137,6 +123,7 @@ export class Directory {
     return rendezvous(
       tenant,
       [...among].filter((name) => this.#live.has(name)),
+      (name) => name,
     );
   }
 

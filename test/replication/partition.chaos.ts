@@ -7,7 +7,7 @@ import {
   type Reply,
   type ServerProcess,
 } from '../integration/processes.js';
-import { rendezvous } from '../../shared/nats/directory.js';
+import { rendezvous } from '../../shared/rendezvous.js';
 import { NatsCluster } from './nats-cluster.js';
 import { PartitionProxy, type CutMode } from './partition-proxy.js';
 import { eventually } from '../helpers/eventually.js';
@@ -164,7 +164,8 @@ describe('replication: a node cut off from the NATS cluster (a partition proxy)'
       // Owned by a, though hashing over both nodes picks b: a router that counted both nodes dead would send it
       // to b, which sends it back (tenant_moving).
       let tenant = '';
-      for (let i = 0; tenant === '' || rendezvous(tenant, [ra, rb]) !== rb; i++) tenant = `routed-${mode}-${i}`;
+      for (let i = 0; tenant === '' || rendezvous(tenant, [ra, rb], (name) => name) !== rb; i++)
+        tenant = `routed-${mode}-${i}`;
       expect(
         (await request(a.url, { method: 'PUT', path: `/t/${tenant}`, headers: auth, body: '{}' })).status,
       ).to.equal(201);
