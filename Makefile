@@ -41,7 +41,7 @@ help:
 	@echo "make mcp-detail      the bytes a 10-row search answers at each detail (ids, fields, full)"
 	@echo "make ingest-bench    fenec import over HTTP until near answers from the index, against raw SQLite + FTS5 and raw Faiss, the full load 3 times (INGEST_ROWS=5000 INGEST_ROUNDS=1 for a short run)"
 	@echo "make before-bench   main ÷ the build before the worker threads (1d8f490, built into bench/before/): near, filtered near, match, fuse, RSS, row by id and its CPU (BEFORE_FLAGS='--workers 2 --cores 1', BENCH_ROWS=5000 for a short run)"
-	@echo "make peers-bench    a one-file fenec-server ÷ LanceDB 0.31 (a Node.js server of its own, installed into bench/peers/): near, filtered near, recall@10, load until indexed, RSS (PEERS_FLAGS='--index ivf_pq', BENCH_ROWS=5000 for a short run)"
+	@echo "make peers-bench    a one-file fenec-server ÷ LanceDB 0.39 (a Node.js server of its own, installed into bench/peers/): near, filtered near, recall@10, load until indexed, RSS (PEERS_FLAGS='--index ivf_pq', BENCH_ROWS=5000 for a short run)"
 	@echo "make embed-bench     fenec import through an embedder of a fixed time a batch against its busy time; near by words (cached) against by vector (EMBED_ROWS=2000 EMBED_QUERIES=50 for a short run)"
 	@echo "make bench        every bench with a baseline, then make bench-summary"
 	@echo "make bench-summary  issue 29's targets (and issues 30 and 31's) as one table, from bench/results/ (RESULTS=DIR: another folder)"
