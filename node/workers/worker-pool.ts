@@ -49,7 +49,7 @@ export interface PoolOptions {
   readonly inline?: InlineParts;
 }
 
-/** A worker's young generation, in MiB: V8's own default (three 16 MiB semi-spaces), set since resourceLimits needs one. */
+/** A worker's young generation, in MiB: V8's own default (three 16 MiB semi-spaces); resourceLimits needs one. */
 const YOUNG_GENERATION_MB = 48;
 /** What a worker's heap holds besides the answers it builds: the open files' catalogues, plans, parse trees. */
 const HEAP_BASE_MB = 512;
