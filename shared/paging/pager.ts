@@ -14,6 +14,7 @@
  * A `near` read with `order` (its k nearest, sorted by a field) has no next page: the k nearest of a
  * continuation would be other rows, not the next ones.
  */
+import { createHash } from 'node:crypto';
 import type { Cond, Expr, GetStmt, OrderItem, Statement } from '../fenecql/ast.js';
 import { Params } from '../fenecql/bind.js';
 import { withIdTies } from '../fenecql/order.js';
@@ -87,14 +88,35 @@ function pageSize(statement: GetStmt, params: readonly unknown[]): number | unde
 
 /**
  * What a cursor is bound to: the statement without what may change between pages (limit, offset,
- * select — a narrower call keeps its cursor) and the values bound, but a parameter limit's.
+ * select — a narrower call keeps its cursor) and the values bound, but a parameter limit's. A value that is an
+ * array of numbers (a `near`'s vector) is bound by the digest of its float64 bytes, not its JSON: writing a
+ * 384-number vector as text took 35–40 µs, a quarter of what main's `near` cost over the build before.
  */
 export function readIdentity(statement: GetStmt, params: readonly unknown[]): string {
-  const values =
-    statement.limit?.kind === 'Param'
-      ? params.map((v, i) => (i === (statement.limit as { index: number }).index - 1 ? null : v))
-      : params;
-  return `${printStatement({ ...statement, select: null, limit: undefined, offset: undefined })}\u0000${JSON.stringify(values)}`;
+  const limitAt = statement.limit?.kind === 'Param' ? statement.limit.index - 1 : -1;
+  const vectors: string[] = [];
+  const values = params.map((v, i) => {
+    if (i === limitAt) return null;
+    if (!isNumberList(v)) return v;
+    vectors.push(`${i}:${numbersDigest(v)}`);
+    return null;
+  });
+  // JSON text holds no raw NUL, so the three parts cannot run into one another.
+  const printed = printStatement({ ...statement, select: null, limit: undefined, offset: undefined });
+  return `${printed}\u0000${JSON.stringify(values)}\u0000${vectors.join(',')}`;
+}
+
+function isNumberList(value: unknown): value is number[] {
+  if (!Array.isArray(value) || value.length === 0) return false;
+  for (const x of value) if (typeof x !== 'number') return false;
+  return true;
+}
+
+function numbersDigest(numbers: readonly number[]): string {
+  const bytes = new Float64Array(numbers.length);
+  // `+ 0` makes -0 into 0, as JSON writes both.
+  for (let i = 0; i < numbers.length; i++) bytes[i] = numbers[i]! + 0;
+  return createHash('sha256').update(bytes).digest('base64url');
 }
 
 export class Pager<O> {
