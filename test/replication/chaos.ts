@@ -25,6 +25,7 @@ import {
   type Reply,
   type ServerProcess,
 } from '../integration/processes.js';
+import { pause } from '../helpers/pause.js';
 import { describe, Exits, processState } from './exits.js';
 import { freePort, NatsCluster } from './nats-cluster.js';
 import { PartitionProxy } from './partition-proxy.js';
@@ -240,8 +241,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         } else {
           faults.push(`SIGSTOP ${slot.name}`);
           log(`nemesis: SIGSTOP ${slot.name} for 2 s`);
-          process.kill(slot.process!.pid, 'SIGSTOP');
+          // The 2 s begin once every thread of the node has stopped (test/helpers/pause.ts says why).
           slot.paused = true;
+          await pause([slot.process!.pid]);
           await sleep(2000);
           process.kill(slot.process!.pid, 'SIGCONT');
           slot.paused = false;
