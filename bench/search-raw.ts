@@ -40,7 +40,7 @@ export const RAW_TEXT_TABLE = `CREATE VIRTUAL TABLE t USING fts5(body, tokenize 
  */
 const rawMatch = (k: number): string => `SELECT rowid, bm25(t) FROM t WHERE t MATCH ? ORDER BY rank LIMIT ${k}`;
 /** The same with what fenecdb answers besides the ids: each row's text and its snippet (the database's 20 tokens). */
-const rawMatchSnippet = (k: number): string =>
+export const rawMatchSnippet = (k: number): string =>
   `SELECT rowid, body, snippet(t, 0, '**', '**', '…', ${SNIPPET_TOKENS}), bm25(t) FROM t WHERE t MATCH ? ORDER BY rank LIMIT ${k}`;
 /**
  * The top k by SQLite's sorter, not FTS5's: what fenecdb's `match` ranks with (node/search/text-index.ts,
