@@ -8,7 +8,7 @@
  * The secret comes from the server's config, never from a global: a server started again, or a tenant
  * moved to another node, has another one, and its old cursors are refused as expired.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash as digest, timingSafeEqual } from 'node:crypto';
 import { FenecError } from '../errors.js';
 
 /** How long a cursor is taken after it was made. */
@@ -54,19 +54,41 @@ interface Payload {
   readonly p: Position;
 }
 
+// One-shot hashes, not createHash/createHmac objects: timed inside a serving process, making a cursor took 55 µs
+// a request with the objects and 35 with these (6 µs either way in a loop), and a paged read makes one each page.
 function hash(text: string): string {
-  return createHash('sha256').update(text).digest('base64url').slice(0, 22);
+  return digest('sha256', text, 'base64url').slice(0, 22);
+}
+
+/** SHA-256's block: HMAC pads its key to it. */
+const BLOCK = 64;
+
+/**
+ * HMAC-SHA256 (RFC 2104) by one-shot hashes over the key's two pads, made once: H(key ^ opad, H(key ^ ipad, m)).
+ * The same bytes as createHmac('sha256', key) (test/shared/paging/cursor-mac.test.ts).
+ */
+export function hmacSha256(key: Uint8Array): (message: string) => Buffer {
+  const block = Buffer.alloc(BLOCK);
+  block.set(key.length > BLOCK ? digest('sha256', key, 'buffer') : key);
+  const inner = Buffer.from(block.map((b) => b ^ 0x36));
+  const outer = Buffer.from(block.map((b) => b ^ 0x5c));
+  return (message) =>
+    digest(
+      'sha256',
+      Buffer.concat([outer, digest('sha256', Buffer.concat([inner, Buffer.from(message)]), 'buffer')]),
+      'buffer',
+    );
 }
 
 export class CursorKeeper {
-  readonly #secret: Uint8Array;
+  readonly #hmac: (message: string) => Buffer;
   readonly #fingerprint: string;
   readonly #now: () => number;
 
   /** `secret`: at least 32 random bytes, the server's own (config's cursorSecret). */
   constructor(secret: Uint8Array, now: () => number = Date.now) {
     if (secret.length < 32) throw new Error('a cursor secret takes at least 32 bytes');
-    this.#secret = secret;
+    this.#hmac = hmacSha256(secret);
     this.#fingerprint = createHmac('sha256', secret).update('fenecdb cursor key').digest('base64url').slice(0, 8);
     this.#now = now;
   }
@@ -142,11 +164,7 @@ export class CursorKeeper {
   }
 
   #mac(body: string): string {
-    return createHmac('sha256', this.#secret)
-      .update(`${VERSION}.${body}`)
-      .digest()
-      .subarray(0, MAC_BYTES)
-      .toString('base64url');
+    return this.#hmac(`${VERSION}.${body}`).subarray(0, MAC_BYTES).toString('base64url');
   }
 }
 
