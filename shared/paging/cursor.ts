@@ -8,7 +8,7 @@
  * The secret comes from the server's config, never from a global: a server started again, or a tenant
  * moved to another node, has another one, and its old cursors are refused as expired.
  */
-import { createHmac, hash as digest, timingSafeEqual } from 'node:crypto';
+import { hash as digest, timingSafeEqual } from 'node:crypto';
 import { FenecError } from '../errors.js';
 
 /** How long a cursor is taken after it was made. */
@@ -89,7 +89,7 @@ export class CursorKeeper {
   constructor(secret: Uint8Array, now: () => number = Date.now) {
     if (secret.length < 32) throw new Error('a cursor secret takes at least 32 bytes');
     this.#hmac = hmacSha256(secret);
-    this.#fingerprint = createHmac('sha256', secret).update('fenecdb cursor key').digest('base64url').slice(0, 8);
+    this.#fingerprint = this.#hmac('fenecdb cursor key').toString('base64url').slice(0, 8);
     this.#now = now;
   }
 

@@ -14,7 +14,7 @@
  * A `near` read with `order` (its k nearest, sorted by a field) has no next page: the k nearest of a
  * continuation would be other rows, not the next ones.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Cond, Expr, GetStmt, OrderItem, Statement } from '../fenecql/ast.js';
 import { Params } from '../fenecql/bind.js';
 import { withIdTies } from '../fenecql/order.js';
@@ -116,7 +116,7 @@ function numbersDigest(numbers: readonly number[]): string {
   const bytes = new Float64Array(numbers.length);
   // `+ 0` makes -0 into 0, as JSON writes both.
   for (let i = 0; i < numbers.length; i++) bytes[i] = numbers[i]! + 0;
-  return createHash('sha256').update(bytes).digest('base64url');
+  return hash('sha256', bytes, 'base64url');
 }
 
 export class Pager<O> {
