@@ -107,6 +107,11 @@ export class Forwarder {
     const timer = setTimeout(() => {
       upstream.destroy(Object.assign(new Error(`no answer within ${this.#timeoutMs} ms`), { code: 'ETIMEDOUT' }));
     }, this.#timeoutMs);
+    // A replicated write's `102 Processing` (its commit on the node, before the log's ack) is passed on as it comes:
+    // the client sends its next batch on it.
+    upstream.on('information', (info) => {
+      if (info.statusCode === 102 && !res.headersSent) res.writeProcessing();
+    });
     upstream.on('response', (answer) => {
       clearTimeout(timer);
       answered = true;

@@ -21,7 +21,7 @@ import { localError, onExit, usageError } from '../../shared/cli/command-line.js
 import { createCollectionFor, SAMPLE_ROWS } from './infer-schema.js';
 import { duration, figure, Progress } from './progress.js';
 import { readRows, rowValue, type SourceRow } from './row-source.js';
-import { postQuery, queryUrl, tokenOf, type Outcome } from './server-client.js';
+import { OrderedRequests, postQuery, queryUrl, tokenOf, type Outcome } from './server-client.js';
 
 const NAME = 'fenec';
 /** Under the server's default body limit (1 MB), with room for the statement around the rows. */
@@ -38,7 +38,8 @@ interface ImportOptions {
 
 /** Where the rows go: a server's /query, or a file opened here. */
 interface Target {
-  insert(statement: string, rows: readonly SourceRow[]): Promise<Outcome>;
+  /** `committed`: told when the rows are in the file before the answer comes (a replicated node's 102). */
+  insert(statement: string, rows: readonly SourceRow[], committed?: () => void): Promise<Outcome>;
   /** Whether the collection has a field made with @embed (its rows are embedded as they are written). */
   embeds(collection: string): Promise<boolean>;
   /** Resolves once the collection's vector indexes hold every row; `onPending` hears how many they do not yet. */
@@ -46,12 +47,17 @@ interface Target {
   close(): void;
 }
 
-/** A refusal: the error, the line it names, and what was committed before it. */
+/**
+ * A refusal: the error, the line it names, what was committed before it, and what after — a batch sent on the
+ * refused one's 102, when the log then failed to ack the refused one (its outcome unknown) and the next was taken
+ * by another node.
+ */
 class ImportRefused extends Error {
   constructor(
     readonly error: Record<string, unknown>,
     readonly line: number | undefined,
     readonly committed: number,
+    readonly after = 0,
   ) {
     super(String(error.message));
   }
@@ -136,10 +142,10 @@ async function runImport(
     if (refused.error.code === 'unknown_collection') offerCreate(refused, collection, loader.sample, create);
     if (tty)
       write(
-        `${NAME} import: ${refused.message}; ${figure(refused.committed)} rows were committed before it, none after\n`,
+        `${NAME} import: ${refused.message}; ${figure(refused.committed)} rows were committed before it, ${refused.after === 0 ? 'none' : figure(refused.after)} after\n`,
       );
     write(
-      `${JSON.stringify({ error: refused.error, ...(refused.line === undefined ? {} : { line: refused.line }), committed: refused.committed })}\n`,
+      `${JSON.stringify({ error: refused.error, ...(refused.line === undefined ? {} : { line: refused.line }), committed: refused.committed, ...(refused.after === 0 ? {} : { committed_after: refused.after }) })}\n`,
     );
     target.close();
     return 1;
@@ -199,7 +205,10 @@ function offerCreate(
     '(add @text to a field to search it by words, @hnsw(cosine) to a vector for near)';
 }
 
-/** Batches the rows under the byte budget and sends them in order, one in flight while the next is read. */
+/**
+ * Batches the rows under the byte budget and sends them in order, the next read while the last is written and sent
+ * once the last is committed (OrderedRequests: a replicated node's 102 comes before its log's ack).
+ */
 class Loader {
   committed = 0;
   /** The file's first rows, from which a missing collection's fields are inferred. */
@@ -217,40 +226,67 @@ class Loader {
   }
 
   async load(rows: AsyncIterable<SourceRow>): Promise<void> {
-    let inFlight: Promise<void> = Promise.resolve();
-    let failure: unknown;
+    const requests = new OrderedRequests<void>();
+    const sent: { readonly rows: number; readonly done: Promise<void> }[] = [];
+    let failed = false;
     let batch: SourceRow[] = [];
     let bytes = 0;
     const flush = async (): Promise<void> => {
       const sending = batch;
       batch = [];
       bytes = 0;
-      await inFlight;
-      if (failure !== undefined) throw failure;
-      // Kept from rejecting unobserved while the next batch is read; its failure is rethrown above.
-      inFlight = this.#send(sending).catch((err: unknown) => void (failure = err));
+      const pushed = await requests.push((committed) => this.#send(sending, committed));
+      if (pushed === undefined) {
+        failed = true;
+        return;
+      }
+      // Kept from rejecting unobserved while the next batch is read; its failure is read in order below.
+      pushed.done.catch(() => (failed = true));
+      sent.push({ rows: sending.length, done: pushed.done });
     };
+    let unread: unknown;
     try {
       for await (const row of rows) {
-        if (failure !== undefined) break;
+        if (failed) break;
         if (this.sample.length < SAMPLE_ROWS) this.sample.push(row);
         const size = row.bytes.length + 1;
         if (batch.length > 0 && bytes + size > this.#budget) await flush();
         batch.push(row);
         bytes += size;
       }
+      if (batch.length > 0 && !failed) await flush();
     } catch (err) {
-      // A line that is not a row: the batch in flight ends first, so that what was committed is known.
-      await inFlight;
-      throw failure ?? err;
+      // A line that is not a row: the batches in flight end first, so that what was committed is known.
+      unread = err;
     }
-    if (batch.length > 0 && failure === undefined) await flush();
-    await inFlight;
-    if (failure !== undefined) throw failure;
+    await this.#refusal(sent);
+    if (unread !== undefined) throw unread;
   }
 
-  async #send(rows: readonly SourceRow[]): Promise<void> {
-    const outcome = await this.#target.insert(this.#statement, rows);
+  /**
+   * Waits for every batch sent; throws the first refused, in the file's order, with the rows committed before it (a
+   * batch sent on its 102 and committed after it is counted apart: see ImportRefused).
+   */
+  async #refusal(sent: readonly { readonly rows: number; readonly done: Promise<void> }[]): Promise<void> {
+    let before = 0;
+    let refused: unknown;
+    for (const { rows, done } of sent) {
+      try {
+        await done;
+        if (refused === undefined) before += rows;
+      } catch (err) {
+        refused ??= err;
+      }
+    }
+    if (refused === undefined) return;
+    if (!(refused instanceof ImportRefused)) throw refused;
+    const committed = before + refused.committed;
+    throw new ImportRefused(refused.error, refused.line, committed, this.committed - committed);
+  }
+
+  /** Sends a batch; `committed` hears of its commit before its answer (see OrderedRequests). */
+  async #send(rows: readonly SourceRow[], committed?: () => void): Promise<void> {
+    const outcome = await this.#target.insert(this.#statement, rows, committed);
     if (outcome.ok) {
       this.committed += rows.length;
       this.#onCommitted(this.committed);
@@ -265,7 +301,13 @@ class Loader {
       this.#budget = Math.max(1024, Math.floor(this.#budget / 2));
       const half = Math.ceil(rows.length / 2);
       await this.#send(rows.slice(0, half));
-      await this.#send(rows.slice(half));
+      try {
+        await this.#send(rows.slice(half), committed);
+      } catch (err) {
+        // Counted from the batch's start: its first half was committed.
+        if (err instanceof ImportRefused) throw new ImportRefused(err.error, err.line, half + err.committed);
+        throw err;
+      }
       return;
     }
     // A body that is not JSON: a row shaped as an object is not one (row-source.ts); its parse names it.
@@ -287,7 +329,7 @@ class Loader {
       .replace(/^\$1\[\d+\](: |, )/, '')
       .replace(/; the \d+ rows before it were committed, none after$/, '');
     const { committed: _chunks, ...said } = error;
-    throw new ImportRefused({ ...said, message: `${where}: ${message}` }, line ?? first, this.committed);
+    throw new ImportRefused({ ...said, message: `${where}: ${message}` }, line ?? first, before);
   }
 }
 
@@ -320,7 +362,7 @@ function batchBody(statement: string, rows: readonly SourceRow[]): Buffer {
 
 function serverTarget(url: URL, token: string | undefined): Target {
   return {
-    insert: (statement, rows) => postQuery(url, batchBody(statement, rows), token),
+    insert: (statement, rows, committed) => postQuery(url, batchBody(statement, rows), token, committed),
     async embeds(collection) {
       const outcome = await postQuery(url, JSON.stringify({ statement: `schema ${collection}` }), token);
       return outcome.ok && embedsIn(outcome.body);

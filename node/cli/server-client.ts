@@ -6,6 +6,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { FenecError } from '../../shared/errors.js';
 import { usageError } from '../../shared/cli/command-line.js';
+import { INTERIM_HEADER } from '../http/request.js';
 
 const NAME = 'fenec';
 
@@ -32,7 +33,8 @@ export function queryUrl(text: string): URL {
 
 /**
  * POSTs a /query body (JSON text, or its bytes). Through node:http, not fetch: fetch copies a body
- * given as bytes before it sends it, and `fenec import` sends a megabyte a batch.
+ * given as bytes before it sends it, and `fenec import` sends a megabyte a batch. `committed`, when given,
+ * hears a replicated node's `102 Processing`: the write is in the tenant's file, its answer waits for the log.
  *
  * @throws FenecError `unavailable` when no fenecdb server answers at `url`.
  */
@@ -40,6 +42,7 @@ export function postQuery(
   url: URL,
   body: string | Buffer,
   token: string | undefined,
+  committed?: () => void,
   idleMs = ANSWER_IDLE_MS,
 ): Promise<Outcome> {
   const payload = typeof body === 'string' ? Buffer.from(body) : body;
@@ -48,6 +51,7 @@ export function postQuery(
     'content-length': String(payload.length),
   };
   if (token !== undefined) headers.authorization = `Bearer ${token}`;
+  if (committed !== undefined) headers[INTERIM_HEADER] = 'committed';
   const secure = url.protocol === 'https:';
   return new Promise((resolve, reject) => {
     const unavailable = (err: NodeJS.ErrnoException) =>
@@ -75,11 +79,55 @@ export function postQuery(
         });
       },
     );
+    if (committed !== undefined) {
+      sent.on('information', (info) => {
+        if (info.statusCode === 102) committed();
+      });
+    }
     sent.on('error', unavailable);
     // A server that takes the request and never answers would hold the command for good.
     sent.setTimeout(idleMs, () => sent.destroy(new Error(`no answer in ${idleMs / 1000} s`)));
     sent.end(payload);
   });
+}
+
+/**
+ * Requests sent in order, each once the one before is committed (its `102 Processing`, or its answer from a server
+ * that sends none), with at most two unanswered: a replicated batch's ack is waited for while the next is written,
+ * and the file still takes the batches in the order they were sent. None is sent after one that failed (its answer
+ * rejected).
+ */
+export class OrderedRequests<T> {
+  #last: { readonly committed: Promise<boolean>; readonly done: Promise<T> } | undefined;
+  /** Whether the request before the last one succeeded (resolved once it is answered). */
+  #beforeLast: Promise<boolean> = Promise.resolve(true);
+
+  /**
+   * Sends once the requests before allow it (`send` is given the callback its request's 102 calls); resolves, once
+   * sent, to a box holding its answer (boxed: it must not be awaited by the resolution itself), or to undefined when
+   * it was not sent because one before it failed.
+   */
+  async push(send: (committed: () => void) => Promise<T>): Promise<{ readonly done: Promise<T> } | undefined> {
+    const last = this.#last;
+    if (!(await this.#beforeLast) || (last !== undefined && !(await last.committed))) return undefined;
+    let commit!: (ok: boolean) => void;
+    const committed = new Promise<boolean>((resolve) => (commit = resolve));
+    const done = send(() => commit(true));
+    // Answered, a request is as committed as it will be (a first resolution stands: a 102 came before a failure).
+    done.then(
+      () => commit(true),
+      () => commit(false),
+    );
+    this.#beforeLast =
+      last === undefined
+        ? Promise.resolve(true)
+        : last.done.then(
+            () => true,
+            () => false,
+          );
+    this.#last = { committed, done };
+    return { done };
+  }
 }
 
 /** How long a request may go without a byte from the server (fetch's undici waited as long). */

@@ -20,11 +20,21 @@ import { requestContext } from '../../shared/tracing.js';
 import type { ServerConfig } from '../config.js';
 import type { WorkerReply, WorkRequest, WorkRoute } from '../workers/protocol.js';
 import type { HttpMetrics } from './metrics.js';
-import type { BodySink, FenecRequest, NodeHandler, NodeRoute, Reply } from './request.js';
+import {
+  INTERIM_HEADER,
+  type BodySink,
+  type FenecRequest,
+  type NodeHandler,
+  type NodeRoute,
+  type Reply,
+} from './request.js';
 import { SharedBodies } from './shared-bodies.js';
 
-/** Runs a request's work where its file lives (a worker thread) and answers with the bytes to write. */
-export type Dispatch = (req: FenecRequest, work: WorkRequest) => Promise<WorkerReply>;
+/**
+ * Runs a request's work where its file lives (a worker thread) and answers with the bytes to write; `committed`, when
+ * given, is called once a replicated write is in the file and its answer waits for the log (see INTERIM_HEADER).
+ */
+export type Dispatch = (req: FenecRequest, work: WorkRequest, committed?: () => void) => Promise<WorkerReply>;
 
 /** A tenant node's stages between the front door and the body, for the work routes of `/t/<tenant>/…`. */
 export interface TenantStages {
@@ -249,9 +259,14 @@ export class HttpHandler implements Reply, BodySink {
       headers: route === '/_mcp' ? req.headers : undefined,
       trace: traceOf(req),
     };
+    // HTTP/1.0 has no interim answers.
+    const committed =
+      req.headers[INTERIM_HEADER] === 'committed' && req.httpVersionMinor > 0 && req.httpVersionMajor === 1
+        ? () => res.writeProcessing()
+        : undefined;
     let work: Promise<WorkerReply>;
     try {
-      work = this.#dispatch(req, request);
+      work = this.#dispatch(req, request, committed);
     } catch (err) {
       return this.fail(req, res, err);
     }

@@ -41,6 +41,13 @@ export type NodeHandler =
 
 export type NodeRoute = Route<NodeHandler>;
 
+/**
+ * A request header (value `committed`) asking a replicated node for `102 Processing` once the write is committed in
+ * the tenant's file, before the log acks it and the final answer comes: `fenec import` sends its next batch then,
+ * so that a batch's ack is waited for beside the next batch's write, in the order of the file.
+ */
+export const INTERIM_HEADER = 'fenec-interim';
+
 /** The pipeline reading a work route's body (node/http/handler.ts), for the listeners every request shares. */
 export interface BodySink {
   chunk(req: FenecRequest, chunk: Buffer): void;

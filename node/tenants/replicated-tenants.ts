@@ -65,11 +65,17 @@ export class ReplicatedTenants<T extends OpenTenant> implements TenantAdmin {
     return this.#replication.refusal(tenant);
   }
 
-  /** Runs `work` on the tenant once it is this node's and caught up; its change in the log before it resolves. */
-  async run(tenant: string, work: () => Promise<WorkerReply>): Promise<WorkerReply> {
+  /**
+   * Runs `work` on the tenant once it is this node's and caught up; its change in the log before it resolves.
+   * `committed` hears of a write that succeeded in the file while its change waits for the log's ack (a refused one,
+   * even with chunks committed before its refusal, is not told: nothing may be sent after it on its word).
+   */
+  async run(tenant: string, work: () => Promise<WorkerReply>, committed?: () => void): Promise<WorkerReply> {
     await this.#ready(tenant);
     const reply = await work();
-    await this.#pool.logged(reply);
+    const logged = this.#pool.logged(reply);
+    if (logged !== undefined && reply.status === 200) committed?.();
+    await logged;
     return reply;
   }
 

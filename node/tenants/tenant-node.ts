@@ -89,7 +89,7 @@ export async function startTenantNode(
   const pipeline = new HttpHandler(
     config,
     table,
-    (req, work) => {
+    (req, work, committed) => {
       const tenant = registry.get(req.state.tenant);
       // Quotas set with PUT apply from the next request on.
       const run = (): Promise<WorkerReply> =>
@@ -98,7 +98,7 @@ export async function startTenantNode(
           if (reply.quotas !== undefined) for (const quota of reply.quotas) refused(quota);
           return reply;
         });
-      return replicated === undefined ? run() : replicated.run(tenant.name, run);
+      return replicated === undefined ? run() : replicated.run(tenant.name, run, committed);
     },
     new FrontDoor(config, audit, metrics.authRefused),
     metrics,

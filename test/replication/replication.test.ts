@@ -1,8 +1,11 @@
 import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
+import * as path from 'node:path';
 import { expect } from 'chai';
 import {
+  FENEC,
   FENEC_ROUTER,
   request,
   Sandbox,
@@ -295,6 +298,70 @@ describe('replication on NATS JetStream (--nats)', function () {
     } finally {
       await nc.close();
     }
+  });
+
+  /** A POST of `statement` asking for the interim answer (fenec-interim: committed): the statuses as they came. */
+  function interim(base: string, tenant: string, statement: string): Promise<number[]> {
+    return new Promise((resolve, reject) => {
+      const statuses: number[] = [];
+      const sent = http.request(
+        `${base}/t/${tenant}/query`,
+        { method: 'POST', headers: { ...auth, 'fenec-interim': 'committed' } },
+        (res) => {
+          statuses.push(res.statusCode!);
+          res.resume();
+          res.on('end', () => resolve(statuses));
+        },
+      );
+      sent.on('information', (info) => statuses.push(info.statusCode));
+      sent.on('error', reject);
+      sent.end(JSON.stringify({ statement }));
+    });
+  }
+
+  it('answers a committed write 102 before the log acks it, through the router too, and fenec import sends its next batch on it', async () => {
+    const a = await node('ia', sandbox.dir());
+    const b = await node('ib', sandbox.dir());
+    const router = await sandbox.startProgram(
+      FENEC_ROUTER,
+      ['--port', '0', '--nodes', `ia=${a.url},ib=${b.url}`, '--nats', cluster.urls, '--workers', '1'],
+      { FENEC_TOKEN: TOKEN },
+    );
+    await createTenant(a.url, 'loaded');
+    expect(await interim(a.url, 'loaded', 'insert into notes {n: -1}')).to.deep.equal([102, 200]);
+    expect(await interim(router.url, 'loaded', 'insert into notes {n: -2}')).to.deep.equal([102, 200]);
+    // Not for a refused write, nor for a read: nothing is waiting for the log.
+    expect(await interim(router.url, 'loaded', "insert into notes {n: 'x'}")).to.deep.equal([400]);
+    expect(await interim(router.url, 'loaded', 'get notes count')).to.deep.equal([200]);
+    const plain = await sandbox.startServer(['--data-dir', sandbox.dir()], { FENEC_TOKEN: TOKEN });
+    await createTenant(plain.url, 'plain');
+    expect(await interim(plain.url, 'plain', 'insert into notes {n: 0}')).to.deep.equal([200]);
+
+    const file = path.join(sandbox.dir(), 'rows.ndjson');
+    const count = 3000;
+    fs.writeFileSync(
+      file,
+      Array.from({ length: count }, (_, n) => `${JSON.stringify({ n, body: `row ${n} of the import` })}\n`).join(''),
+    );
+    // About 40 rows a batch: 75 batches, each sent on the 102 of the one before.
+    const run = await sandbox.run(
+      FENEC,
+      ['import', '--url', `${router.url}/t/loaded`, 'notes', file, '--batch-bytes', '1500', '--no-wait'],
+      {
+        FENEC_TOKEN: TOKEN,
+      },
+    );
+    expect(run.code, run.stderr).to.equal(0);
+    expect(JSON.parse(run.stdout.trim())).to.include({ collection: 'notes', rows: count });
+    // In the file's order (ids follow the lines), every row acknowledged in the log: read on the other node after
+    // kill -9.
+    await sandbox.kill(a.child);
+    const rows = await eventually(async () => {
+      const answer = await tq(router.url, 'loaded', 'get notes select n where n >= 0 order id limit 5000');
+      expect(answer.status, answer.text).to.equal(200);
+      return answer.json.rows.map((row: { n: number }) => row.n);
+    });
+    expect(rows).to.deep.equal([...Array(count).keys()]);
   });
 
   it('gives a tenant as of a point in time (snapshot and log), and a restore of it outlives its node', async () => {
