@@ -19,7 +19,7 @@ SOURCES := $(shell find shared node router deploy test bench \( -path bench/befo
 RAW_FAISS := bench/raw-faiss/build/raw-faiss
 FAISS_LIB ?= $(or $(FENEC_FAISS_LIB),/usr/lib/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/libfaiss.a)
 
-.PHONY: help install build test lint format timing-test mcp-test reliability chaos mcp-conformance test-tools console-screenshots run serve requests-bench search-bench match-bench tenants-bench mcp-bench mcp-detail ingest-bench isolation-bench before-bench peers-bench embed-bench bench bench-summary clean
+.PHONY: help install build test lint format timing-test mcp-test reliability chaos mcp-conformance test-tools console-screenshots run serve requests-bench search-bench match-bench tenants-bench failover-bench mcp-bench mcp-detail ingest-bench isolation-bench before-bench peers-bench embed-bench bench bench-summary clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
@@ -36,6 +36,7 @@ help:
 	@echo "make search-bench    match, near, fuse against raw FTS5 and raw Faiss (BENCH_ROWS=20000 BENCH_UNIFORM_ROWS=5000: 90 s)"
 	@echo "make match-bench     match against raw FTS5 at 50 000 rows, right after the load and warm (MATCH_ROWS=5000 for a short run)"
 	@echo "make tenants-bench   10 000 tenants on one node: a cold open's and a warm request's latency (against the tenant alone on a node), open files, RSS (BENCH_TENANTS=1000 for a short run)"
+	@echo "make failover-bench  a large replicated tenant's kill -9 to its next write on another node, with and without --standby (FAILOVER_ROWS=20000 for a short run)"
 	@echo "make mcp-bench       MCP tool calls against the same statements through /query"
 	@echo "make isolation-bench a quiet tenant's reads beside a heavy tenant's fuse, oversized reads, load, timed-out statements; --workers 1/2/4 (BENCH_ROWS=100000)"
 	@echo "make mcp-detail      the bytes a 10-row search answers at each detail (ids, fields, full)"
@@ -144,6 +145,10 @@ tenants-bench: build
 
 isolation-bench: build
 	$(NODE) dist/bench/isolation-bench.js
+
+# Issue 31: a large tenant's kill -9 to its next answered write on another node, with and without --standby.
+failover-bench: build
+	$(NODE) dist/bench/failover-bench.js
 
 mcp-bench: build
 	$(NODE) dist/bench/mcp-bench.js

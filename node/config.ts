@@ -48,6 +48,11 @@ export interface NatsConfig {
   readonly snapshotEvery: number;
   /** …and at least this often while it changes, in ms (`--snapshot-interval`). Default 10 min. */
   readonly snapshotIntervalMs: number;
+  /**
+   * Keep a caught-up copy of each tenant this node would take if its owner's lease lapsed (`--standby`): failover
+   * then applies the changes since, not the whole snapshot. Default off (a second copy of those tenants on disk).
+   */
+  readonly standby: boolean;
 }
 
 export const NATS_DEFAULTS = Object.freeze({
@@ -56,6 +61,7 @@ export const NATS_DEFAULTS = Object.freeze({
   leaseMs: 3_000,
   snapshotEvery: 1_000,
   snapshotIntervalMs: 10 * 60_000,
+  standby: false,
 });
 
 /** What a server serves: one `.fenec` file (`--file`), or a tenant node's directory of them (`--data-dir`). */

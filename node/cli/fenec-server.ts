@@ -101,6 +101,7 @@ interface Options extends OAuthFlags, EmbedderFlags {
   lease: string;
   snapshotEvery: string;
   snapshotInterval: string;
+  standby: boolean;
 }
 
 async function main(): Promise<void> {
@@ -261,6 +262,11 @@ async function main(): Promise<void> {
       '--snapshot-interval <duration>',
       '…and at least this often while it changes',
       `${NATS_DEFAULTS.snapshotIntervalMs / 60_000}m`,
+    )
+    .option(
+      '--standby',
+      "keep a caught-up copy of each tenant this node would take if its owner's lease lapsed (a faster failover)",
+      NATS_DEFAULTS.standby,
     );
   addEmbedderFlags(program).action((options: Options) => {
     // The secret from the environment only when no key is named on the command line: an empty
@@ -350,6 +356,8 @@ function natsOf(options: Options): NatsConfig | undefined {
   if (options.nats === undefined) {
     if (options.nodeName !== undefined)
       throw new FenecError('invalid_option', '--node-name names a replicated node: give --nats too');
+    if (options.standby)
+      throw new FenecError('invalid_option', "--standby keeps copies of a replicated node's tenants: give --nats too");
     return undefined;
   }
   if (options.nodeName === undefined)
@@ -362,6 +370,7 @@ function natsOf(options: Options): NatsConfig | undefined {
     leaseMs: parseDurationOption('--lease', options.lease),
     snapshotEvery: parseCount('--snapshot-every', options.snapshotEvery, 1),
     snapshotIntervalMs: parseDurationOption('--snapshot-interval', options.snapshotInterval),
+    standby: options.standby,
   };
 }
 

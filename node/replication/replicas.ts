@@ -26,6 +26,8 @@ interface State {
   chain: Promise<void>;
   /** The log's head being put into the file (at most one at a time). */
   preparing: Promise<void> | undefined;
+  /** A warm standby's catch-up of the closed file (standby.ts): a preparation waits for it. */
+  warming: Promise<void> | undefined;
   /** Changes appended since the last snapshot. */
   since: number;
   /**
@@ -171,6 +173,32 @@ export class Replicas {
     state.known = false;
   }
 
+  /**
+   * A warm standby's catch-up (standby.ts): the tenant's closed file here, which this node does not serve, brought to
+   * the log's head and its sequence kept beside it, so that taking the tenant applies only the changes since. Not
+   * while the tenant is served or being prepared here; a preparation that begins meanwhile waits for it.
+   */
+  warm(tenant: string): Promise<void> {
+    const state = this.#state(tenant);
+    if (state.known || state.preparing !== undefined) return Promise.resolve();
+    state.warming ??= this.#warm(tenant, state).finally(() => (state.warming = undefined));
+    return state.warming;
+  }
+
+  async #warm(tenant: string, state: State): Promise<void> {
+    const file = path.join(this.#dir, `${tenant}.fenec`);
+    const head = await this.#log.last(tenant);
+    const held = this.#heldSeq(tenant, file);
+    if (head === 0 || held === head) return;
+    // While it is written the file holds no sequence: a crash meanwhile leaves it to be rebuilt.
+    fs.rmSync(this.#seqFile(tenant), { force: true });
+    const { applied, rebuilt } = await this.#toHead(tenant, file, held, head);
+    // Forgotten meanwhile (deleted): the copy is not kept to the log.
+    if (this.#states.get(tenant) !== state) return;
+    fs.writeFileSync(this.#seqFile(tenant), `${head}\n`);
+    this.#logger.debug({ tenant, seq: head, applied, rebuilt }, 'standby copy caught up from the log');
+  }
+
   /** The tenant is gone (deleted, or owned elsewhere now): its file here is no longer kept to the log. */
   forget(tenant: string): void {
     this.#states.delete(tenant);
@@ -186,8 +214,10 @@ export class Replicas {
   }
 
   async #prepare(tenant: string, state: State): Promise<void> {
-    // Changes appended before a break finish (or fail) first; the worker's file is closed before it is rewritten.
+    // Changes appended before a break finish (or fail) first, and a standby's catch-up; the worker's file is closed
+    // before it is rewritten.
     await state.chain;
+    await state.warming;
     await this.#hooks?.close(tenant);
     const file = path.join(this.#dir, `${tenant}.fenec`);
     const head = await this.#log.last(tenant);
@@ -206,28 +236,9 @@ export class Replicas {
       );
       return;
     }
-    // The log before the latest snapshot may be trimmed (up to the older one kept): a file older than it misses
-    // changes the log no longer has — read from it, the log would quietly skip them. It is rebuilt from the snapshot.
-    const latest = held === undefined ? undefined : (await this.#snapshots.list(tenant)).pop();
-    let from: number;
-    let target: string;
-    if (held !== undefined && held <= head && held >= (latest?.seq ?? 0)) {
-      from = held;
-      target = file;
-    } else {
-      target = `${file}.rebuild`;
-      fs.rmSync(target, { force: true });
-      from = await this.#snapshots.fetch(tenant, target);
-    }
-    // One sync for the whole catch-up: the copy serves nothing before it is done.
-    let applied = await applyChanges(target, (each) =>
-      this.#log.read(tenant, from, head, async (change) => each(change.bytes)),
-    );
-    if (target !== file) {
-      for (const suffix of ['-wal', '-shm']) fs.rmSync(file + suffix, { force: true });
-      if (fs.existsSync(target)) fs.renameSync(target, file);
-      else fs.rmSync(file, { force: true });
-    }
+    const caught = await this.#toHead(tenant, file, held, head);
+    let applied = caught.applied;
+    const rebuilt = caught.rebuilt;
     state.seq = head;
     // The log marked as this node's copy of it: an append of another node's still on its way (sent before it lost
     // the tenant) is refused from now on, or, landed first, is read in here — every write acknowledged before
@@ -248,9 +259,43 @@ export class Replicas {
     }
     state.known = true;
     state.since = applied;
-    if (applied > 0 || target !== file) {
-      this.#logger.info({ tenant, seq: state.seq, applied, rebuilt: target !== file }, 'tenant caught up from the log');
+    if (applied > 0 || rebuilt)
+      this.#logger.info({ tenant, seq: state.seq, applied, rebuilt }, 'tenant caught up from the log');
+  }
+
+  /**
+   * Brings the tenant's closed file here to the log's `head`: from `held`, the sequence it holds, or rebuilt from the
+   * latest snapshot when it holds none, or one the log no longer follows on from.
+   */
+  async #toHead(
+    tenant: string,
+    file: string,
+    held: number | undefined,
+    head: number,
+  ): Promise<{ applied: number; rebuilt: boolean }> {
+    // The log before the latest snapshot may be trimmed (up to the older one kept): a file older than it misses
+    // changes the log no longer has — read from it, the log would quietly skip them. It is rebuilt from the snapshot.
+    const latest = held === undefined ? undefined : (await this.#snapshots.list(tenant)).pop();
+    let from: number;
+    let target: string;
+    if (held !== undefined && held <= head && held >= (latest?.seq ?? 0)) {
+      from = held;
+      target = file;
+    } else {
+      target = `${file}.rebuild`;
+      fs.rmSync(target, { force: true });
+      from = await this.#snapshots.fetch(tenant, target);
     }
+    // One sync for the whole catch-up: the copy serves nothing before it is done.
+    const applied = await applyChanges(target, (each) =>
+      this.#log.read(tenant, from, head, async (change) => each(change.bytes)),
+    );
+    if (target !== file) {
+      for (const suffix of ['-wal', '-shm']) fs.rmSync(file + suffix, { force: true });
+      if (fs.existsSync(target)) fs.renameSync(target, file);
+      else fs.rmSync(file, { force: true });
+    }
+    return { applied, rebuilt: target !== file };
   }
 
   /** A whole file here, closed with no write-ahead log left, that the log has never had. */
@@ -276,7 +321,15 @@ export class Replicas {
   #state(tenant: string): State {
     let state = this.#states.get(tenant);
     if (state === undefined) {
-      state = { seq: 0, known: false, chain: Promise.resolve(), preparing: undefined, since: 0, dirty: false };
+      state = {
+        seq: 0,
+        known: false,
+        chain: Promise.resolve(),
+        preparing: undefined,
+        warming: undefined,
+        since: 0,
+        dirty: false,
+      };
       this.#states.set(tenant, state);
     }
     return state;

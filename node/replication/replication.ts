@@ -19,6 +19,7 @@ import { applyChanges, wholeFile } from '../storage/wal-tail.js';
 import { TenantLog } from './log.js';
 import { Replicas } from './replicas.js';
 import { Snapshots } from './snapshots.js';
+import { Standby } from './standby.js';
 
 /** What the node does when the directory changes a tenant (node/tenants/tenant-node.ts). */
 export interface TenantSink {
@@ -42,6 +43,8 @@ export class Replication {
   readonly #logger: Logger;
   readonly #dataDir: string;
   readonly #snapshotIntervalMs: number;
+  /** The warm standby's copies (`--standby`), or undefined. */
+  readonly standby: Standby | undefined;
   #sink: TenantSink | undefined;
   #lease: Lease | undefined;
   /** Tenants this node served when its lease lapsed: their entries are read afresh before they are served again. */
@@ -69,6 +72,7 @@ export class Replication {
     this.#dataDir = dataDir;
     this.#snapshotIntervalMs = config.snapshotIntervalMs;
     this.replicas = new Replicas(config.nodeName, dataDir, log, snapshots, config.snapshotEvery, logger);
+    this.standby = config.standby ? new Standby(config.nodeName, nc, directory, this.replicas, logger) : undefined;
   }
 
   static async start(config: NatsConfig, dataDir: string, logger: Logger): Promise<Replication> {
@@ -111,11 +115,16 @@ export class Replication {
     };
     for (const [tenant, held] of this.directory.tenants()) sink.put(tenant, held.entry);
     this.directory.listen({
-      tenant: (tenant, held) => this.#tenantChanged(tenant, held),
+      tenant: (tenant, held) => {
+        this.#tenantChanged(tenant, held);
+        this.standby?.update(tenant);
+      },
       nodes: (_live, lapsed) => {
         if (lapsed.length > 0) this.#failover(lapsed);
+        void this.standby?.updateAll();
       },
     });
+    void this.standby?.updateAll();
     this.#timer = setInterval(() => {
       for (const tenant of this.#changed) void this.snapshot(tenant);
     }, this.#snapshotIntervalMs);
@@ -243,6 +252,7 @@ export class Replication {
 
   async close(): Promise<void> {
     clearInterval(this.#timer);
+    this.standby?.close();
     await this.#lease?.release();
     this.directory.close();
     await this.#nc.drain().catch(() => undefined);

@@ -154,6 +154,18 @@ describe('a one-file server', function () {
       expect(done.code, done.stderr).to.equal(2);
       expect(done.stderr).to.contain('--workers').and.contain('0 (statements on the serving thread) or 1');
     });
+
+    it("refuses a replicated node's flags without --nats, with exit 2 and what to add", async () => {
+      const dir = sandbox.dir();
+      for (const [flags, said] of [
+        [['--node-name', 'a'], '--node-name names a replicated node: give --nats too'],
+        [['--standby'], "--standby keeps copies of a replicated node's tenants: give --nats too"],
+      ] as const) {
+        const done = await sandbox.run(FENEC_SERVER, ['--data-dir', dir, '--port', '0', ...flags]);
+        expect(done.code, done.stderr).to.equal(2);
+        expect(done.stderr).to.contain(said);
+      }
+    });
   });
 });
 

@@ -21,6 +21,7 @@ import { eventually } from '../helpers/eventually.js';
 import { pause } from '../helpers/pause.js';
 import { FenecError } from '../../shared/errors.js';
 import { TenantLog, type LoggedChange } from '../../node/replication/log.js';
+import { rendezvous } from '../../shared/rendezvous.js';
 
 const TOKEN = 'replication-test-token-0123456789abcdef';
 const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -110,6 +111,40 @@ describe('replication on NATS JetStream (--nats)', function () {
     expect((await tq(b.url, 'acme', 'insert into notes {n: 30}')).status).to.equal(200);
     console.log(`      (failover: ${failoverMs} ms from kill -9 to an answer on the other node, lease 1 s)`);
     expect(failoverMs).to.be.below(10_000);
+  });
+
+  it("keeps a warm standby's copy (--standby) at the log's head, and fails over to it without the snapshot", async () => {
+    const dirs = { wa: sandbox.dir(), wb: sandbox.dir(), wc: sandbox.dir() };
+    const a = await node('wa', dirs.wa, ['--standby', '--snapshot-every', '5']);
+    const b = await node('wb', dirs.wb, ['--standby']);
+    const c = await node('wc', dirs.wc, ['--standby']);
+    await createTenant(a.url, 'warm');
+    for (let n = 0; n < 20; n++)
+      expect((await tq(a.url, 'warm', 'insert into notes {n: $1}', [n])).status).to.equal(200);
+    // The node failover would pick among the others keeps the copy; the third keeps none.
+    const next = rendezvous('warm', ['wb', 'wc'], (name) => name) as 'wb' | 'wc';
+    const other = next === 'wb' ? 'wc' : 'wb';
+    const standby = next === 'wb' ? b : c;
+    const nc = await connect({ servers: cluster.urls.split(',') });
+    try {
+      const log = await TenantLog.open(nc, 3, 10_000);
+      const head = await log.last('warm');
+      await eventually(async () => {
+        expect(fs.readFileSync(path.join(dirs[next], 'warm.seq'), 'utf8').trim()).to.equal(String(head));
+      });
+    } finally {
+      await nc.close();
+    }
+    expect(fs.existsSync(path.join(dirs[other], 'warm.fenec'))).to.equal(false);
+    // Not served there: it is still a's.
+    const refused = await tq(standby.url, 'warm', 'get notes count');
+    expect(refused.json.error?.code, refused.text).to.equal('tenant_moving');
+    await sandbox.kill(a.child);
+    const rows = await eventually(() => ns(standby.url, 'warm'));
+    expect(rows).to.deep.equal([...Array(20).keys()]);
+    // Its copy was the log's head: nothing fetched, nothing rebuilt.
+    expect(standby.stderr()).not.to.match(/"rebuilt":true/);
+    expect((await tq(standby.url, 'warm', 'insert into notes {n: 20}')).status).to.equal(200);
   });
 
   it('fences a paused node: after another took its tenant, its write is refused and never in the log', async () => {
