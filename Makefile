@@ -187,6 +187,7 @@ bench: build
 	$(MAKE) ingest-bench
 	$(MAKE) isolation-bench
 	$(MAKE) tenants-bench
+	$(MAKE) failover-bench
 	$(MAKE) before-bench
 	$(MAKE) peers-bench
 	$(MAKE) embed-bench

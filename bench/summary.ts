@@ -346,7 +346,7 @@ const REPLICATION: Spec = {
       write,
       atLeast(
         `bulk import, ${count(json.batch)}-row batches, rows/s (issue 31)`,
-        `the same node without \`--nats\`, ${count(base?.bulkRowsPerSecond)} rows/s`,
+        `the same node without \`--nats\`, ${count(Math.round(base?.bulkRowsPerSecond))} rows/s`,
         repl?.bulkRowsPerSecond,
         base?.bulkRowsPerSecond,
         0.7,
@@ -355,7 +355,38 @@ const REPLICATION: Spec = {
   },
 };
 
-const SPECS: readonly Spec[] = [BEFORE, PEERS, MATCH, ISOLATION, TENANTS, EMBED, REPLICATION];
+// Failover (issue 31, failover-bench.ts): kill -9 to a write answered on another node, lease 1 s.
+
+const FAILOVER_TARGET = 'within 10 s of the kill';
+
+const FAILOVER: Spec = {
+  file: 'failover',
+  bench: 'failover',
+  targets: [{ what: "a large tenant's failover, `--standby`", target: FAILOVER_TARGET }],
+  rows: (json) => {
+    const rounds = (json.rounds ?? []) as { standby: boolean; failoverMs: number; fileMb: number }[];
+    const worst = (standby: boolean): number | undefined => {
+      const times = rounds.filter((r) => r.standby === standby).map((r) => r.failoverMs);
+      return times.length === 0 ? undefined : Math.max(...times);
+    };
+    const without = worst(false);
+    const standby = worst(true);
+    const mb = rounds[0]?.fileMb.toFixed(0);
+    if (without === undefined || standby === undefined)
+      return [{ ...FAILOVER.targets[0]!, baseline: '', ratio: NOT_IN_FILE, met: NOT_RUN }];
+    return [
+      {
+        what: `a ${mb} MB tenant's kill -9 to a write answered on another node, \`--standby\`, lease 1 s, slowest round (issue 31)`,
+        baseline: `the same without a standby, ${ms(without, 0)}`,
+        ratio: `${ms(standby, 0)} (${(standby / without).toFixed(2)})`,
+        target: FAILOVER_TARGET,
+        met: verdict(standby <= 10_000 && without <= 10_000),
+      },
+    ];
+  },
+};
+
+const SPECS: readonly Spec[] = [BEFORE, PEERS, MATCH, ISOLATION, TENANTS, EMBED, REPLICATION, FAILOVER];
 
 /** The run's date: the one the file says (`date`, or replication's `at`), else when the file was written. */
 function runDate(json: any, file: string): string {

@@ -108,7 +108,7 @@ describe('make bench-summary: the targets of issue 29 in one table (bench/summar
       target: '≤ 2',
       met: 'met',
     });
-    for (const bench of ['before', 'match', 'isolation', 'embed', 'replication']) {
+    for (const bench of ['before', 'match', 'isolation', 'embed', 'replication', 'failover']) {
       const missing = rows.filter((r) => r.bench === bench);
       expect(missing.length, bench).to.be.above(0);
       for (const r of missing) expect(r, bench).to.include({ met: 'not run', baseline: '', date: '' });
@@ -162,7 +162,22 @@ describe('make bench-summary: the targets of issue 29 in one table (bench/summar
       load: { importSeconds: 9.45, embedderBusySeconds: 9 },
       search: { wordsMedianMs: 1.1, vectorMedianMs: 1 },
     });
+    write(temp.dir, 'failover', {
+      at: DATE,
+      rows: 400_000,
+      rounds: [
+        { standby: false, failoverMs: 2400, fileMb: 315 },
+        { standby: true, failoverMs: 900, fileMb: 315 },
+        { standby: true, failoverMs: 12_000, fileMb: 315 },
+      ],
+    });
     const rows = summary(temp.dir);
+    // The slowest round of each: 12 s is past the target.
+    expect(row(rows, 'failover', 'kill -9')).to.include({
+      baseline: 'the same without a standby, 2400 ms',
+      ratio: '12000 ms (5.00)',
+      met: 'MISSED',
+    });
     expect(row(rows, 'isolation', 'p99')).to.include({ ratio: '2.50', met: 'MISSED' });
     expect(row(rows, 'isolation', 'p99').what).to.include('c_load');
     expect(row(rows, 'isolation', 'event-loop delay')).to.include({ ratio: '12.0 ms', target: '≤ 20 ms', met: 'met' });
