@@ -195,7 +195,7 @@ export class Replication {
     const head = await this.#log.last(tenant);
     await applyChanges(file, (each) =>
       this.#log.read(tenant, from, head, async (change) => {
-        if (change.time.getTime() <= at.getTime()) each(change.bytes);
+        if (change.time.getTime() <= at.getTime()) await each(change.bytes);
       }),
     );
     if (!fs.existsSync(file))

@@ -18,6 +18,7 @@
  * size at most 65536, is always 0), as every change was before and a whole file still is.
  */
 import * as fs from 'node:fs';
+import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
 
 const WAL_HEADER = 32;
@@ -135,78 +136,100 @@ export function packChange(encoded: Uint8Array): Uint8Array {
   return out;
 }
 
-/** A change as the log holds it (either format) back to its encoding. */
-function unpackChange(bytes: Uint8Array): Buffer {
+/** A change as the log holds it (either format) back to its encoding; a compressed one on libuv's threads. */
+async function unpackChange(bytes: Uint8Array): Promise<Buffer> {
   const data = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (data.length > 0 && data[0] === RAW) return data;
-  if (data.length > 0 && data[0] === BROTLI) return zlib.brotliDecompressSync(data.subarray(1));
+  if (data.length > 0 && data[0] === BROTLI) return brotliDecompress(data.subarray(1));
   throw new Error(`a change of format ${data[0]} is not one this fenecdb reads (a newer one wrote it)`);
 }
+
+const brotliDecompress = promisify(zlib.brotliDecompress);
+/** Pages written by one writev at most (under every system's IOV_MAX). */
+const RUN_PAGES = 512;
 
 /**
  * A closed copy of a file (made when missing) taking changes (packed or only encoded) in order: each one's pages
  * written, the size set. Synced once, at `close`: a catch-up of N changes costs one fsync, not N — the copy is not
  * served before it closes, and a copy a crash cuts short is never trusted (it has no `.seq`: replicas.ts).
+ *
+ * Everything it does waits on libuv's threads, never on the serving thread: a warm standby applies its tenants'
+ * changes as they are written (a batch's change is megabytes of pages), beside the requests it serves.
  */
 export class FileCopy {
-  readonly #fd: number;
+  readonly #handle: fs.promises.FileHandle;
 
-  constructor(file: string) {
-    this.#fd = fs.openSync(file, fs.existsSync(file) ? 'r+' : 'w+');
+  private constructor(handle: fs.promises.FileHandle) {
+    this.#handle = handle;
   }
 
-  apply(bytes: Uint8Array): void {
-    const data = unpackChange(bytes);
+  static async open(file: string): Promise<FileCopy> {
+    return new FileCopy(await fs.promises.open(file, fs.existsSync(file) ? 'r+' : 'w+'));
+  }
+
+  async apply(bytes: Uint8Array): Promise<void> {
+    const data = await unpackChange(bytes);
     const pageSize = data.readUInt32BE(0);
     const pages = data.readUInt32BE(4);
     const count = data.readUInt32BE(8);
     if (data.length !== 12 + count * (4 + pageSize)) throw new Error(`a change of ${data.length} bytes is not whole`);
+    const images: { page: number; image: Buffer }[] = [];
     for (let i = 0, at = 12; i < count; i++, at += 4 + pageSize) {
-      const page = data.readUInt32BE(at);
-      fs.writeSync(this.#fd, data, at + 4, pageSize, (page - 1) * pageSize);
+      images.push({ page: data.readUInt32BE(at), image: data.subarray(at + 4, at + 4 + pageSize) });
     }
-    fs.ftruncateSync(this.#fd, pages * pageSize);
+    images.sort((x, y) => x.page - y.page);
+    // Pages that follow one another go in one write.
+    for (let i = 0; i < images.length;) {
+      let end = i + 1;
+      while (end < images.length && end - i < RUN_PAGES && images[end]!.page === images[end - 1]!.page + 1) end++;
+      await this.#handle.writev(
+        images.slice(i, end).map((x) => x.image),
+        (images[i]!.page - 1) * pageSize,
+      );
+      i = end;
+    }
+    await this.#handle.truncate(pages * pageSize);
   }
 
   /** Synced (when `sync`, as after changes that all went in) and closed. */
-  close(sync = true): void {
+  async close(sync = true): Promise<void> {
     try {
-      if (sync) fs.fsyncSync(this.#fd);
+      if (sync) await this.#handle.sync();
     } finally {
-      fs.closeSync(this.#fd);
+      await this.#handle.close();
     }
   }
 }
 
 /** Applies one change to a closed copy of a file (made when missing), synced. */
-export function applyChange(file: string, bytes: Uint8Array): void {
-  const copy = new FileCopy(file);
+export async function applyChange(file: string, bytes: Uint8Array): Promise<void> {
+  const copy = await FileCopy.open(file);
   let whole = false;
   try {
-    copy.apply(bytes);
+    await copy.apply(bytes);
     whole = true;
   } finally {
-    copy.close(whole);
+    await copy.close(whole);
   }
 }
 
-/** Applies changes read in order (`read` calls `each` with every one) to a closed copy, with one sync at the end. */
+/** Applies changes read in order (`read` awaits `each` with every one) to a closed copy, with one sync at the end. */
 export async function applyChanges(
   file: string,
-  read: (each: (bytes: Uint8Array) => void) => Promise<void>,
+  read: (each: (bytes: Uint8Array) => Promise<void>) => Promise<void>,
 ): Promise<number> {
   let copy: FileCopy | undefined;
   let applied = 0;
   let whole = false;
   try {
-    await read((bytes) => {
-      copy ??= new FileCopy(file);
-      copy.apply(bytes);
+    await read(async (bytes) => {
+      copy ??= await FileCopy.open(file);
+      await copy.apply(bytes);
       applied += 1;
     });
     whole = true;
   } finally {
-    copy?.close(whole);
+    await copy?.close(whole);
   }
   return applied;
 }
