@@ -131,6 +131,11 @@ export class FenecDatabase {
   readonly #statements: StatementCache;
   readonly #prepared = new Map<string, Prepared>();
   /**
+   * The canonical text of the trees run (executeStatement's key), printed once for each tree: a tree is never changed
+   * (ast.ts), and the pager runs the same ones page after page.
+   */
+  readonly #treeKeys = new WeakMap<Statement, string>();
+  /**
    * The last statement parsed that was too long to keep, until it runs: statementOf then execute of
    * the same text (the request runner's paging and audit, a tenant's quotas) parse it once.
    */
@@ -291,7 +296,11 @@ export class FenecDatabase {
   }
 
   #preparedTree(statement: Statement): Prepared {
-    const key = printStatement(statement);
+    let key = this.#treeKeys.get(statement);
+    if (key === undefined) {
+      key = printStatement(statement);
+      this.#treeKeys.set(statement, key);
+    }
     let prepared = this.#prepared.get(key);
     if (prepared === undefined) {
       prepared = { statement, plan: undefined, version: -1, scoped: new WeakMap() };

@@ -15,6 +15,7 @@
  * continuation would be other rows, not the next ones.
  */
 import { hash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { Cond, Expr, GetStmt, OrderItem, Statement } from '../fenecql/ast.js';
 import { Params } from '../fenecql/bind.js';
 import { withIdTies } from '../fenecql/order.js';
@@ -102,8 +103,22 @@ export function readIdentity(statement: GetStmt, params: readonly unknown[]): st
     return null;
   });
   // JSON text holds no raw NUL, so the three parts cannot run into one another.
-  const printed = printStatement({ ...statement, select: null, limit: undefined, offset: undefined });
-  return `${printed}\u0000${JSON.stringify(values)}\u0000${vectors.join(',')}`;
+  return `${boundText(statement)}\u0000${JSON.stringify(values)}\u0000${vectors.join(',')}`;
+}
+
+/**
+ * The statement a cursor is bound to, printed once for each tree: a tree is never changed (ast.ts), and /query's is
+ * the one the database keeps for the statement's text, the same object on every page.
+ */
+const printed = new WeakMap<GetStmt, string>();
+
+function boundText(statement: GetStmt): string {
+  let text = printed.get(statement);
+  if (text === undefined) {
+    text = printStatement({ ...statement, select: null, limit: undefined, offset: undefined });
+    printed.set(statement, text);
+  }
+  return text;
 }
 
 function isNumberList(value: unknown): value is number[] {
@@ -119,9 +134,19 @@ function numbersDigest(numbers: readonly number[]): string {
   return hash('sha256', bytes, 'base64url');
 }
 
+/** Collections whose highest-id read is kept built. */
+const NEWEST_KEPT = 256;
+
 export class Pager<O> {
   readonly #db: ReadRunner<O>;
   readonly #keeper: CursorKeeper;
+  /**
+   * The trees the pager runs, built once and kept, so that the database finds them by the tree (the same object)
+   * rather than printing a new one each page: each statement's tree with its page's limit (the last one asked), and
+   * each collection's highest-id read.
+   */
+  readonly #limited = new WeakMap<GetStmt, { readonly limit: number; readonly statement: GetStmt }>();
+  readonly #newest = new LRUCache<string, GetStmt>({ max: NEWEST_KEPT });
 
   constructor(db: ReadRunner<O>, keeper: CursorKeeper) {
     this.#db = db;
@@ -200,7 +225,7 @@ export class Pager<O> {
     position: Position | undefined,
     options: O,
   ): Row[] {
-    const limited = (n: number | undefined): GetStmt => (n === undefined ? statement : { ...statement, limit: int(n) });
+    const limited = (n: number | undefined): GetStmt => (n === undefined ? statement : this.#limit(statement, n));
     if (position === undefined || !ranked(statement))
       return this.#db.executeStatement(limited(fetch), params, options).rows as Row[];
     let depth = fetch === undefined ? undefined : position.answered + fetch + 1;
@@ -216,17 +241,30 @@ export class Pager<O> {
     }
   }
 
+  /** The statement with `limit n`. */
+  #limit(statement: GetStmt, n: number): GetStmt {
+    const kept = this.#limited.get(statement);
+    if (kept?.limit === n) return kept.statement;
+    const limited: GetStmt = { ...statement, limit: int(n) };
+    this.#limited.set(statement, { limit: n, statement: limited });
+    return limited;
+  }
+
   /** The highest id the caller reads in the collection now: where a walk beginning now ends. */
   #highestId(collection: string, options: O): number {
-    const newest: GetStmt = {
-      kind: 'Get',
-      collection,
-      select: ['id'],
-      fuse: false,
-      order: [{ field: 'id', direction: 'desc' }],
-      limit: int(1),
-      count: false,
-    };
+    let newest = this.#newest.get(collection);
+    if (newest === undefined) {
+      newest = {
+        kind: 'Get',
+        collection,
+        select: ['id'],
+        fuse: false,
+        order: [{ field: 'id', direction: 'desc' }],
+        limit: int(1),
+        count: false,
+      };
+      this.#newest.set(collection, newest);
+    }
     const rows = this.#db.executeStatement(newest, [], options).rows as Row[];
     return (rows[0]?.id as number | undefined) ?? 0;
   }
