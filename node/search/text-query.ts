@@ -45,7 +45,7 @@ export function textColumn(field: string): string {
 
 /** An FTS5 string: double quotes around, a double quote inside doubled (words never hold one). */
 function fts5String(text: string): string {
-  return `"${text.replaceAll('"', '""')}"`;
+  return `"${text.includes('"') ? text.replaceAll('"', '""') : text}"`;
 }
 
 /**

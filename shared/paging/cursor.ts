@@ -146,6 +146,7 @@ export class CursorKeeper {
   readonly #fingerprint: Buffer;
   readonly #now: () => number;
   readonly #subjects = new LRUCache<string, Buffer>({ max: SUBJECTS_KEPT });
+  #lastRead: { readonly binding: Binding; readonly digest: Buffer } | undefined;
 
   /** `secret`: at least 32 random bytes, the server's own (config's cursorSecret). */
   constructor(secret: Uint8Array, now: () => number = Date.now) {
@@ -163,7 +164,7 @@ export class CursorKeeper {
     const bytes = room.subarray(BLOCK, BLOCK + length);
     bytes[0] = FORMAT;
     bytes.set(this.#fingerprint, KEY_AT);
-    bytes.set(readDigest(binding), READ_AT);
+    bytes.set(this.#read(binding), READ_AT);
     bytes.set(this.#subject(binding.subject), SUBJECT_AT);
     bytes.writeDoubleLE(Math.floor(this.#now() / 1000), TIME_AT);
     bytes[FLAGS_AT] = position.score === undefined ? 0 : HAS_SCORE;
@@ -213,7 +214,7 @@ export class CursorKeeper {
         },
       );
     }
-    if (!bytes.subarray(READ_AT, READ_AT + DIGEST_BYTES).equals(readDigest(binding))) {
+    if (!bytes.subarray(READ_AT, READ_AT + DIGEST_BYTES).equals(this.#read(binding))) {
       throw new FenecError(
         'cursor_mismatch',
         `the cursor continues another read than this ${binding.scope === '/query' ? 'statement' : `${binding.scope} call`}; pass it with the arguments it was answered to (limit and the fields answered may change)`,
@@ -230,6 +231,15 @@ export class CursorKeeper {
       });
     }
     return position(bytes);
+  }
+
+  /**
+   * The read's digest. A page that continues a walk checks its cursor and makes the next one with the same binding
+   * (pager.ts): the digest of the last binding is kept for it.
+   */
+  #read(binding: Binding): Buffer {
+    if (this.#lastRead?.binding !== binding) this.#lastRead = { binding, digest: readDigest(binding) };
+    return this.#lastRead.digest;
   }
 
   /** The subject's digest, worked out once for each of the last subjects seen. */
