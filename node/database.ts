@@ -14,7 +14,7 @@ import {
 } from '../shared/fenecql/kinds.js';
 import { checkJsonValue } from '../shared/fenecql/limits.js';
 import { parseStatement } from '../shared/fenecql/parser.js';
-import { printStatement } from '../shared/fenecql/print.js';
+import { printedOnce, printStatement } from '../shared/fenecql/print.js';
 import type { Policy, PolicyRule } from '../shared/auth/policy.js';
 import { FenecError } from '../shared/errors.js';
 import { Catalog } from './schema/catalog.js';
@@ -130,11 +130,6 @@ export class FenecDatabase {
   readonly #lock: FileLock | undefined;
   readonly #statements: StatementCache;
   readonly #prepared = new Map<string, Prepared>();
-  /**
-   * The canonical text of the trees run (executeStatement's key), printed once for each tree: a tree is never changed
-   * (ast.ts), and the pager runs the same ones page after page.
-   */
-  readonly #treeKeys = new WeakMap<Statement, string>();
   /**
    * The last statement parsed that was too long to keep, until it runs: statementOf then execute of
    * the same text (the request runner's paging and audit, a tenant's quotas) parse it once.
@@ -296,11 +291,7 @@ export class FenecDatabase {
   }
 
   #preparedTree(statement: Statement): Prepared {
-    let key = this.#treeKeys.get(statement);
-    if (key === undefined) {
-      key = printStatement(statement);
-      this.#treeKeys.set(statement, key);
-    }
+    const key = printedOnce(statement);
     let prepared = this.#prepared.get(key);
     if (prepared === undefined) {
       prepared = { statement, plan: undefined, version: -1, scoped: new WeakMap() };

@@ -193,9 +193,21 @@ export class Replicas {
     // While it is written the file holds no sequence: a crash meanwhile leaves it to be rebuilt.
     fs.rmSync(this.#seqFile(tenant), { force: true });
     const { applied, rebuilt } = await this.#toHead(tenant, file, held, head);
-    // Forgotten meanwhile (deleted): the copy is not kept to the log.
-    if (this.#states.get(tenant) !== state) return;
+    // Forgotten meanwhile (the tenant deleted): the copy made since is removed, or a tenant made later under the
+    // name would take it for a file from before replication.
+    if (this.#states.get(tenant) !== state) {
+      fs.rmSync(file, { force: true });
+      return;
+    }
+    // A rebuilt copy took its name by a rename: the folder is synced first, or a crash could leave the sequence
+    // beside the file it replaced.
+    if (rebuilt) {
+      const folder = await fs.promises.open(this.#dir, 'r');
+      await folder.sync().finally(() => folder.close());
+    }
     fs.writeFileSync(this.#seqFile(tenant), `${head}\n`);
+    // A copy rebuilt or caught up from a sequence kept clean holds no page the log lacks.
+    state.dirty = false;
     this.#logger.debug({ tenant, seq: head, applied, rebuilt }, 'standby copy caught up from the log');
   }
 

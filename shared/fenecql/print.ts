@@ -8,6 +8,15 @@ import type { Annotation, Cond, Expr, FieldDef, FieldType, GetStmt, LiteralExpr,
 import { DURATION_UNITS } from '../duration.js';
 import { isName } from './lexer.js';
 
+const printed = new WeakMap<Statement, string>();
+
+/** printStatement's text, kept for each tree: a tree is never changed (ast.ts), and the pager runs the same ones. */
+export function printedOnce(stmt: Statement): string {
+  let text = printed.get(stmt);
+  if (text === undefined) printed.set(stmt, (text = printStatement(stmt)));
+  return text;
+}
+
 export function printStatement(stmt: Statement): string {
   switch (stmt.kind) {
     case 'CreateCollection':
