@@ -44,7 +44,7 @@ export class Replication {
   readonly #dataDir: string;
   readonly #snapshotIntervalMs: number;
   /** The warm standby's copies (`--standby`), or undefined. */
-  readonly standby: Standby | undefined;
+  readonly #standby: Standby | undefined;
   #sink: TenantSink | undefined;
   #lease: Lease | undefined;
   /** Tenants this node served when its lease lapsed: their entries are read afresh before they are served again. */
@@ -72,7 +72,7 @@ export class Replication {
     this.#dataDir = dataDir;
     this.#snapshotIntervalMs = config.snapshotIntervalMs;
     this.replicas = new Replicas(config.nodeName, dataDir, log, snapshots, config.snapshotEvery, logger);
-    this.standby = config.standby ? new Standby(config.nodeName, nc, directory, this.replicas, logger) : undefined;
+    this.#standby = config.standby ? new Standby(config.nodeName, nc, directory, this.replicas, logger) : undefined;
   }
 
   static async start(config: NatsConfig, dataDir: string, logger: Logger): Promise<Replication> {
@@ -117,14 +117,14 @@ export class Replication {
     this.directory.listen({
       tenant: (tenant, held) => {
         this.#tenantChanged(tenant, held);
-        this.standby?.update(tenant);
+        this.#standby?.update(tenant);
       },
       nodes: (_live, lapsed) => {
         if (lapsed.length > 0) this.#failover(lapsed);
-        void this.standby?.updateAll();
+        void this.#standby?.updateAll();
       },
     });
-    void this.standby?.updateAll();
+    void this.#standby?.updateAll();
     this.#timer = setInterval(() => {
       for (const tenant of this.#changed) void this.snapshot(tenant);
     }, this.#snapshotIntervalMs);
@@ -252,7 +252,7 @@ export class Replication {
 
   async close(): Promise<void> {
     clearInterval(this.#timer);
-    this.standby?.close();
+    this.#standby?.close();
     await this.#lease?.release();
     this.directory.close();
     await this.#nc.drain().catch(() => undefined);

@@ -45,11 +45,6 @@ export class Standby {
     this.#logger = logger;
   }
 
-  /** The tenants this node stands by for now. */
-  followed(): string[] {
-    return [...this.#followed.keys()];
-  }
-
   /** Follows the tenant if this node would take it now, else stops following it (its entry changed). */
   update(tenant: string): void {
     if (this.#wanted(tenant)) {
@@ -63,7 +58,6 @@ export class Standby {
    */
   async updateAll(): Promise<void> {
     const pass = ++this.#pass;
-    for (const tenant of [...this.#followed.keys()]) if (!this.#directory.get(tenant)) this.#stop(tenant);
     let n = 0;
     for (const tenant of [...this.#directory.tenants().keys()]) {
       if (this.#pass !== pass) return;

@@ -83,25 +83,13 @@ const SUBJECTS_KEPT = 1024;
 /** SHA-256's block: HMAC pads its key to it. */
 const BLOCK = 64;
 
-/** The two pads of HMAC-SHA256's key (RFC 2104): the key XOR ipad, and XOR opad. */
-function pads(key: Uint8Array): { inner: Buffer; outer: Buffer } {
-  const block = Buffer.alloc(BLOCK);
-  block.set(key.length > BLOCK ? digest('sha256', key, 'buffer') : key);
-  return { inner: Buffer.from(block.map((b) => b ^ 0x36)), outer: Buffer.from(block.map((b) => b ^ 0x5c)) };
-}
-
 /**
  * HMAC-SHA256 (RFC 2104) by one-shot hashes over the key's two pads, made once: H(key ^ opad, H(key ^ ipad, m)).
  * The same bytes as createHmac('sha256', key) (test/shared/paging/cursor-mac.test.ts).
  */
 export function hmacSha256(key: Uint8Array): (message: string | Uint8Array) => Buffer {
-  const { inner, outer } = pads(key);
-  return (message) =>
-    digest(
-      'sha256',
-      Buffer.concat([outer, digest('sha256', Buffer.concat([inner, Buffer.from(message)]), 'buffer')]),
-      'buffer',
-    );
+  const signer = new Signer(key);
+  return (message) => signer.mac(message);
 }
 
 /**
@@ -115,10 +103,11 @@ class Signer {
   #scratch: Buffer;
 
   constructor(key: Uint8Array) {
-    const { inner, outer } = pads(key);
-    this.#inner = inner;
+    const block = Buffer.alloc(BLOCK);
+    block.set(key.length > BLOCK ? digest('sha256', key, 'buffer') : key);
+    this.#inner = Buffer.from(block.map((b) => b ^ 0x36));
     this.#outer = Buffer.alloc(BLOCK + 32);
-    this.#outer.set(outer);
+    this.#outer.set(block.map((b) => b ^ 0x5c));
     this.#scratch = this.#alloc(512);
   }
 
@@ -128,10 +117,18 @@ class Signer {
     return this.#scratch;
   }
 
-  /** The MAC of the `length` bytes written at BLOCK in `room(length)`'s buffer. */
+  /** The HMAC of the `length` bytes written at BLOCK in `room(length)`'s buffer. */
   sign(room: Buffer, length: number): Buffer {
     this.#outer.set(digest('sha256', room.subarray(0, BLOCK + length), 'buffer'), BLOCK);
-    return digest('sha256', this.#outer, 'buffer').subarray(0, MAC_BYTES);
+    return digest('sha256', this.#outer, 'buffer');
+  }
+
+  /** The HMAC of a message given whole (copied into the room). */
+  mac(message: string | Uint8Array): Buffer {
+    const bytes = Buffer.from(message);
+    const room = this.room(bytes.length);
+    room.set(bytes, BLOCK);
+    return this.sign(room, bytes.length);
   }
 
   #alloc(bytes: number): Buffer {
@@ -152,7 +149,7 @@ export class CursorKeeper {
   constructor(secret: Uint8Array, now: () => number = Date.now) {
     if (secret.length < 32) throw new Error('a cursor secret takes at least 32 bytes');
     this.#signer = new Signer(secret);
-    this.#fingerprint = hmacSha256(secret)('fenecdb cursor key').subarray(0, KEY_BYTES);
+    this.#fingerprint = this.#signer.mac('fenecdb cursor key').subarray(0, KEY_BYTES);
     this.#now = now;
   }
 
@@ -173,7 +170,7 @@ export class CursorKeeper {
     bytes.writeDoubleLE(position.through, THROUGH_AT);
     bytes.writeDoubleLE(position.answered, ANSWERED_AT);
     if (keys !== '') bytes.write(keys, KEYS_AT, 'utf8');
-    room.set(this.#signer.sign(room, length), BLOCK + length);
+    room.set(this.#signer.sign(room, length).subarray(0, MAC_BYTES), BLOCK + length);
     return PREFIX + room.toString('base64url', BLOCK, BLOCK + length + MAC_BYTES);
   }
 
@@ -203,7 +200,8 @@ export class CursorKeeper {
     }
     const room = this.#signer.room(length);
     room.set(given.subarray(0, length), BLOCK);
-    if (!timingSafeEqual(this.#signer.sign(room, length), given.subarray(length))) throw invalid();
+    if (!timingSafeEqual(this.#signer.sign(room, length).subarray(0, MAC_BYTES), given.subarray(length)))
+      throw invalid();
     const bytes = given.subarray(0, length);
     if (!bytes.subarray(SUBJECT_AT, SUBJECT_AT + DIGEST_BYTES).equals(this.#subject(binding.subject))) {
       throw new FenecError(

@@ -55,6 +55,21 @@ describe('replication on NATS JetStream (--nats)', function () {
     );
   }
 
+  /** Two nodes, each of its own folder, and a router with --nats in front of them. */
+  async function twoNodesAndRouter(
+    nameA: string,
+    nameB: string,
+  ): Promise<{ a: ServerProcess; b: ServerProcess; router: ServerProcess }> {
+    const a = await node(nameA, sandbox.dir());
+    const b = await node(nameB, sandbox.dir());
+    const router = await sandbox.startProgram(
+      FENEC_ROUTER,
+      ['--port', '0', '--nodes', `${nameA}=${a.url},${nameB}=${b.url}`, '--nats', cluster.urls, '--workers', '1'],
+      { FENEC_TOKEN: TOKEN },
+    );
+    return { a, b, router };
+  }
+
   async function createTenant(base: string, tenant: string): Promise<void> {
     const created = await request(base, { method: 'PUT', path: `/t/${tenant}`, headers: auth, body: '{}' });
     expect(created.status, created.text).to.equal(201);
@@ -355,13 +370,7 @@ describe('replication on NATS JetStream (--nats)', function () {
   }
 
   it('answers a committed write 102 before the log acks it, through the router too, and fenec import sends its next batch on it', async () => {
-    const a = await node('ia', sandbox.dir());
-    const b = await node('ib', sandbox.dir());
-    const router = await sandbox.startProgram(
-      FENEC_ROUTER,
-      ['--port', '0', '--nodes', `ia=${a.url},ib=${b.url}`, '--nats', cluster.urls, '--workers', '1'],
-      { FENEC_TOKEN: TOKEN },
-    );
+    const { a, router } = await twoNodesAndRouter('ia', 'ib');
     await createTenant(a.url, 'loaded');
     expect(await interim(a.url, 'loaded', 'insert into notes {n: -1}')).to.deep.equal([102, 200]);
     expect(await interim(router.url, 'loaded', 'insert into notes {n: -2}')).to.deep.equal([102, 200]);
@@ -430,13 +439,7 @@ describe('replication on NATS JetStream (--nats)', function () {
   });
 
   it('routes by the directory (--nats on the router) and moves a tenant by compare-and-set, no copy through it', async () => {
-    const a = await node('ra', sandbox.dir());
-    const b = await node('rb', sandbox.dir());
-    const router = await sandbox.startProgram(
-      FENEC_ROUTER,
-      ['--port', '0', '--nodes', `ra=${a.url},rb=${b.url}`, '--nats', cluster.urls, '--workers', '1'],
-      { FENEC_TOKEN: TOKEN },
-    );
+    const { a, b, router } = await twoNodesAndRouter('ra', 'rb');
     await createTenant(a.url, 'moved');
     for (let n = 0; n < 3; n++)
       expect((await tq(router.url, 'moved', 'insert into notes {n: $1}', [n])).status).to.equal(200);
