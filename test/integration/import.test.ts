@@ -1,10 +1,13 @@
 /**
  * `fenec import` against a real server over HTTP (and into a file): NDJSON, a JSON array and stdin,
  * a refused row in the middle named by its line with what was committed, and the wait for the
- * vector index to hold every row, seen through `schema`.
+ * vector index to hold every row, seen through `schema`. Last, the count of a batch committed after the
+ * refused one (`committed_after`), against a server of the test's own (below: why).
  */
 import { expect } from 'chai';
 import * as fs from 'node:fs';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { FENEC, query, Sandbox, type Finished, type ServerProcess } from './processes.js';
 
@@ -198,5 +201,87 @@ describe('fenec import', function () {
       pending: 0,
       building: false,
     });
+  });
+});
+
+/**
+ * A batch sent on a replicated write's 102 and committed after the batch before it was refused: that happens only
+ * when the tenant moved to another node in the moment between the first batch's commit and the second's arrival,
+ * a window no run of real nodes can be made to hit. So the other side here is a server of the test's own, speaking
+ * a replicated node's answers as they come over HTTP: `schema`, a batch committed (102, then 200), one whose log
+ * did not ack (102, then 503 `log_unavailable`), and one committed on the new owner (102, then 200).
+ */
+describe('fenec import, a batch committed after the refused one', function () {
+  this.timeout(60_000);
+  const sandbox = new Sandbox();
+  after(() => sandbox.cleanUp());
+
+  it('counts it apart as committed_after, and sends nothing after it', async () => {
+    const batches: number[] = [];
+    const server = http.createServer((request, response) => {
+      const parts: Buffer[] = [];
+      request.on('data', (part: Buffer) => parts.push(part));
+      request.on('end', () => {
+        const { statement, params } = JSON.parse(Buffer.concat(parts).toString()) as {
+          statement: string;
+          params?: unknown[][];
+        };
+        const answer = (status: number, body: unknown, headers: http.OutgoingHttpHeaders = {}) =>
+          response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+        if (statement.startsWith('schema')) return answer(200, { collections: [{ name: 'docs', fields: [] }] });
+        const batch = batches.push(params![0]!.length);
+        expect(request.headers['fenec-interim']).to.equal('committed');
+        response.writeProcessing();
+        // The second batch's ack is slow and then lost; the third, sent on its 102, is committed meanwhile.
+        if (batch === 2)
+          return setTimeout(
+            () =>
+              answer(
+                503,
+                {
+                  error: {
+                    code: 'log_unavailable',
+                    message: 'the replicated log did not answer in time: TimeoutError',
+                    hint: 'the outcome is unknown: read the write back before making it again',
+                  },
+                },
+                { 'retry-after': '1' },
+              ),
+            300,
+          );
+        answer(200, { inserted: params![0]!.length });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const rows = Array.from({ length: 40 }, (_, i) => JSON.stringify({ title: `row ${i}`, pad: 'x'.repeat(80) }));
+      const run = await sandbox.run(
+        FENEC,
+        ['import', '--url', url, '--batch-bytes', '1024', 'docs', '-'],
+        {},
+        {
+          timeoutMs: 30_000,
+          stdin: `${rows.join('\n')}\n`,
+        },
+      );
+      expect(run.code, run.stdout).to.equal(1);
+      const [first, second, third] = batches;
+      // Nothing after the third: it was sent before the second's refusal came, the fourth would have been after.
+      expect(batches).to.have.length(3);
+      expect(first! + second! + third!).to.be.below(40);
+      expect(JSON.parse(run.stderr.trim().split('\n').at(-1)!)).to.deep.equal({
+        error: {
+          code: 'log_unavailable',
+          message: `the batch of lines ${first! + 1}–${first! + second!}: the replicated log did not answer in time: TimeoutError`,
+          hint: 'the outcome is unknown: read the write back before making it again',
+        },
+        line: first! + 1,
+        committed: first,
+        committed_after: third,
+      });
+    } finally {
+      server.close();
+    }
   });
 });
