@@ -10,9 +10,12 @@
  *       of what the statement takes unstopped when that is less: at a small BENCH_ROWS). heavy's own collection is
  *       loaded the same way, and its index built, before any phase. Throughout, the serving thread's event-loop delay
  *       max is read from /_metrics (prom-client's nodejs_eventloop_lag_max_seconds, monitorEventLoopDelay, reset at
- *       each scrape). Then one tenant's row-by-id throughput at 8 clients with --workers 1, 2 and 4, beside a bare
- *       node:http server (bench/bare-server.ts), and its p50 at one client, each run after a 1 s warm-up; and heavy's
- *       fuse, near and match p50 at one client (their raw FTS5/Faiss baselines are make search-bench's).
+ *       each scrape), beside a bystander's (bench/bystander.ts: a process doing nothing but a 1 ms timer on the same
+ *       cores) and the steal time the host took in the same window, so that a stall of the machine's is told apart
+ *       from one of the server's. Then one tenant's row-by-id throughput at 8 clients with --workers 1, 2 and 4,
+ *       beside a bare node:http server (bench/bare-server.ts), and its p50 at one client, each run after a 1 s
+ *       warm-up; and heavy's fuse, near and match p50 at one client (their raw FTS5/Faiss baselines are make
+ *       search-bench's).
  *
  * Targets (issue 11): quiet's p99 beside ≤ 2× alone in (a)–(d); event-loop delay max ≤ 20 ms; 8-client throughput ≥ 0.6
  * of bare node:http; 1-client p50 ≤ 0.2 ms.
@@ -76,6 +79,7 @@ async function main(): Promise<void> {
       spread: 0.05,
     });
 
+    const bystander = await programs.start('dist/bench/bystander.js', []);
     const node = await startNode(programs, path.join(dir, 'node'), 2);
     await admin(node, 'quiet', {});
     await admin(node, 'heavy', {});
@@ -96,9 +100,9 @@ async function main(): Promise<void> {
         ],
       });
     const phases: Record<string, unknown> = {};
-    const alone = await quietBeside(node, 'alone', async () => undefined);
+    const alone = await quietBeside(node, bystander, 'alone', async () => undefined);
     phases.alone = alone;
-    phases.a_fuse = await quietBeside(node, '(a) 2 clients of fuse', () =>
+    phases.a_fuse = await quietBeside(node, bystander, '(a) 2 clients of fuse', () =>
       load({
         target: 'fuse',
         url: `${node.url}/t/heavy/query`,
@@ -109,19 +113,20 @@ async function main(): Promise<void> {
       }),
     );
     await admin(node, 'heavy', { maxAnswerBytes: 1024 * 1024 });
-    phases.b_answer_cap = await quietBeside(node, '(b) reads past the answer cap', () =>
+    phases.b_answer_cap = await quietBeside(node, bystander, '(b) reads past the answer cap', () =>
       loop(node, SECONDS + 1, JSON.stringify({ statement: 'get docs select *' }), 413),
     );
     await admin(node, 'heavy', {});
     phases.c_load = await quietBeside(
       node,
+      bystander,
       '(c) a load with its HNSW build and snapshot',
       () => loadHeavy(node, 'more', rows),
       { whole: true },
     );
     const slow = `get docs where ${Array.from({ length: 30 }, (_, i) => `${'lower('.repeat(10)}body${')'.repeat(10)} like "%never-${i}%"`).join(' or ')} count`;
     await admin(node, 'heavy', { statementTimeoutMs: await timeLimitFor(node, slow) });
-    phases.d_time_limit = await quietBeside(node, '(d) statements hitting the time limit', () =>
+    phases.d_time_limit = await quietBeside(node, bystander, '(d) statements hitting the time limit', () =>
       loop(node, SECONDS + 1, JSON.stringify({ statement: slow }), 504),
     );
     await admin(node, 'heavy', {});
@@ -195,6 +200,10 @@ interface Beside {
   readonly quiet: Measure;
   readonly p99RatioToAlone?: number;
   readonly loopDelayMaxMs: number;
+  /** The bystander's loop delay max in the same window (bench/bystander.ts): the machine's share of a stall. */
+  readonly bystanderLoopDelayMaxMs: number;
+  /** CPU time the host took from this machine's cores in the window (steal, /proc/stat), all cores summed. */
+  readonly stealMs: number;
 }
 
 let aloneP99: number | undefined;
@@ -206,11 +215,14 @@ let aloneP99: number | undefined;
  */
 async function quietBeside(
   node: Program,
+  bystander: Program,
   name: string,
   heavy: () => Promise<unknown>,
   options: { whole?: boolean } = {},
 ): Promise<Beside> {
   await loopDelayMaxMs(node);
+  await bystanderMaxMs(bystander);
+  const stealBefore = stealMs();
   let done = false;
   const background = heavy().finally(() => (done = true));
   const runs: Measure[] = [];
@@ -232,9 +244,15 @@ async function quietBeside(
   const loopDelay = await loopDelayMaxMs(node);
   const quiet = runs.length === 1 ? runs[0]! : merged(runs, latencies);
   const alone = (aloneP99 ??= quiet.p99Ms);
-  const result: Beside = { quiet, p99RatioToAlone: quiet.p99Ms / alone, loopDelayMaxMs: loopDelay };
+  const result: Beside = {
+    quiet,
+    p99RatioToAlone: quiet.p99Ms / alone,
+    loopDelayMaxMs: loopDelay,
+    bystanderLoopDelayMaxMs: await bystanderMaxMs(bystander),
+    stealMs: stealMs() - stealBefore,
+  };
   progress(
-    `${name}: quiet p50 ${quiet.p50Ms.toFixed(2)} ms, p99 ${quiet.p99Ms.toFixed(2)} ms (×${result.p99RatioToAlone!.toFixed(2)}${runs.length > 1 ? `, ${runs.length} runs` : ''}), loop delay max ${loopDelay.toFixed(1)} ms`,
+    `${name}: quiet p50 ${quiet.p50Ms.toFixed(2)} ms, p99 ${quiet.p99Ms.toFixed(2)} ms (×${result.p99RatioToAlone!.toFixed(2)}${runs.length > 1 ? `, ${runs.length} runs` : ''}), loop delay max ${loopDelay.toFixed(1)} ms (a bystander's ${result.bystanderLoopDelayMaxMs.toFixed(1)} ms; steal ${result.stealMs} ms)`,
   );
   return result;
 }
@@ -256,6 +274,17 @@ async function loopDelayMaxMs(node: Program): Promise<number> {
   const metrics = await (await fetch(`${node.url}/_metrics`, { headers: AUTH })).text();
   const value = /^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(metrics)?.[1];
   return value === undefined ? NaN : Number(value) * 1000;
+}
+
+/** The bystander's largest event-loop delay since the last read. */
+async function bystanderMaxMs(bystander: Program): Promise<number> {
+  return ((await (await fetch(bystander.url)).json()) as { maxMs: number }).maxMs;
+}
+
+/** The machine's steal time so far, every core summed, in ms (/proc/stat counts it in USER_HZ, 100 a second). */
+function stealMs(): number {
+  const cpu = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/);
+  return Number(cpu[8] ?? 0) * 10;
 }
 
 /** Sends `body` to heavy, one after another, for `seconds`; every answer must have `status`. */

@@ -122,6 +122,7 @@ describe('make bench-summary: the targets of issue 29 in one table (bench/summar
       quiet: { p99Ms: 1 },
       p99RatioToAlone,
       loopDelayMaxMs,
+      bystanderLoopDelayMaxMs: loopDelayMaxMs / 2,
     });
     write(temp.dir, 'isolation', {
       rows: 1000,
@@ -180,7 +181,12 @@ describe('make bench-summary: the targets of issue 29 in one table (bench/summar
     });
     expect(row(rows, 'isolation', 'p99')).to.include({ ratio: '2.50', met: 'MISSED' });
     expect(row(rows, 'isolation', 'p99').what).to.include('c_load');
-    expect(row(rows, 'isolation', 'event-loop delay')).to.include({ ratio: '12.0 ms', target: '≤ 20 ms', met: 'met' });
+    expect(row(rows, 'isolation', 'event-loop delay')).to.include({
+      baseline: "a bystander process's, 6.0 ms",
+      ratio: '12.0 ms',
+      target: '≤ 20 ms',
+      met: 'met',
+    });
     // isolation.json has no date of its own: the file's.
     expect(row(rows, 'isolation', 'p99').date).to.match(/^\d{4}-\d\d-\d\d \d\d:\d\d$/);
     expect(row(rows, 'replication', 'write')).to.include({ ratio: '+1.00 ms (1.67)', met: 'met' });
