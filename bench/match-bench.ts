@@ -39,7 +39,7 @@
  * because there the same query is not the same cost: in a process that sleeps between requests it took 0.55–0.6 ms
  * of a round trip at 50 000 rows, in this process, run between the HTTP calls, 0.36–0.39 ms, so the ratio against
  * this process's figure (still shown, and the target until 2026-12-02) set fenecdb's query in a server against raw's
- * in a busy process: 1.3–1.7 where, server against server, it was 1.04–1.07 (docs/performance.md).
+ * in a busy process: 1.3–1.7 where, server against server, it was 1.04–1.07 (bench/HISTORY.md).
  *
  * Writes bench/results/match.json.
  */

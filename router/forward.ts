@@ -5,7 +5,7 @@
  *
  * A request is sent on with http.request and its headers as one flat list, its body and the answer piped by hand:
  * http-proxy did the same with a copy of its options, two url.parse calls, a listener per pass and a socket
- * timeout per request, and spent about 200 µs a request more than a bare node:http proxy (docs/performance.md).
+ * timeout per request, and spent about 200 µs a request more than a bare node:http proxy (bench/HISTORY.md).
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
