@@ -14,9 +14,10 @@ import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { request, Sandbox, tenantQuery } from '../test/integration/processes.js';
 import { NatsCluster } from '../test/replication/nats-cluster.js';
+import { intEnv } from './harness.js';
 
-const ROWS = Number(process.env.FAILOVER_ROWS ?? 200_000);
-const ROUNDS = Number(process.env.FAILOVER_ROUNDS ?? 2);
+const ROWS = intEnv('FAILOVER_ROWS', 200_000, 1);
+const ROUNDS = intEnv('FAILOVER_ROUNDS', 2, 1);
 const TOKEN = 'failover-bench-token-0123456789abcdef';
 const BATCH = 2000;
 const TEXT = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor '.repeat(8);

@@ -20,11 +20,12 @@ import { performance } from 'node:perf_hooks';
 import { OrderedRequests, postQuery, type Outcome } from '../node/cli/server-client.js';
 import { Sandbox } from '../test/integration/processes.js';
 import { NatsCluster } from '../test/replication/nats-cluster.js';
+import { intEnv } from './harness.js';
 
-const WRITES = Number(process.env.BENCH_WRITES ?? 2000);
-const BATCHES = Number(process.env.BENCH_BATCHES ?? 20);
-const BATCH = Number(process.env.BENCH_BATCH ?? 1000);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const WRITES = intEnv('BENCH_WRITES', 2000, 1);
+const BATCHES = intEnv('BENCH_BATCHES', 20, 1);
+const BATCH = intEnv('BENCH_BATCH', 1000, 1);
+const ROUNDS = intEnv('BENCH_ROUNDS', 3, 1);
 const TOKEN = 'replication-bench-token-0123456789abcdef';
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
