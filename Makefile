@@ -19,7 +19,7 @@ SOURCES := $(shell find shared node router deploy test bench \( -path bench/befo
 RAW_FAISS := bench/raw-faiss/build/raw-faiss
 FAISS_LIB ?= $(or $(FENEC_FAISS_LIB),/usr/lib/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/libfaiss.a)
 
-.PHONY: help install build test lint format timing-test mcp-test reliability chaos mcp-conformance test-tools console-screenshots run serve requests-bench search-bench match-bench tenants-bench failover-bench mcp-bench mcp-detail ingest-bench isolation-bench before-bench peers-bench embed-bench bench bench-summary clean
+.PHONY: help install build test lint format timing-test mcp-test reliability chaos mcp-conformance test-tools console-screenshots run serve requests-bench search-bench match-bench tenants-bench failover-bench mcp-bench mcp-detail ingest-bench isolation-bench scaling-bench before-bench peers-bench embed-bench bench bench-summary clean
 
 help:
 	@echo "make run          build and start the local hosted stack: a router on 127.0.0.1:$(PORT), two tenant nodes, tenant demo, an agent token"
@@ -38,6 +38,7 @@ help:
 	@echo "make tenants-bench   10 000 tenants on one node: a cold open's and a warm request's latency (against the tenant alone on a node), open files, RSS (BENCH_TENANTS=1000 for a short run)"
 	@echo "make failover-bench  a large replicated tenant's kill -9 to its next write on another node, with and without --standby (FAILOVER_ROWS=20000 for a short run)"
 	@echo "make mcp-bench       MCP tool calls against the same statements through /query"
+	@echo "make scaling-bench   near from each of two tenants on their own workers at once against one alone, CPU by thread, a 16-core node's estimate (SCALING_FLAGS='--workers 4 --tenants 4 --cores 3')"
 	@echo "make isolation-bench a quiet tenant's reads beside a heavy tenant's fuse, oversized reads, load, timed-out statements; --workers 1/2/4 (BENCH_ROWS=100000)"
 	@echo "make mcp-detail      the bytes a 10-row search answers at each detail (ids, fields, full)"
 	@echo "make ingest-bench    fenec import over HTTP until near answers from the index, against raw SQLite + FTS5 and raw Faiss, the full load 3 times (INGEST_ROWS=5000 INGEST_ROUNDS=1 for a short run)"
@@ -146,6 +147,11 @@ tenants-bench: build
 isolation-bench: build
 	$(NODE) dist/bench/isolation-bench.js
 
+# Issue 29, item 4: do tenants on workers of their own scale with the cores; what a larger node would serve.
+SCALING_FLAGS ?=
+scaling-bench: build
+	$(NODE) dist/bench/scaling-bench.js $(SCALING_FLAGS)
+
 # Issue 31: a large tenant's kill -9 to its next answered write on another node, with and without --standby.
 failover-bench: build
 	$(NODE) dist/bench/failover-bench.js
@@ -186,6 +192,7 @@ bench: build
 	$(MAKE) mcp-bench
 	$(MAKE) ingest-bench
 	$(MAKE) isolation-bench
+	$(MAKE) scaling-bench
 	$(MAKE) tenants-bench
 	$(MAKE) failover-bench
 	$(MAKE) before-bench
