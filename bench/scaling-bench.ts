@@ -221,7 +221,7 @@ function report(aloneRuns: readonly Run[], togetherRuns: readonly Run[]): void {
     clients: CLIENTS,
     workers: WORKERS,
     tenants: TENANTS,
-    cores: CORES,
+    nodeCores: CORES,
     alone,
     together,
     scaling,

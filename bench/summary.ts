@@ -255,6 +255,31 @@ const TENANTS: Spec = {
   ],
 };
 
+// Many cores (scaling-bench.ts, issue 29 item 4): tenants on workers of their own at once against one alone.
+
+const SCALING: Spec = {
+  file: 'scaling',
+  bench: 'scaling',
+  targets: [{ what: '`near` from tenants on workers of their own at once, req/s', target: '—' }],
+  rows: (json) => {
+    const what =
+      `\`near\` from ${json.tenants} tenants on ${json.workers} workers at once, ${json.clients} clients each, req/s ` +
+      `(cores busy: ${json.busyCores?.together?.toFixed(2) ?? '?'} of ${json.cores ?? '?'})`;
+    const alone = json.alone?.requestsPerSecond;
+    if (typeof json.scaling !== 'number' || alone === undefined)
+      return [{ what, baseline: '', ratio: NOT_IN_FILE, target: '—', met: NOT_RUN }];
+    return [
+      {
+        what,
+        baseline: `one tenant alone, ${count(Math.round(alone))} req/s`,
+        ratio: json.scaling.toFixed(2),
+        target: '—',
+        met: '—',
+      },
+    ];
+  },
+};
+
 // The embedder (issue 30, embed-bench.ts).
 
 const EMBED: Spec = {
@@ -388,7 +413,7 @@ const FAILOVER: Spec = {
   },
 };
 
-const SPECS: readonly Spec[] = [BEFORE, PEERS, MATCH, ISOLATION, TENANTS, EMBED, REPLICATION, FAILOVER];
+const SPECS: readonly Spec[] = [BEFORE, PEERS, MATCH, ISOLATION, SCALING, TENANTS, EMBED, REPLICATION, FAILOVER];
 
 /** The run's date: the one the file says (`date`, or replication's `at`), else when the file was written. */
 function runDate(json: any, file: string): string {

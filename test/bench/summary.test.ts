@@ -108,7 +108,7 @@ describe('make bench-summary: the targets of issue 29 in one table (bench/summar
       target: '≤ 2',
       met: 'met',
     });
-    for (const bench of ['before', 'match', 'isolation', 'embed', 'replication', 'failover']) {
+    for (const bench of ['before', 'match', 'isolation', 'scaling', 'embed', 'replication', 'failover']) {
       const missing = rows.filter((r) => r.bench === bench);
       expect(missing.length, bench).to.be.above(0);
       for (const r of missing) expect(r, bench).to.include({ met: 'not run', baseline: '', date: '' });
@@ -133,6 +133,15 @@ describe('make bench-summary: the targets of issue 29 in one table (bench/summar
         c_load: phase(2.5, 4),
         d_time_limit: phase(0.5, 2),
       },
+    });
+    write(temp.dir, 'scaling', {
+      cores: 2,
+      tenants: 2,
+      workers: 2,
+      clients: 2,
+      alone: { requestsPerSecond: 800 },
+      scaling: 1.4,
+      busyCores: { alone: 1.3, together: 1.95 },
     });
     write(temp.dir, 'replication', {
       at: DATE,
@@ -195,6 +204,15 @@ describe('make bench-summary: the targets of issue 29 in one table (bench/summar
     expect(row(rows, 'match', 'warm')).to.include({ ratio: '1.50', met: 'MISSED' });
     // Over HTTP: (0.9 − 0.5 ms) ÷ 0.25 ms.
     expect(row(rows, 'match', 'over HTTP')).to.include({ ratio: '1.60', target: '≤ 1.3', met: 'MISSED' });
+    expect(row(rows, 'scaling', 'near')).to.include({
+      baseline: 'one tenant alone, 800 req/s',
+      ratio: '1.40',
+      target: '—',
+      met: '—',
+    });
+    expect(row(rows, 'scaling', 'near').what)
+      .to.include('2 tenants on 2 workers')
+      .and.include('1.95 of 2');
     expect(row(rows, 'embed', 'import')).to.include({ ratio: '1.05', target: '≤ 1.1', met: 'met' });
     expect(row(rows, 'embed', 'by words')).to.include({ ratio: '1.10', target: '≤ 1.2', met: 'met' });
   });
