@@ -196,6 +196,29 @@ export function treeCpuSeconds(pid: number): number {
   return total;
 }
 
+/**
+ * CPU time so far of a process's threads, in clock ticks (1/100 s), summed by the group `group` puts each in: by
+ * default its name (the serving thread's, `WorkerThread`, `V8Worker`, `libuv-worker`…).
+ */
+export function threadTicks(
+  pid: number,
+  group: (tid: number, name: string) => string = (_, name) => name,
+): Map<string, number> {
+  const ticks = new Map<string, number>();
+  for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended since the listing
+    }
+    const key = group(Number(task), stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks.set(key, (ticks.get(key) ?? 0) + Number(fields[11]) + Number(fields[12]));
+  }
+  return ticks;
+}
+
 // Load -----------------------------------------------------------------------------------------------
 
 export interface Measure {

@@ -27,6 +27,7 @@ import {
   progress,
   runInfo,
   table,
+  threadTicks,
   WARM_UP_SECONDS,
   writeResults,
   type Measure,
@@ -58,20 +59,14 @@ const programs = new Programs();
 
 /** CPU time so far of the node's threads, in seconds: the serving thread (the process's id), the workers, the rest. */
 function nodeCpu(pid: number): Record<Thread, number> {
-  const cpu: Record<Thread, number> = { serving: 0, workers: 0, helpers: 0 };
-  for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
-    let stat: string;
-    try {
-      stat = fs.readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
-    } catch {
-      continue; // the thread ended since the listing
-    }
-    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const thread: Thread = Number(task) === pid ? 'serving' : name === 'WorkerThread' ? 'workers' : 'helpers';
-    cpu[thread] += (Number(fields[11]) + Number(fields[12])) / 100;
-  }
-  return cpu;
+  const ticks = threadTicks(pid, (tid, name) =>
+    tid === pid ? 'serving' : name === 'WorkerThread' ? 'workers' : 'helpers',
+  );
+  return {
+    serving: (ticks.get('serving') ?? 0) / 100,
+    workers: (ticks.get('workers') ?? 0) / 100,
+    helpers: (ticks.get('helpers') ?? 0) / 100,
+  };
 }
 
 /** This process's CPU time so far, in seconds: the load generator's. */

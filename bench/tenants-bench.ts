@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { call, intEnv, Programs, progress, runInfo, turnOrder, verdict, writeResults } from './harness.js';
+import { call, intEnv, Programs, progress, runInfo, threadTicks, turnOrder, verdict, writeResults } from './harness.js';
 import { median, round2, summary, type Summary } from './stats.js';
 
 const TENANTS = intEnv('BENCH_TENANTS', 10_000, 1);
@@ -223,23 +223,6 @@ function processFigures(pid: number): { openFiles: number; rssMiB: number } {
 /** `items` repeated in order until there are `count`. */
 function cycle(items: readonly string[], count: number): string[] {
   return Array.from({ length: count }, (_, i) => items[i % items.length]!);
-}
-
-/** CPU time so far of each thread of a process, in clock ticks (1/100 s), summed by thread name. */
-function threadTicks(pid: number): Map<string, number> {
-  const ticks = new Map<string, number>();
-  for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
-    let stat: string;
-    try {
-      stat = fs.readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
-    } catch {
-      continue; // the thread ended since the listing
-    }
-    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    ticks.set(name, (ticks.get(name) ?? 0) + Number(fields[11]) + Number(fields[12]));
-  }
-  return ticks;
 }
 
 interface CpuRound {
