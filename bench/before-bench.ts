@@ -29,11 +29,13 @@ import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import {
+  coresFlag,
   cpuSeconds,
   failuresLine,
   intEnv,
   load,
   numberEnv,
+  pinCores,
   progress,
   Programs,
   ROOT,
@@ -67,11 +69,9 @@ const { values: flags } = parseArgs({
   },
 });
 const WORKERS = (flags.workers ?? (flags.tenant ? '1' : '0,1')).split(',').map(Number);
-const CORES = flags.cores === undefined ? undefined : Number(flags.cores);
+const CORES = coresFlag(flags.cores);
 if (WORKERS.some((n) => !Number.isInteger(n) || n < (flags.tenant ? 1 : 0)))
   throw new Error(`--workers takes whole numbers (≥ 1 on a tenant node), not ${flags.workers}`);
-if (CORES !== undefined && (!Number.isInteger(CORES) || CORES < 1 || CORES > os.cpus().length))
-  throw new Error(`--cores takes 1 … ${os.cpus().length}, not ${flags.cores}`);
 
 const ROWS = intEnv('BENCH_ROWS', 50_000, 1_000);
 const QUERIES = intEnv('BENCH_QUERIES', 200, 10);
@@ -91,8 +91,7 @@ async function main(): Promise<void> {
   if (!fs.existsSync(path.join(BEFORE_DIR, 'dist/node/cli/fenec-server.js')))
     throw new Error(`${BEFORE_DIR} holds no build: run bash bench/before.sh (make before-bench does)`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-before-'));
-  const pin = CORES === undefined ? undefined : `0-${CORES - 1}`;
-  if (pin !== undefined && CORES! < os.cpus().length) pinSelf(`${CORES}-${os.cpus().length - 1}`);
+  const pin = pinCores(CORES);
   try {
     const mains: Server[] = [];
     for (const workers of WORKERS) mains.push(await startMain(dir, pin, workers));
@@ -303,10 +302,6 @@ function report(r: {
     readsP50Ms: r.reads,
     rowById: r.byId,
   });
-}
-
-function pinSelf(cores: string): void {
-  execFileSync('taskset', ['-pc', cores, String(process.pid)], { stdio: 'ignore' });
 }
 
 function post(url: string, method: string, body: unknown): Promise<string> {

@@ -6,7 +6,7 @@
  * results file it writes.
  */
 import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -217,6 +217,28 @@ export function threadTicks(
     ticks.set(key, (ticks.get(key) ?? 0) + Number(fields[11]) + Number(fields[12]));
   }
   return ticks;
+}
+
+/**
+ * A bench's `--cores N`: the count, checked against the machine's. @throws Error for a count it does not have.
+ */
+export function coresFlag(flag: string | undefined): number | undefined {
+  if (flag === undefined) return undefined;
+  const cores = Number(flag);
+  const all = os.cpus().length;
+  if (!Number.isInteger(cores) || cores < 1 || cores > all) throw new Error(`--cores takes 1 … ${all}, not ${flag}`);
+  return cores;
+}
+
+/**
+ * The servers' cores for `--cores N` (taskset's list of the first N), with this process, the load generator, pinned
+ * to the others when any are left; undefined (nothing pinned) without the flag.
+ */
+export function pinCores(cores: number | undefined): string | undefined {
+  if (cores === undefined) return undefined;
+  const all = os.cpus().length;
+  if (cores < all) execFileSync('taskset', ['-pc', `${cores}-${all - 1}`, String(process.pid)], { stdio: 'ignore' });
+  return `0-${cores - 1}`;
 }
 
 // Load -----------------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@
  * this process to the others when any are left; default: no pinning). Env: BENCH_ROWS [20000], BENCH_CLIENTS [2],
  * BENCH_SECONDS [5], BENCH_ROUNDS [3]. Writes bench/results/scaling.json.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -20,9 +19,11 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { docsWorkload, loadDocs, post, READS, untilIdle, type Server } from './docs-load.js';
 import {
+  coresFlag,
   intEnv,
   load,
   numberEnv,
+  pinCores,
   Programs,
   progress,
   runInfo,
@@ -40,13 +41,11 @@ const { values: flags } = parseArgs({
 });
 const WORKERS = Number(flags.workers ?? 2);
 const TENANTS = Number(flags.tenants ?? WORKERS);
-const CORES = flags.cores === undefined ? undefined : Number(flags.cores);
+const CORES = coresFlag(flags.cores);
 if (!Number.isInteger(WORKERS) || WORKERS < 1)
   throw new Error(`--workers takes a whole number ≥ 1, not ${flags.workers}`);
 if (!Number.isInteger(TENANTS) || TENANTS < 1)
   throw new Error(`--tenants takes a whole number ≥ 1, not ${flags.tenants}`);
-if (CORES !== undefined && (!Number.isInteger(CORES) || CORES < 1 || CORES > os.cpus().length))
-  throw new Error(`--cores takes 1 … ${os.cpus().length}, not ${flags.cores}`);
 
 const ROWS = intEnv('BENCH_ROWS', 20_000, 100);
 const CLIENTS = intEnv('BENCH_CLIENTS', 2, 1);
@@ -114,9 +113,7 @@ const AUTH = { authorization: `Bearer ${TOKEN}` };
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-scaling-'));
-  const pin = CORES === undefined ? undefined : `0-${CORES - 1}`;
-  if (pin !== undefined && CORES! < os.cpus().length)
-    execFileSync('taskset', ['-pc', `${CORES}-${os.cpus().length - 1}`, String(process.pid)], { stdio: 'ignore' });
+  const pin = pinCores(CORES);
   try {
     const node = await programs.start(
       'dist/node/cli/fenec-server.js',
@@ -200,7 +197,7 @@ function report(aloneRuns: readonly Run[], togetherRuns: readonly Run[]): void {
         [row('one tenant alone', alone), row(`${TENANTS} tenants at once`, together)],
       ) +
       `\n\n${TENANTS} tenants at once ÷ one alone: ${scaling.toFixed(2)} (rounds ${rounds.map((r) => r.toFixed(2)).join(', ')}; ` +
-      `at best ${Math.min(TENANTS, WORKERS)} with a free core each); cores kept busy, the generator's included: ` +
+      `at best ${Math.min(TENANTS, WORKERS, CORES ?? os.cpus().length)}, a free core each); cores kept busy, the generator's included: ` +
       `${busy(alone).toFixed(2)} and ${busy(together).toFixed(2)} of ${os.cpus().length}\n` +
       `at this run's CPU a request, a node's serving thread carries at most ${Math.round(servingCeiling)} near a second ` +
       `and a worker's core ${Math.round(perWorkerCore)}: a 16-core node (15 workers) about ${Math.round(cores16)}, ` +
