@@ -67,8 +67,11 @@ export function readSerialized(
   return answer;
 }
 
-/** The row of a statement of one row at most, or none. */
-function fetched(statement: Statement, args: readonly unknown[]): unknown[][] {
+/**
+ * The row of a statement of one row at most, or none: one fetch, where better-sqlite3's iterate() and all() set up an
+ * iteration even for one row (several µs).
+ */
+export function fetched(statement: Statement, args: readonly unknown[]): unknown[][] {
   const row = statement.get(args) as unknown[] | undefined;
   return row === undefined ? [] : [row];
 }

@@ -8,7 +8,7 @@ import type { Connection } from '../../storage/sqlite.js';
 import type { SqlValue } from '../../storage/codec.js';
 import type { BulkPlan, Plan, PolicyCheck, SqlStep, StagedSql } from '../plan/plan-types.js';
 import type { VectorStore } from '../../vector/store.js';
-import { readSerialized } from './answer-text.js';
+import { fetched, readSerialized } from './answer-text.js';
 import { runVector } from './run-vector.js';
 import { fromSqliteError, isConstraintError } from './sqlite-errors.js';
 import type { StatementCache } from './statement-cache.js';
@@ -205,9 +205,9 @@ export function run(
     case 'read': {
       if (plan.guard !== undefined && bindArg(plan.guard, ctx) === null) return { rows: [], count: 0 };
       const args = bind(plan.step, withScopedRank(plan.scoped, ctx, cache));
-      if (maxAnswerBytes !== undefined)
-        return readSerialized(cache.get(plan.step.sql).raw(true), args, plan.columns, maxAnswerBytes, plan.one);
-      const raw = cache.get(plan.step.sql).raw(true).all(args) as unknown[][];
+      const statement = cache.get(plan.step.sql).raw(true);
+      if (maxAnswerBytes !== undefined) return readSerialized(statement, args, plan.columns, maxAnswerBytes, plan.one);
+      const raw = plan.one ? fetched(statement, args) : (statement.all(args) as unknown[][]);
       const columns = plan.columns;
       const rows = new Array<Record<string, unknown>>(raw.length);
       for (let r = 0; r < raw.length; r++) {
