@@ -52,6 +52,7 @@ const CLIENTS = intEnv('BENCH_CLIENTS', 2, 1);
 const SECONDS = numberEnv('BENCH_SECONDS', 5);
 const ROUNDS = intEnv('BENCH_ROUNDS', 3, 1);
 const TOKEN = randomBytes(16).toString('hex');
+const AUTH = { authorization: `Bearer ${TOKEN}` };
 const THREADS = ['serving', 'workers', 'helpers'] as const;
 type Thread = (typeof THREADS)[number];
 const programs = new Programs();
@@ -61,11 +62,12 @@ function nodeCpu(pid: number): Record<Thread, number> {
   const ticks = threadTicks(pid, (tid, name) =>
     tid === pid ? 'serving' : name === 'WorkerThread' ? 'workers' : 'helpers',
   );
-  return {
-    serving: (ticks.get('serving') ?? 0) / 100,
-    workers: (ticks.get('workers') ?? 0) / 100,
-    helpers: (ticks.get('helpers') ?? 0) / 100,
-  };
+  return byThread((thread) => (ticks.get(thread) ?? 0) / 100);
+}
+
+/** A figure for each of THREADS. */
+function byThread(figure: (thread: Thread) => number): Record<Thread, number> {
+  return Object.fromEntries(THREADS.map((thread) => [thread, figure(thread)])) as Record<Thread, number>;
 }
 
 /** This process's CPU time so far, in seconds: the load generator's. */
@@ -100,16 +102,12 @@ async function nearLoad(servers: readonly Server[], body: string, pid: number, s
     requestsPerSecond: runs.reduce((sum, m) => sum + m.requestsPerSecond, 0),
     p50Ms: median(runs.map((m) => m.p50Ms)),
     cpuUs: {
-      serving: us(node1.serving - node0.serving),
-      workers: us(node1.workers - node0.workers),
-      helpers: us(node1.helpers - node0.helpers),
+      ...byThread((thread) => us(node1[thread] - node0[thread])),
       generator: us(gen1 - gen0),
     },
     failed: runs.reduce((sum, m) => sum + m.failed, 0),
   };
 }
-
-const AUTH = { authorization: `Bearer ${TOKEN}` };
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fenec-scaling-'));
